@@ -1,0 +1,57 @@
+// pltrun: parse the command line, run the launcher, map errors to exit statuses.
+
+#include <signal.h>
+
+#include <cstdio>
+#include <variant>
+
+#include "common/error.h"
+#include "launcher/command_line.h"
+#include "launcher/launcher.h"
+#include "launcher/launcher_log.h"
+
+namespace {
+
+// Exit statuses for problems found before any worker runs, as shells and torchrun use them.
+constexpr int kUsageError = 2;
+constexpr int kProgramNotFound = 127;
+constexpr int kLauncherFailure = 1;
+
+int exitStatusFor(pltrun::ErrorCode code) {
+  switch (code) {
+    case pltrun::ErrorCode::InvalidArgument:
+      return kUsageError;
+    case pltrun::ErrorCode::NotFound:
+      return kProgramNotFound;
+    default:
+      return kLauncherFailure;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // A console reader that went away (pltrun ... | head) must not kill the launcher while
+  // its workers run: writes then fail with EPIPE instead. Workers get a clean mask.
+  sigset_t pipeSignal;
+  sigemptyset(&pipeSignal);
+  sigaddset(&pipeSignal, SIGPIPE);
+  sigprocmask(SIG_BLOCK, &pipeSignal, nullptr);
+
+  try {
+    auto parsed = pltrun::parseCommandLine(argc, argv);
+    if (auto* information = std::get_if<pltrun::InformationRequest>(&parsed)) {
+      std::fputs(information->text.c_str(), stdout);
+      return 0;
+    }
+    const auto& config = std::get<pltrun::LaunchConfig>(parsed);
+    pltrun::configureLauncherLog(config.quiet);
+    return pltrun::runLauncher(config);
+  } catch (const pltrun::Error& error) {
+    std::fprintf(stderr, "pltrun: error: %s\n", error.what());
+    return exitStatusFor(error.code());
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "pltrun: internal error: %s\n", error.what());
+    return kLauncherFailure;
+  }
+}

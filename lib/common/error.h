@@ -1,0 +1,35 @@
+#pragma once
+// The one exception type of pltrun. The code tells callers how to react (exit status,
+// retry or not); the message is written for the person who has to act on it.
+
+#include <stdexcept>
+#include <string>
+
+namespace pltrun {
+
+enum class ErrorCode {
+  InvalidArgument,  ///< the user gave a value we cannot use (exit status 2)
+  NotFound,         ///< a program or file the user named does not exist (exit status 127)
+  Timeout,
+  Network,
+  Protocol,
+  System,  ///< a system call failed for reasons outside the user's input
+};
+
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  ErrorCode code() const noexcept { return code_; }
+
+ private:
+  ErrorCode code_;
+};
+
+/// Throws InvalidArgument for a flag value, in the one-line form every flag error uses:
+/// "--flag: 'value' is not valid: <what is accepted>".
+[[noreturn]] inline void throwInvalidFlag(const std::string& flag, const std::string& value,
+                                          const std::string& accepted) {
+  throw Error(ErrorCode::InvalidArgument, flag + ": '" + value + "' is not valid: " + accepted);
+}
+
+}  // namespace pltrun

@@ -1,0 +1,54 @@
+#pragma once
+// Everything the command line decides, after parsing and validation but before anything
+// is probed (GPUs, ports) or started.
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/stream_selection.h"
+
+namespace pltrun {
+
+/// How PROGRAM is started.
+enum class ProgramKind {
+  Auto,      ///< `.py` runs under Python, anything else is executed directly
+  Module,    ///< `-m`: PROGRAM is a Python module
+  NoPython,  ///< `--no-python`: PROGRAM is executed directly, whatever its name
+};
+
+struct LaunchConfig {
+  // What to run.
+  std::string program;
+  std::vector<std::string> programArgs;
+  ProgramKind programKind = ProgramKind::Auto;
+
+  // How many workers, on which devices. nprocPerNode is the raw flag value (an integer,
+  // gpu, cpu or auto), resolved once the GPU count is known; devices, when given, wins.
+  std::optional<std::string> nprocPerNode;  ///< empty: 1, or the number of --devices
+  std::optional<std::string> devices;
+
+  // Where this node sits in the job (static rendezvous).
+  int nnodes = 1;
+  int nodeRank = 0;
+  std::string masterAddr = "127.0.0.1";
+  std::optional<int> masterPort;  ///< empty: the launcher picks a free port
+  std::string runId;              ///< empty: a random id is generated
+  std::string role = "default";
+  bool standalone = false;
+
+  // Supervision.
+  int maxRestarts = 0;
+  std::chrono::milliseconds termTimeout{30000};
+
+  // Output.
+  std::optional<std::string> logDir;
+  StreamSelection redirects;  ///< streams kept out of the console, per local rank
+  StreamSelection tee;        ///< streams also written to log files, per local rank
+  std::optional<std::vector<int>> localRanksFilter;  ///< empty: every local rank
+  bool prefixOutput = true;
+  bool quiet = false;  ///< launcher's own messages: only warnings and errors
+};
+
+}  // namespace pltrun

@@ -1,0 +1,35 @@
+#pragma once
+// Turns a worker's raw output into console text: every line gets the worker's prefix, and
+// a line is only ever written whole, so output of many workers never interleaves inside a
+// line. Carriage returns end a segment too, so progress bars redraw in place, and an
+// unfinished progress-bar segment can be previewed at once so the bar stays live.
+
+#include <string>
+#include <string_view>
+
+namespace pltrun {
+
+class LinePrefixer {
+ public:
+  /// `prefix` is written before every line, e.g. "[rank 3] "; empty for none.
+  explicit LinePrefixer(std::string prefix) : prefix_(std::move(prefix)) {}
+
+  /// Appends to `out` every line or carriage-return segment that `chunk` completes.
+  void feed(std::string_view chunk, std::string& out);
+
+  /// Appends the unfinished segment of a progress bar (text after a '\r'), ended by '\r' so
+  /// the next draw overwrites it. Appends nothing for an ordinary unfinished line.
+  void previewProgress(std::string& out) const;
+
+  /// End of stream: appends the unfinished line, if any, with a newline.
+  void finish(std::string& out);
+
+ private:
+  void emitSegment(std::string_view segment, char terminator, std::string& out);
+
+  std::string prefix_;
+  std::string pending_;  ///< start of a line whose end has not arrived yet
+  bool afterCarriageReturn_ = false;
+};
+
+}  // namespace pltrun

@@ -1,0 +1,33 @@
+#pragma once
+// Makes "no worker outlives pltrun" hold even after `kill -9 pltrun`. A worker dies with
+// the launcher through its parent-death signal, but its children do not; so a tiny guard
+// process, forked before anything else, is told every worker process group and kills
+// them all the moment the launcher's end of a pipe closes, however the launcher died.
+
+#include <sys/types.h>
+
+namespace pltrun {
+
+class OrphanGuard {
+ public:
+  /// Forks the guard. Call before any thread or event loop exists.
+  OrphanGuard();
+  /// Closes the pipe: the guard kills the groups still registered and exits; it is reaped here.
+  ~OrphanGuard();
+  OrphanGuard(const OrphanGuard&) = delete;
+  OrphanGuard& operator=(const OrphanGuard&) = delete;
+
+  /// From now on the guard kills this process group if the launcher dies.
+  void watchGroup(pid_t groupId);
+  /// The group is gone (its members were killed and reaped); forget it so its id, once
+  /// reused by the system, is never signalled.
+  void forgetGroup(pid_t groupId);
+
+ private:
+  void send(pid_t record);
+
+  pid_t guardPid_ = -1;
+  int writeFd_ = -1;
+};
+
+}  // namespace pltrun

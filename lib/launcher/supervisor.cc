@@ -1,0 +1,81 @@
+#include "launcher/supervisor.h"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/signal_set.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "launcher/console_writer.h"
+
+namespace pltrun {
+
+std::vector<int> forwardedSignals() {
+  std::vector<int> signals;
+  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) {
+    struct sigaction current {};
+    if (sigaction(signal, nullptr, &current) == 0 && current.sa_handler == SIG_IGN) continue;
+    signals.push_back(signal);
+  }
+  return signals;
+}
+
+Supervisor::Supervisor(SupervisorOptions options, OrphanGuard& guard)
+    : options_(std::move(options)), guard_(guard) {}
+
+int Supervisor::run(const AttemptPlanner& planAttempt) {
+  boost::asio::io_context context;
+  ConsoleWriter console;
+  boost::asio::signal_set signals(context);
+  for (int signal : forwardedSignals()) signals.add(signal);
+
+  WorkerGroup* current = nullptr;
+  std::function<void()> waitForSignal = [&] {
+    signals.async_wait([&](boost::system::error_code error, int signal) {
+      if (error) return;
+      if (current != nullptr) current->handleSignal(signal);
+      waitForSignal();
+    });
+  };
+  waitForSignal();
+
+  for (int attempt = 0;; ++attempt) {
+    WorkerGroup group(context, console, guard_, GroupSettings{attempt, options_.termTimeout, options_.host});
+    current = &group;
+    group.start(planAttempt(attempt), [&context] { context.stop(); });
+    context.restart();
+    context.run();
+    current = nullptr;
+
+    GroupOutcome outcome = group.outcome();
+    switch (outcome.kind) {
+      case GroupOutcome::Kind::Succeeded:
+        return 0;
+      case GroupOutcome::Kind::Interrupted:
+        spdlog::warn("stopped by {}", signalName(outcome.interruptSignal));
+        return 128 + outcome.interruptSignal;
+      case GroupOutcome::Kind::Failed:
+        if (attempt < options_.maxRestarts) {
+          spdlog::warn("restarting the worker group ({} of {} restarts) after rank {} ended with {}", attempt + 1,
+                       options_.maxRestarts, outcome.rootCause->rank, outcome.rootCause->end.describe());
+          continue;
+        }
+        return reportFailure(outcome);
+    }
+  }
+}
+
+int Supervisor::reportFailure(const GroupOutcome& outcome) {
+  const WorkerFailure& root = *outcome.rootCause;
+  std::string report = formatFailureReport(root, outcome.others);
+  if (options_.reportPath) {
+    std::ofstream file(*options_.reportPath);
+    file << failureReportJson(root, outcome.others).dump(2) << "\n";
+    if (file) report += "  report: " + *options_.reportPath + "\n";
+  }
+  writeAll(2, report.data(), report.size());
+  return root.end.shellStatus();
+}
+
+}  // namespace pltrun

@@ -1,0 +1,46 @@
+#pragma once
+// Runs the local worker group until it succeeds, is interrupted, or fails more often than
+// --max-restarts allows, and turns the result into pltrun's exit status.
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/orphan_guard.h"
+#include "launcher/worker_group.h"
+
+namespace pltrun {
+
+struct SupervisorOptions {
+  int maxRestarts = 0;
+  std::chrono::milliseconds termTimeout{30000};
+  std::string host;
+  std::optional<std::string> reportPath;  ///< where the failure report's JSON goes, if anywhere
+};
+
+/// The workers of attempt N (0 for the first start, N for the N-th restart).
+using AttemptPlanner = std::function<std::vector<WorkerSpec>(int attempt)>;
+
+class Supervisor {
+ public:
+  Supervisor(SupervisorOptions options, OrphanGuard& guard);
+
+  /// 0 when every worker of an attempt succeeded; the root-cause worker's own status
+  /// (exit code, or 128 + signal) after the last allowed attempt failed; 128 + the signal
+  /// when the launcher was told to stop.
+  int run(const AttemptPlanner& planAttempt);
+
+ private:
+  int reportFailure(const GroupOutcome& outcome);
+
+  SupervisorOptions options_;
+  OrphanGuard& guard_;
+};
+
+/// The signals forwarded to workers: SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
+/// less those the launcher was started with ignored (nohup's SIGHUP stays ignored).
+std::vector<int> forwardedSignals();
+
+}  // namespace pltrun

@@ -1,0 +1,21 @@
+#pragma once
+// Small strict parsers shared by every flag parser: they accept exactly the text asked
+// for (no trailing junk, no silent wrap-around), so a typo becomes an error, not a value.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pltrun {
+
+/// Leading and trailing spaces and tabs removed.
+std::string_view trimSpaces(std::string_view text);
+
+/// The whole text as a base-10 integer (an optional leading '-'), or nothing.
+std::optional<long long> parseInteger(std::string_view text);
+
+/// Splits at every `separator`, keeping empty pieces so callers can reject them.
+std::vector<std::string_view> splitText(std::string_view text, char separator);
+
+}  // namespace pltrun

@@ -1,0 +1,39 @@
+#include "launcher/worker_env.h"
+
+namespace pltrun {
+
+bool setsOmpNumThreads(const Environment& inherited, int localWorldSize) {
+  return localWorldSize > 1 && inherited.count("OMP_NUM_THREADS") == 0;
+}
+
+Environment buildWorkerEnv(const Environment& inherited, const WorkerPlacement& placement) {
+  Environment env = inherited;
+  const int worldSize = placement.localWorldSize * placement.nnodes;
+  const int rank = placement.nodeRank * placement.localWorldSize + placement.localRank;
+  const auto text = [](int value) { return std::to_string(value); };
+
+  env["LOCAL_RANK"] = text(placement.localRank);
+  env["RANK"] = text(rank);
+  env["GROUP_RANK"] = text(placement.nodeRank);
+  env["NODE_RANK"] = text(placement.nodeRank);  // Lightning's name for the group rank
+  env["ROLE_RANK"] = text(rank);                // one role per job: role rank = rank
+  env["ROLE_NAME"] = placement.role;
+  env["LOCAL_WORLD_SIZE"] = text(placement.localWorldSize);
+  env["WORLD_SIZE"] = text(worldSize);
+  env["ROLE_WORLD_SIZE"] = text(worldSize);
+  env["GROUP_WORLD_SIZE"] = text(placement.nnodes);
+  env["MASTER_ADDR"] = placement.masterAddr;
+  env["MASTER_PORT"] = text(placement.masterPort);
+  env["TORCHELASTIC_RESTART_COUNT"] = text(placement.restartCount);
+  env["TORCHELASTIC_MAX_RESTARTS"] = text(placement.maxRestarts);
+  env["TORCHELASTIC_RUN_ID"] = placement.runId;
+  env["TORCHELASTIC_USE_AGENT_STORE"] = placement.useAgentStore ? "True" : "False";
+  env["TORCHELASTIC_ERROR_FILE"] = placement.errorFile;
+  // Defaults that torchrun sets only when the user has not chosen a value.
+  env.emplace("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
+  if (setsOmpNumThreads(inherited, placement.localWorldSize)) env["OMP_NUM_THREADS"] = "1";
+  if (placement.cudaVisibleDevices) env["CUDA_VISIBLE_DEVICES"] = *placement.cudaVisibleDevices;
+  return env;
+}
+
+}  // namespace pltrun

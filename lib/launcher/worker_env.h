@@ -1,0 +1,37 @@
+#pragma once
+// The environment of one worker, identical to what torchrun gives its workers
+// (REFERENCE.md §2) plus Lightning's NODE_RANK, so torchrun-aware code runs unchanged.
+
+#include <map>
+#include <optional>
+#include <string>
+
+namespace pltrun {
+
+using Environment = std::map<std::string, std::string>;
+
+/// What the launcher knows about one worker when it starts it.
+struct WorkerPlacement {
+  int localRank = 0;
+  int localWorldSize = 1;  ///< workers on this node
+  int nodeRank = 0;        ///< torchrun's group rank
+  int nnodes = 1;          ///< torchrun's group world size; every node runs localWorldSize
+  std::string role = "default";
+  std::string masterAddr = "127.0.0.1";
+  int masterPort = 0;
+  int restartCount = 0;
+  int maxRestarts = 0;
+  std::string runId;
+  std::string errorFile;
+  bool useAgentStore = false;
+  std::optional<std::string> cudaVisibleDevices;  ///< set only when --devices chose GPUs
+};
+
+/// `inherited` (the launcher's own environment) with the worker's variables added. Pure:
+/// no I/O, the same inputs always give the same environment.
+Environment buildWorkerEnv(const Environment& inherited, const WorkerPlacement& placement);
+
+/// True when buildWorkerEnv sets OMP_NUM_THREADS=1, which torchrun announces to the user.
+bool setsOmpNumThreads(const Environment& inherited, int localWorldSize);
+
+}  // namespace pltrun

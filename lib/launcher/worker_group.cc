@@ -1,0 +1,181 @@
+#include "launcher/worker_group.h"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+namespace pltrun {
+namespace {
+
+// After every worker has ended, how long their pipes may stay open. Only a descendant that
+// left its process group (setsid) can hold one open past the final SIGKILL sweep.
+constexpr std::chrono::seconds kDrainTimeout{2};
+constexpr size_t kStderrTailLines = 20;
+
+bool isStopSignal(int signal) { return signal != SIGUSR1 && signal != SIGUSR2; }
+
+}  // namespace
+
+struct WorkerGroup::Worker {
+  WorkerSpec spec;
+  std::unique_ptr<OutputStream> stdoutStream;
+  std::unique_ptr<OutputStream> stderrStream;
+  std::unique_ptr<WorkerProcess> process;
+  pid_t pid = 0;
+  std::optional<ProcessEnd> end;
+  std::chrono::system_clock::time_point endTime;
+};
+
+WorkerGroup::WorkerGroup(boost::asio::io_context& context, ConsoleWriter& console, OrphanGuard& guard,
+                         GroupSettings settings)
+    : context_(context), console_(console), guard_(guard), settings_(std::move(settings)),
+      killTimer_(context), drainTimer_(context) {}
+
+WorkerGroup::~WorkerGroup() {
+  // Normally every worker has ended here; on an error path the workers' destructors kill
+  // and reap what is left.
+  for (auto& worker : workers_) {
+    if (worker->process) guard_.forgetGroup(worker->process->groupId());
+  }
+}
+
+void WorkerGroup::start(const std::vector<WorkerSpec>& specs, std::function<void()> onDone) {
+  onDone_ = std::move(onDone);
+  for (const WorkerSpec& spec : specs) {
+    auto worker = std::make_unique<Worker>();
+    worker->spec = spec;
+    worker->stdoutStream = std::make_unique<OutputStream>(context_, spec.consolePrefix, spec.stdoutRoute, console_);
+    worker->stderrStream = std::make_unique<OutputStream>(context_, spec.consolePrefix, spec.stderrRoute, console_);
+    worker->process = std::make_unique<WorkerProcess>(context_, spec.launch, worker->stdoutStream->pipe(),
+                                                      worker->stderrStream->pipe());
+    worker->pid = worker->process->groupId();
+    guard_.watchGroup(worker->process->groupId());
+    workers_.push_back(std::move(worker));
+  }
+  running_ = workers_.size();
+  openStreams_ = 2 * workers_.size();
+  for (auto& worker : workers_) {
+    Worker* raw = worker.get();
+    raw->process->asyncWaitForEnd([this, raw](ProcessEnd end) { onWorkerEnd(*raw, end); });
+    raw->stdoutStream->start([this] { onStreamEnd(); });
+    raw->stderrStream->start([this] { onStreamEnd(); });
+  }
+}
+
+void WorkerGroup::onWorkerEnd(Worker& worker, ProcessEnd end) {
+  worker.end = end;
+  worker.endTime = std::chrono::system_clock::now();
+  --running_;
+  if (!end.succeeded() && !stopping_) {
+    rootCause_ = &worker;
+    spdlog::warn("rank {} (pid {}) ended with {}; stopping the other workers", worker.spec.rank, worker.pid,
+                 end.describe());
+    stopRunningWorkers(SIGTERM);
+  }
+  if (running_ == 0) afterAllEnded();
+}
+
+void WorkerGroup::handleSignal(int signal) {
+  if (running_ == 0) return;
+  if (!isStopSignal(signal)) {
+    for (auto& worker : workers_) {
+      if (!worker->end) worker->process->signalGroup(signal);
+    }
+    return;
+  }
+  if (stopping_) {
+    spdlog::warn("received {} again: killing the workers now", signalName(signal));
+    killRunningWorkers();
+    return;
+  }
+  interruptSignal_ = signal;
+  spdlog::warn("received {}: forwarded to the workers, SIGKILL in {} s (repeat the signal to kill now)",
+               signalName(signal), settings_.termTimeout.count() / 1000.0);
+  stopRunningWorkers(signal);
+}
+
+void WorkerGroup::stopRunningWorkers(int signal) {
+  stopping_ = true;
+  for (auto& worker : workers_) {
+    if (!worker->end) worker->process->signalGroup(signal);
+  }
+  killTimer_.expires_after(settings_.termTimeout);
+  killTimer_.async_wait([this](boost::system::error_code error) {
+    if (error) return;  // cancelled: every worker ended in time
+    spdlog::warn("workers still running {} s after being told to stop: sending SIGKILL",
+                 settings_.termTimeout.count() / 1000.0);
+    killRunningWorkers();
+  });
+}
+
+void WorkerGroup::killRunningWorkers() {
+  for (auto& worker : workers_) {
+    if (!worker->end) worker->process->signalGroup(SIGKILL);
+  }
+}
+
+void WorkerGroup::afterAllEnded() {
+  killTimer_.cancel();
+  // Whatever is left in a worker's process group has lost its leader: an orphan. Kill it,
+  // so nothing a worker started outlives the attempt.
+  for (auto& worker : workers_) worker->process->signalGroup(SIGKILL);
+  if (openStreams_ == 0) {
+    finish();
+    return;
+  }
+  drainTimer_.expires_after(kDrainTimeout);
+  drainTimer_.async_wait([this](boost::system::error_code error) {
+    if (error) return;
+    spdlog::warn("a process that left its worker's process group still holds its output open; not waiting for it");
+    for (auto& worker : workers_) {
+      worker->stdoutStream->abandon();
+      worker->stderrStream->abandon();
+    }
+  });
+}
+
+void WorkerGroup::onStreamEnd() {
+  --openStreams_;
+  if (openStreams_ == 0 && running_ == 0) finish();
+}
+
+void WorkerGroup::finish() {
+  if (finished_) return;
+  finished_ = true;
+  drainTimer_.cancel();
+  for (auto& worker : workers_) guard_.forgetGroup(worker->process->groupId());
+  if (onDone_) onDone_();
+}
+
+WorkerFailure WorkerGroup::describeFailure(const Worker& worker) const {
+  WorkerFailure failure;
+  failure.rank = worker.spec.rank;
+  failure.localRank = worker.spec.localRank;
+  failure.attempt = settings_.attempt;
+  failure.host = settings_.host;
+  failure.pid = worker.pid;
+  failure.end = *worker.end;
+  failure.time = worker.endTime;
+  failure.errorFile = worker.spec.errorFile;
+  failure.recorded = readErrorFile(worker.spec.errorFile);
+  if (!failure.recorded) failure.stderrTail = worker.stderrStream->lastLines(kStderrTailLines);
+  return failure;
+}
+
+GroupOutcome WorkerGroup::outcome() const {
+  GroupOutcome outcome;
+  if (rootCause_ != nullptr) {
+    outcome.kind = GroupOutcome::Kind::Failed;
+    outcome.rootCause = describeFailure(*rootCause_);
+  } else if (interruptSignal_ != 0) {
+    outcome.kind = GroupOutcome::Kind::Interrupted;
+    outcome.interruptSignal = interruptSignal_;
+  }
+  for (const auto& worker : workers_) {
+    if (worker.get() != rootCause_ && worker->end && !worker->end->succeeded()) {
+      outcome.others.push_back(describeFailure(*worker));
+    }
+  }
+  return outcome;
+}
+
+}  // namespace pltrun

@@ -1,0 +1,89 @@
+#pragma once
+// One attempt of the local worker group: starts every worker, watches them through the
+// event loop, stops the rest at the first failure or on a stop signal (SIGTERM-style
+// signal, a grace period, then SIGKILL), and drains their output to the last byte.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/failure_report.h"
+#include "launcher/orphan_guard.h"
+#include "launcher/output_stream.h"
+#include "launcher/worker_process.h"
+
+namespace pltrun {
+
+/// Everything needed to start one worker of one attempt.
+struct WorkerSpec {
+  int rank = 0;
+  int localRank = 0;
+  WorkerProcess::Launch launch;
+  std::string consolePrefix;  ///< e.g. "[rank 3] ", or empty
+  OutputRoute stdoutRoute;
+  OutputRoute stderrRoute;
+  std::string errorFile;
+};
+
+struct GroupSettings {
+  int attempt = 0;
+  std::chrono::milliseconds termTimeout{30000};
+  std::string host;
+};
+
+struct GroupOutcome {
+  enum class Kind { Succeeded, Failed, Interrupted };
+  Kind kind = Kind::Succeeded;
+  int interruptSignal = 0;                ///< for Interrupted
+  std::optional<WorkerFailure> rootCause;  ///< for Failed
+  std::vector<WorkerFailure> others;      ///< other workers that did not succeed
+};
+
+class WorkerGroup {
+ public:
+  WorkerGroup(boost::asio::io_context& context, ConsoleWriter& console, OrphanGuard& guard,
+              GroupSettings settings);
+  ~WorkerGroup();
+
+  /// Starts every worker; `onDone` runs once all have ended and their output is drained.
+  void start(const std::vector<WorkerSpec>& specs, std::function<void()> onDone);
+
+  /// A signal the launcher received: SIGUSR1/SIGUSR2 are forwarded; a stop signal is
+  /// forwarded, then SIGKILL follows after the grace period, or at once if repeated.
+  void handleSignal(int signal);
+
+  GroupOutcome outcome() const;
+
+ private:
+  struct Worker;
+
+  void onWorkerEnd(Worker& worker, ProcessEnd end);
+  void stopRunningWorkers(int signal);
+  void killRunningWorkers();
+  void afterAllEnded();
+  void onStreamEnd();
+  void finish();
+  WorkerFailure describeFailure(const Worker& worker) const;
+
+  boost::asio::io_context& context_;
+  ConsoleWriter& console_;
+  OrphanGuard& guard_;
+  GroupSettings settings_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  boost::asio::steady_timer killTimer_;
+  boost::asio::steady_timer drainTimer_;
+  std::function<void()> onDone_;
+  size_t running_ = 0;
+  size_t openStreams_ = 0;
+  bool stopping_ = false;
+  bool finished_ = false;
+  int interruptSignal_ = 0;
+  Worker* rootCause_ = nullptr;
+};
+
+}  // namespace pltrun

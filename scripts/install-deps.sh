@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what pltrun needs to build, test and benchmark, from Debian's packages only.
+# Idempotent: packages already present are skipped, and apt-get runs only when one is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libcli11-dev libboost1.81-dev libboost-filesystem1.81-dev
+  nlohmann-json3-dev libspdlog-dev catch2
+  hyperfine procps python3
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$package")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -q
+"${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
