@@ -3,12 +3,20 @@
 # Idempotent: packages already present are skipped, and apt-get runs only when one is missing.
 set -euo pipefail
 
+# --with-torch adds Debian's python3-torch (torch 1.13, CPU, gloo), for the PyTorch
+# interoperability tests; it is run by /usr/bin/python3.
 packages=(
   build-essential cmake pkg-config
   libcli11-dev libboost1.81-dev libboost-filesystem1.81-dev
   nlohmann-json3-dev libspdlog-dev catch2
-  hyperfine procps python3
+  hyperfine time procps python3
 )
+for argument in "$@"; do
+  case "$argument" in
+    --with-torch) packages+=(python3-torch) ;;
+    *) echo "install-deps: unknown argument $argument (accepted: --with-torch)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for package in "${packages[@]}"; do

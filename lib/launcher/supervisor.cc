@@ -40,18 +40,24 @@ int Supervisor::run(const AttemptPlanner& planAttempt) {
   };
   waitForSignal();
 
+  const auto started = std::chrono::steady_clock::now();
   for (int attempt = 0;; ++attempt) {
     WorkerGroup group(context, console, guard_, GroupSettings{attempt, options_.termTimeout, options_.host});
     current = &group;
-    group.start(planAttempt(attempt), [&context] { context.stop(); });
+    const std::vector<WorkerSpec> specs = planAttempt(attempt);
+    group.start(specs, [&context] { context.stop(); });
     context.restart();
     context.run();
     current = nullptr;
 
     GroupOutcome outcome = group.outcome();
     switch (outcome.kind) {
-      case GroupOutcome::Kind::Succeeded:
+      case GroupOutcome::Kind::Succeeded: {
+        std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - started;
+        spdlog::info("all {} workers succeeded in {:.2f} s{}", specs.size(), elapsed.count(),
+                     attempt > 0 ? " after " + std::to_string(attempt) + " restart(s)" : "");
         return 0;
+      }
       case GroupOutcome::Kind::Interrupted:
         spdlog::warn("stopped by {}", signalName(outcome.interruptSignal));
         return 128 + outcome.interruptSignal;

@@ -31,8 +31,9 @@ WorkerGroup::WorkerGroup(boost::asio::io_context& context, ConsoleWriter& consol
       killTimer_(context), drainTimer_(context) {}
 
 WorkerGroup::~WorkerGroup() {
-  // Normally every worker has ended here; on an error path the workers' destructors kill
-  // and reap what is left.
+  // Normally finish() has run. On an error path the workers' destructors kill and reap
+  // what is left, and the guard forgets those groups here.
+  if (finished_) return;
   for (auto& worker : workers_) {
     if (worker->process) guard_.forgetGroup(worker->process->groupId());
   }

@@ -1,0 +1,74 @@
+// Bad input gets one clear line and a distinct status: 2 for flags, 127 for a program
+// that is missing or not executable. No stack traces, nothing started.
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "helpers/child_process.h"
+
+using namespace pltrun::test;
+
+namespace {
+
+size_t lineCount(const std::string& text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
+
+}  // namespace
+
+TEST_CASE("every unparsable flag value exits 2 with one line naming flag and value", "[bad-input]") {
+  const std::vector<std::vector<std::string>> cases = {
+      {"--nproc-per-node", "four"}, {"--nproc_per_node", "0"},  {"--nnodes", "0"},
+      {"--nnodes", "1:4"},          {"--node-rank", "3"},       {"--master-port", "70000"},
+      {"--max-restarts", "-1"},     {"--term-timeout", "soon"}, {"--redirects", "7"},
+      {"--tee", "0:9"},             {"--local-ranks-filter", "0,0"}, {"--devices", "1,1"},
+      {"--rdzv-backend", "etcd"},   {"--monitor-interval", "x"},
+  };
+  for (const auto& flag : cases) {
+    Finished run = runPltrun({flag[0], flag[1], "true"}, {"PLTRUN_FAKE_GPUS=4"});
+    INFO(flag[0] << " " << flag[1] << " -> " << run.err);
+    CHECK(run.status == 2);
+    CHECK(lineCount(run.err) == 1);
+    CHECK(run.err.rfind("pltrun: error: ", 0) == 0);
+    std::string bare = flag[0].substr(2);
+    std::replace(bare.begin(), bare.end(), '_', '-');
+    CHECK(run.err.find(bare) != std::string::npos);
+    CHECK(run.err.find(flag[1]) != std::string::npos);
+  }
+}
+
+TEST_CASE("unknown options and a missing PROGRAM exit 2", "[bad-input]") {
+  Finished unknown = runPltrun({"--frobnicate", "true"});
+  CHECK(unknown.status == 2);
+  CHECK(unknown.err.find("--frobnicate") != std::string::npos);
+  Finished missing = runPltrun({"--nproc-per-node", "2"});
+  CHECK(missing.status == 2);
+  CHECK(missing.err.find("PROGRAM is missing") != std::string::npos);
+  Finished noValue = runPltrun({"--nproc-per-node"});
+  CHECK(noValue.status == 2);
+  CHECK(lineCount(noValue.err) == 1);
+}
+
+TEST_CASE("a program that is missing or not executable exits 127 with one line", "[bad-input]") {
+  TempDir dir;
+  std::ofstream(dir / "not_executable") << "#!/bin/sh\n";
+  const std::vector<std::string> programs = {"no-such-program-xyz", dir / "missing", dir / "not_executable",
+                                             dir / "missing.py"};
+  for (const auto& program : programs) {
+    Finished run = runPltrun({"--nproc-per-node", "2", program});
+    INFO(program << " -> " << run.err);
+    CHECK(run.status == 127);
+    CHECK(lineCount(run.err) == 1);
+    CHECK(run.err.find(program) != std::string::npos);
+  }
+}
+
+TEST_CASE("--help and --version exit 0", "[bad-input]") {
+  Finished help = runPltrun({"--help"});
+  CHECK(help.status == 0);
+  CHECK(help.out.find("--nproc-per-node") != std::string::npos);
+  CHECK(help.out.find("--nproc_per_node") != std::string::npos);
+  Finished version = runPltrun({"--version"});
+  CHECK(version.status == 0);
+  CHECK(version.out.find("pltrun") != std::string::npos);
+}

@@ -1,0 +1,186 @@
+// The environment every worker gets from the real pltrun, for 1..8 workers, with GPUs
+// chosen by --devices, on a static multi-node placement, and for Python programs.
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "helpers/child_process.h"
+
+using namespace pltrun::test;
+using nlohmann::json;
+
+namespace {
+
+json workerEnv(const TempDir& dir, int rank) {
+  std::string text = readFile(dir / ("env_" + std::to_string(rank) + ".json"));
+  INFO("env file of rank " << rank << ": " << text);
+  REQUIRE(!text.empty());
+  return json::parse(text);
+}
+
+int freeLoopbackPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  socklen_t length = sizeof address;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+}  // namespace
+
+TEST_CASE("every worker gets torchrun's environment, for 1 to 8 workers", "[env]") {
+  for (int workers = 1; workers <= 8; ++workers) {
+    TempDir dir;
+    Finished run = runPltrun({"--nproc-per-node", std::to_string(workers), "--rdzv-id", "job42", testWorker(),
+                              "env", dir.path()},
+                             {"OMP_NUM_THREADS", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "PLTRUN_TEST_INHERITED=kept"});
+    INFO("workers=" << workers << " stderr: " << run.err);
+    REQUIRE(run.status == 0);
+    std::set<std::string> ports, errorFiles;
+    std::set<int> groups;
+    for (int rank = 0; rank < workers; ++rank) {
+      json env = workerEnv(dir, rank);
+      CHECK(env["RANK"] == std::to_string(rank));
+      CHECK(env["LOCAL_RANK"] == std::to_string(rank));
+      CHECK(env["WORLD_SIZE"] == std::to_string(workers));
+      CHECK(env["LOCAL_WORLD_SIZE"] == std::to_string(workers));
+      CHECK(env["GROUP_RANK"] == "0");
+      CHECK(env["NODE_RANK"] == "0");
+      CHECK(env["GROUP_WORLD_SIZE"] == "1");
+      CHECK(env["ROLE_NAME"] == "default");
+      CHECK(env["ROLE_RANK"] == std::to_string(rank));
+      CHECK(env["ROLE_WORLD_SIZE"] == std::to_string(workers));
+      CHECK(env["MASTER_ADDR"] == "127.0.0.1");
+      CHECK(env["TORCHELASTIC_RESTART_COUNT"] == "0");
+      CHECK(env["TORCHELASTIC_MAX_RESTARTS"] == "0");
+      CHECK(env["TORCHELASTIC_RUN_ID"] == "job42");
+      CHECK(env["TORCHELASTIC_USE_AGENT_STORE"] == "False");
+      CHECK(env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "1");
+      CHECK(env["PLTRUN_TEST_INHERITED"] == "kept");
+      CHECK(env.contains("OMP_NUM_THREADS") == (workers > 1));
+      CHECK(!env.contains("CUDA_VISIBLE_DEVICES"));
+      // Each worker leads its own process group, so signals reach its whole tree.
+      CHECK(env["pid"] == env["pgid"]);
+      ports.insert(env["MASTER_PORT"].get<std::string>());
+      errorFiles.insert(env["TORCHELASTIC_ERROR_FILE"].get<std::string>());
+      groups.insert(env["pgid"].get<int>());
+    }
+    CHECK(ports.size() == 1);
+    int port = std::stoi(*ports.begin());
+    CHECK(port > 0);
+    CHECK(port < 65536);
+    CHECK(errorFiles.size() == static_cast<size_t>(workers));
+    CHECK(groups.size() == static_cast<size_t>(workers));
+  }
+}
+
+TEST_CASE("user-set OMP_NUM_THREADS and TORCH_NCCL_ASYNC_ERROR_HANDLING are kept", "[env]") {
+  TempDir dir;
+  Finished run = runPltrun({"--nproc-per-node", "2", testWorker(), "env", dir.path()},
+                           {"OMP_NUM_THREADS=6", "TORCH_NCCL_ASYNC_ERROR_HANDLING=0"});
+  REQUIRE(run.status == 0);
+  json env = workerEnv(dir, 1);
+  CHECK(env["OMP_NUM_THREADS"] == "6");
+  CHECK(env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "0");
+}
+
+TEST_CASE("--devices picks the workers and CUDA_VISIBLE_DEVICES", "[env][devices]") {
+  SECTION("\"1, 3\" runs two workers on GPUs 1 and 3") {
+    TempDir dir;
+    Finished run = runPltrun({"--devices", "1, 3", testWorker(), "env", dir.path()},
+                             {"PLTRUN_FAKE_GPUS=4", "CUDA_VISIBLE_DEVICES"});
+    INFO(run.err);
+    REQUIRE(run.status == 0);
+    CHECK(workerEnv(dir, 0)["CUDA_VISIBLE_DEVICES"] == "1,3");
+    CHECK(workerEnv(dir, 1)["WORLD_SIZE"] == "2");
+    CHECK(!std::filesystem::exists(dir / "env_2.json"));
+  }
+  SECTION("indices count the GPUs CUDA_VISIBLE_DEVICES already exposes") {
+    TempDir dir;
+    Finished run = runPltrun({"--devices", "2", testWorker(), "env", dir.path()},
+                             {"PLTRUN_FAKE_GPUS=8", "CUDA_VISIBLE_DEVICES=4,5,6,7"});
+    REQUIRE(run.status == 0);
+    CHECK(workerEnv(dir, 0)["CUDA_VISIBLE_DEVICES"] == "4,5");
+    CHECK(workerEnv(dir, 1)["LOCAL_WORLD_SIZE"] == "2");
+  }
+  SECTION("-1 takes every visible GPU") {
+    TempDir dir;
+    Finished run = runPltrun({"--devices", "-1", testWorker(), "env", dir.path()},
+                             {"PLTRUN_FAKE_GPUS=3", "CUDA_VISIBLE_DEVICES"});
+    REQUIRE(run.status == 0);
+    CHECK(workerEnv(dir, 2)["CUDA_VISIBLE_DEVICES"] == "0,1,2");
+  }
+  SECTION("0 hides every GPU from the workers") {
+    TempDir dir;
+    Finished run = runPltrun({"--devices", "0", "--nproc-per-node", "2", testWorker(), "env", dir.path()},
+                             {"PLTRUN_FAKE_GPUS=4"});
+    REQUIRE(run.status == 0);
+    CHECK(workerEnv(dir, 1)["CUDA_VISIBLE_DEVICES"] == "");
+  }
+  SECTION("asking for GPUs on a machine without any is a clear error") {
+    for (auto flags : std::vector<std::vector<std::string>>{{"--devices", "2"}, {"--nproc-per-node", "gpu"}}) {
+      flags.push_back("true");
+      Finished run = runPltrun(flags, {"PLTRUN_FAKE_GPUS=0"});
+      CHECK(run.status == 2);
+      CHECK(run.err.find(flags[0]) != std::string::npos);
+      CHECK(run.err.find("visible") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("a static multi-node placement gives global ranks", "[env]") {
+  TempDir dir;
+  std::string port = std::to_string(freeLoopbackPort());
+  Finished run = runPltrun({"--nnodes", "3", "--node-rank", "1", "--master-addr", "127.0.0.2", "--master-port", port,
+                            "--nproc_per_node", "2", "--role", "trainer", testWorker(), "env", dir.path()});
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  for (int rank : {2, 3}) {
+    json env = workerEnv(dir, rank);
+    CHECK(env["LOCAL_RANK"] == std::to_string(rank - 2));
+    CHECK(env["WORLD_SIZE"] == "6");
+    CHECK(env["GROUP_RANK"] == "1");
+    CHECK(env["NODE_RANK"] == "1");
+    CHECK(env["GROUP_WORLD_SIZE"] == "3");
+    CHECK(env["ROLE_NAME"] == "trainer");
+    CHECK(env["MASTER_ADDR"] == "127.0.0.2");
+    CHECK(env["MASTER_PORT"] == port);
+  }
+}
+
+TEST_CASE("Python scripts and modules run under PYTHON_EXEC", "[env][python]") {
+  TempDir dir;
+  std::string script = dir / "show_rank.py";
+  {
+    std::ofstream file(script);
+    file << "import os, sys\n"
+            "open(os.path.join(sys.argv[1], 'py_' + os.environ['RANK']), 'w').write(sys.argv[2] + ' ' + "
+            "os.environ['WORLD_SIZE'])\n";
+  }
+  Finished run = runPltrun({"--nproc-per-node", "2", script, dir.path(), "hello"}, {"PYTHON_EXEC=/usr/bin/python3"});
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  CHECK(readFile(dir / "py_0") == "hello 2");
+  CHECK(readFile(dir / "py_1") == "hello 2");
+
+  std::filesystem::create_directories(dir / "pkg");
+  std::ofstream(dir / "pkg/rank_module.py") << "import os, sys\nopen(os.path.join(sys.argv[1], 'mod_' + "
+                                               "os.environ['RANK']), 'w').write('module')\n";
+  Finished module = runPltrun({"--nproc-per-node", "2", "-m", "rank_module", dir.path()},
+                              {"PYTHON_EXEC=/usr/bin/python3", "PYTHONPATH=" + (dir / "pkg")});
+  INFO(module.err);
+  REQUIRE(module.status == 0);
+  CHECK(readFile(dir / "mod_1") == "module");
+}

@@ -1,0 +1,141 @@
+// Worker output through the launcher: prefixed, whole lines, nothing lost (also when a
+// worker crashes), complete per-attempt per-rank log files, and the -r/-t/filter options.
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <fstream>
+#include <map>
+
+#include "helpers/child_process.h"
+
+using namespace pltrun::test;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// Checks that `lines` (with `prefixed` console prefixes or raw) hold, for each rank in
+// `ranks`, the flood lines 0..n in order with nothing missing or mangled. Returns the
+// number of lines seen per rank.
+std::map<int, long long> checkFloodLines(std::istream& lines, bool prefixed) {
+  std::map<int, long long> next;
+  std::string line;
+  const std::string payload(60, 'x');
+  while (std::getline(lines, line)) {
+    std::string body = line;
+    int rank = -1;
+    if (prefixed) {
+      REQUIRE(line.rfind("[rank ", 0) == 0);
+      size_t close = line.find("] ");
+      REQUIRE(close != std::string::npos);
+      rank = std::stoi(line.substr(6, close - 6));
+      body = line.substr(close + 2);
+    }
+    // body: "rank R line N xxxx..."
+    size_t lineWord = body.find(" line ");
+    REQUIRE(body.rfind("rank ", 0) == 0);
+    REQUIRE(lineWord != std::string::npos);
+    int bodyRank = std::stoi(body.substr(5, lineWord - 5));
+    if (prefixed) REQUIRE(bodyRank == rank);
+    size_t space = body.find(' ', lineWord + 6);
+    REQUIRE(space != std::string::npos);
+    long long number = std::stoll(body.substr(lineWord + 6, space - lineWord - 6));
+    REQUIRE(number == next[bodyRank]);
+    REQUIRE(body.substr(space + 1) == payload);
+    ++next[bodyRank];
+  }
+  return next;
+}
+
+}  // namespace
+
+TEST_CASE("200 MB from 4 workers arrive complete and unmangled, on the console and in the logs", "[output]") {
+  TempDir dir, logs;
+  const long long bytesPerWorker = 50LL * 1000 * 1000;
+  ChildProcess pltrun(pltrunCommand({"--nproc-per-node", "4", "--log-dir", logs.path(), "--rdzv-id", "flood",
+                                     testWorker(), "flood", std::to_string(bytesPerWorker)}),
+                      {}, dir / "console.txt");
+  Finished run = pltrun.wait(std::chrono::seconds(120));
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+
+  std::ifstream console(dir / "console.txt");
+  std::map<int, long long> consoleLines = checkFloodLines(console, true);
+  REQUIRE(consoleLines.size() == 4);
+  for (int rank = 0; rank < 4; ++rank) {
+    std::ifstream log(logs / ("flood/attempt_0/" + std::to_string(rank) + "/stdout.log"));
+    std::map<int, long long> logLines = checkFloodLines(log, false);
+    CHECK(logLines.size() == 1);
+    CHECK(logLines[rank] == consoleLines[rank]);
+    CHECK(std::filesystem::file_size(logs / ("flood/attempt_0/" + std::to_string(rank) + "/stdout.log")) >=
+          static_cast<uintmax_t>(bytesPerWorker));
+  }
+}
+
+TEST_CASE("output written just before a worker crashes is not lost", "[output]") {
+  Finished run = runPltrun({"--nproc-per-node", "1", "/bin/sh", "-c", "printf 'first\\nsecond\\nunfinished'; kill -9 $$"});
+  CHECK(run.status == 137);
+  CHECK(contains(run.out, "[rank 0] first\n[rank 0] second\n[rank 0] unfinished\n"));
+}
+
+TEST_CASE("stdout and stderr keep their console streams and prefixes", "[output]") {
+  Finished run = runPltrun({"--nproc-per-node", "2", "/bin/sh", "-c", "echo out $RANK; echo err $RANK >&2"});
+  REQUIRE(run.status == 0);
+  CHECK(contains(run.out, "[rank 0] out 0\n"));
+  CHECK(contains(run.out, "[rank 1] out 1\n"));
+  CHECK(contains(run.err, "[rank 1] err 1\n"));
+  CHECK(!contains(run.out, "err"));
+}
+
+TEST_CASE("--no-prefix passes lines through as written", "[output]") {
+  Finished run = runPltrun({"--no-prefix", "--nproc-per-node", "2", "/bin/sh", "-c", "echo plain $RANK"});
+  REQUIRE(run.status == 0);
+  CHECK(contains(run.out, "plain 0\n"));
+  CHECK(contains(run.out, "plain 1\n"));
+  CHECK(!contains(run.out, "[rank"));
+}
+
+TEST_CASE("carriage-return progress bars keep their carriage returns", "[output]") {
+  Finished run = runPltrun({"--nproc-per-node", "1", testWorker(), "progress", "20"});
+  REQUIRE(run.status == 0);
+  CHECK(contains(run.out, "[rank 0] step 20/20"));
+  CHECK(contains(run.out, "\r"));
+  CHECK(!contains(run.out, "step 3/20step"));  // segments are never glued together
+}
+
+TEST_CASE("--local-ranks-filter limits the console, not the logs", "[output]") {
+  TempDir logs;
+  Finished run = runPltrun({"--nproc-per-node", "3", "--local-ranks-filter", "0,2", "--log-dir", logs.path(),
+                            "--rdzv-id", "f", "/bin/sh", "-c", "echo hello $RANK"});
+  REQUIRE(run.status == 0);
+  CHECK(contains(run.out, "[rank 0] hello 0"));
+  CHECK(contains(run.out, "[rank 2] hello 2"));
+  CHECK(!contains(run.out, "hello 1"));
+  CHECK(readFile(logs / "f/attempt_0/1/stdout.log") == "hello 1\n");
+}
+
+TEST_CASE("-r redirects streams to the log files only; -t keeps them on the console too", "[output]") {
+  TempDir logs;
+  Finished redirected = runPltrun({"-r", "1", "--nproc-per-node", "2", "--log-dir", logs.path(), "--rdzv-id", "r",
+                                   "/bin/sh", "-c", "echo out $RANK; echo err $RANK >&2"});
+  REQUIRE(redirected.status == 0);
+  CHECK(!contains(redirected.out, "out 0"));
+  CHECK(contains(redirected.err, "[rank 0] err 0"));
+  CHECK(readFile(logs / "r/attempt_0/0/stdout.log") == "out 0\n");
+  CHECK(readFile(logs / "r/attempt_0/1/stderr.log") == "err 1\n");
+
+  Finished perRank = runPltrun({"--redirects", "0:3", "--nproc-per-node", "2", "--log-dir", logs.path(), "--rdzv-id",
+                                "p", "/bin/sh", "-c", "echo out $RANK; echo err $RANK >&2"});
+  REQUIRE(perRank.status == 0);
+  CHECK(!contains(perRank.out, "out 0"));
+  CHECK(!contains(perRank.err, "err 0"));
+  CHECK(contains(perRank.out, "[rank 1] out 1"));
+
+  Finished teed = runPltrun({"-t", "3", "--nproc-per-node", "1", "--log-dir", logs.path(), "--rdzv-id", "t",
+                             "/bin/sh", "-c", "echo both"});
+  REQUIRE(teed.status == 0);
+  CHECK(contains(teed.out, "[rank 0] both"));
+  CHECK(readFile(logs / "t/attempt_0/0/stdout.log") == "both\n");
+}
