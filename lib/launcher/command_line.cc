@@ -38,7 +38,9 @@ CLI::Option* addFlag(CLI::App& app, const std::string& dashed, bool& target, con
   std::replace(underscored.begin(), underscored.end(), '-', '_');
   std::string names = (shortName.empty() ? "" : shortName + ",") + "--" + dashed;
   if (underscored != dashed) names += ",--" + underscored;
-  return app.add_flag(names, target, help);
+  std::string envName = "PET_" + underscored;
+  std::transform(envName.begin(), envName.end(), envName.begin(), ::toupper);
+  return app.add_flag(names, target, help)->envname(envName);
 }
 
 long long integerIn(const std::string& flag, const std::string& value, long long low, long long high,
@@ -49,9 +51,11 @@ long long integerIn(const std::string& flag, const std::string& value, long long
 }
 
 std::chrono::milliseconds secondsFlag(const std::string& flag, const std::string& value) {
-  char* end = nullptr;
-  double seconds = std::strtod(value.c_str(), &end);
-  if (value.empty() || *end != '\0' || !std::isfinite(seconds) || seconds < 0 || seconds > 1e7) {
+  // Plain decimal only: strtod alone would also take "0x10", "inf" or "1e3".
+  const bool decimal = !value.empty() && value.find_first_not_of("0123456789.") == std::string::npos &&
+                       std::count(value.begin(), value.end(), '.') <= 1 && value != ".";
+  double seconds = decimal ? std::strtod(value.c_str(), nullptr) : -1;
+  if (!decimal || seconds > 1e7) {
     throwInvalidFlag(flag, value, "expected a number of seconds like 30 or 0.5");
   }
   return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
@@ -68,8 +72,13 @@ int parseNnodes(const std::string& value) {
   constexpr const char* kAccepted = "expected a node count like 2 (or MIN:MAX with MIN = MAX)";
   auto parts = splitText(value, ':');
   if (parts.size() > 2) throwInvalidFlag("--nnodes", value, kAccepted);
-  long long low = integerIn("--nnodes", std::string(parts[0]), 1, 100000, kAccepted);
-  long long high = parts.size() == 2 ? integerIn("--nnodes", std::string(parts[1]), 1, 100000, kAccepted) : low;
+  auto count = [&](std::string_view part) {
+    auto number = parseInteger(trimSpaces(part));
+    if (!number || *number < 1 || *number > 100000) throwInvalidFlag("--nnodes", value, kAccepted);
+    return *number;
+  };
+  long long low = count(parts[0]);
+  long long high = parts.size() == 2 ? count(parts[1]) : low;
   if (low != high) {
     throwInvalidFlag("--nnodes", value,
                      "elastic ranges need the c10d rendezvous, which is not available yet; give a "
@@ -136,7 +145,7 @@ LaunchConfig buildConfig(const RawFlags& raw, const std::vector<std::string>& co
 
   if (!raw.nprocPerNode.empty()) {
     validateNproc(raw.nprocPerNode);
-    config.nprocPerNode = raw.nprocPerNode;
+    config.nprocPerNode = std::string(trimSpaces(raw.nprocPerNode));  // " 4" is stored as "4"
   }
   if (!raw.devices.empty()) config.devices = raw.devices;
   applyNodeFlags(raw, config);

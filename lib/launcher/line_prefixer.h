@@ -19,7 +19,7 @@ class LinePrefixer {
 
   /// Appends the unfinished segment of a progress bar (text after a '\r'), ended by '\r' so
   /// the next draw overwrites it. Appends nothing for an ordinary unfinished line.
-  void previewProgress(std::string& out) const;
+  void previewProgress(std::string& out);
 
   /// End of stream: appends the unfinished line, if any, with a newline.
   void finish(std::string& out);
@@ -30,6 +30,7 @@ class LinePrefixer {
   std::string prefix_;
   std::string pending_;  ///< start of a line whose end has not arrived yet
   bool afterCarriageReturn_ = false;
+  size_t previewed_ = 0;  ///< bytes of pending_ already shown by previewProgress
 };
 
 }  // namespace pltrun

@@ -19,7 +19,9 @@ int countFromNproc(const std::string& nproc, const std::vector<std::string>& gpu
   }
   if (nproc == "cpu") return cpuCount;
   if (nproc == "auto") return gpuCount > 0 ? gpuCount : cpuCount;
-  return static_cast<int>(*parseInteger(nproc));  // validated when the command line was parsed
+  auto count = parseInteger(trimSpaces(nproc));
+  if (!count || *count < 1) throwInvalidFlag("--nproc-per-node", nproc, "expected a positive integer, gpu, cpu or auto");
+  return static_cast<int>(*count);
 }
 
 }  // namespace
@@ -42,7 +44,8 @@ WorkerLayout resolveWorkerLayout(const std::optional<std::string>& nprocPerNode,
     if (nprocPerNode && *nprocPerNode == "gpu") {
       throwInvalidFlag("--nproc-per-node", *nprocPerNode, "--devices 0 selects no GPU; use a number or cpu");
     }
-    layout.workerCount = nprocPerNode ? countFromNproc(*nprocPerNode, visibleGpuIds, cpuCount) : 1;
+    // The workers see no GPU, so "auto" means the CPU count, as torchrun's does without CUDA.
+    layout.workerCount = nprocPerNode ? countFromNproc(*nprocPerNode, {}, cpuCount) : 1;
     return layout;
   }
   layout.workerCount = static_cast<int>(selected.size());

@@ -1,0 +1,131 @@
+// parseDevices against every row of Lightning's GPU table, and cudaVisibleDevicesFor.
+
+#include "launcher/device_selection.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+
+using pltrun::cudaVisibleDevicesFor;
+using pltrun::Error;
+using pltrun::ErrorCode;
+using pltrun::parseDevices;
+using Catch::Matchers::Contains;
+
+namespace {
+
+using Indices = std::vector<int>;
+
+// Requires parseDevices(value, visible) to throw InvalidArgument naming --devices and the
+// value, and returns the message for further checks.
+std::string devicesError(const std::string& value, int visible) {
+  INFO("--devices '" << value << "' with " << visible << " visible GPUs");
+  try {
+    parseDevices(value, visible);
+  } catch (const Error& error) {
+    CHECK(error.code() == ErrorCode::InvalidArgument);
+    CHECK_THAT(error.what(), Contains("--devices"));
+    CHECK_THAT(error.what(), Contains("'" + value + "'"));
+    return error.what();
+  }
+  FAIL("parseDevices accepted '" << value << "' with " << visible << " visible GPUs");
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("Lightning's devices table, row by row", "[device_selection]") {
+  SECTION("\"3\": the first three GPUs") { CHECK(parseDevices("3", 4) == Indices{0, 1, 2}); }
+  SECTION("\"-1\": every visible GPU") {
+    CHECK(parseDevices("-1", 4) == Indices{0, 1, 2, 3});
+    CHECK(parseDevices("-1", 1) == Indices{0});
+  }
+  SECTION("\"[0]\": GPU 0") { CHECK(parseDevices("[0]", 4) == Indices{0}); }
+  SECTION("\"[1, 3]\": GPUs 1 and 3") { CHECK(parseDevices("[1, 3]", 4) == Indices{1, 3}); }
+  SECTION("\"1, 3\": GPUs 1 and 3") { CHECK(parseDevices("1, 3", 4) == Indices{1, 3}); }
+  SECTION("\"0\": no GPU") {
+    CHECK(parseDevices("0", 4).empty());
+    CHECK(parseDevices("0", 0).empty());
+  }
+}
+
+TEST_CASE("a comma makes a list of indices, as in Lightning", "[device_selection]") {
+  SECTION("\"1,\" is GPU 1, not one GPU") { CHECK(parseDevices("1,", 4) == Indices{1}); }
+  SECTION("\"0,\" is GPU 0, not none") { CHECK(parseDevices("0,", 4) == Indices{0}); }
+  SECTION("order is kept") { CHECK(parseDevices("3,0,2", 4) == Indices{3, 0, 2}); }
+  SECTION("spaces around entries and around the value") {
+    CHECK(parseDevices(" 2 ,1 ", 4) == Indices{2, 1});
+    CHECK(parseDevices(" 2 ", 4) == Indices{0, 1});
+  }
+  SECTION("a bracketed single index is that index, not a count") {
+    CHECK(parseDevices("[2]", 4) == Indices{2});
+  }
+}
+
+TEST_CASE("a count selects the first GPUs", "[device_selection]") {
+  for (int visible = 0; visible <= 8; ++visible) {
+    for (int count = 0; count <= visible; ++count) {
+      Indices expected;
+      for (int index = 0; index < count; ++index) expected.push_back(index);
+      INFO(count << " of " << visible);
+      CHECK(parseDevices(std::to_string(count), visible) == expected);
+    }
+  }
+}
+
+TEST_CASE("parseDevices rejects what cannot be satisfied or read", "[device_selection]") {
+  SECTION("duplicates") {
+    CHECK_THAT(devicesError("1,1", 4), Contains("twice"));
+    devicesError("[0, 2, 0]", 4);
+  }
+  SECTION("more GPUs than are visible") {
+    CHECK_THAT(devicesError("3", 2), Contains("2 are visible"));
+    devicesError("1", 0);
+  }
+  SECTION("an index that is not visible") {
+    CHECK_THAT(devicesError("0,4", 2), Contains("GPU 4"));
+    devicesError("[2]", 2);
+    devicesError("0,", 0);
+  }
+  SECTION("negative values other than -1") {
+    devicesError("-2", 4);
+    devicesError("1,-1", 4);
+    devicesError("[-1]", 4);
+  }
+  SECTION("-1 with no GPU visible") { CHECK_THAT(devicesError("-1", 0), Contains("none is visible")); }
+  SECTION("not numbers") {
+    devicesError("abc", 4);
+    devicesError("", 4);
+    devicesError(" ", 4);
+    devicesError("2x", 4);
+    devicesError("1.5", 4);
+    devicesError("auto", 4);
+    devicesError("1;3", 4);
+  }
+  SECTION("lists without any index") {
+    devicesError(",", 4);
+    devicesError("[]", 4);
+    devicesError("[ , ]", 4);
+  }
+}
+
+TEST_CASE("cudaVisibleDevicesFor maps indices to the ids this process sees", "[device_selection]") {
+  const std::vector<std::string> visible{"2", "5", "7"};
+  CHECK(cudaVisibleDevicesFor({0, 2}, visible) == "2,7");
+  CHECK(cudaVisibleDevicesFor({2, 0}, visible) == "7,2");
+  CHECK(cudaVisibleDevicesFor({1}, visible) == "5");
+  CHECK(cudaVisibleDevicesFor({0, 1, 2}, visible) == "2,5,7");
+  SECTION("no index hides every GPU") { CHECK(cudaVisibleDevicesFor({}, visible).empty()); }
+  SECTION("UUIDs are kept as they are") {
+    const std::vector<std::string> uuids{"GPU-aaaa-1111", "MIG-bbbb-2222", "GPU-cccc-3333"};
+    CHECK(cudaVisibleDevicesFor({2, 0}, uuids) == "GPU-cccc-3333,GPU-aaaa-1111");
+    CHECK(cudaVisibleDevicesFor({1}, uuids) == "MIG-bbbb-2222");
+  }
+  SECTION("together with parseDevices") {
+    CHECK(cudaVisibleDevicesFor(parseDevices("1, 2", 3), visible) == "5,7");
+    CHECK(cudaVisibleDevicesFor(parseDevices("2", 3), visible) == "2,5");
+    CHECK(cudaVisibleDevicesFor(parseDevices("-1", 3), visible) == "2,5,7");
+  }
+}

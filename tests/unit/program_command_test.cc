@@ -1,0 +1,200 @@
+// resolveProgramCommand and findExecutable, against real files in a temporary directory.
+
+#include "launcher/program_command.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+
+namespace fs = std::filesystem;
+using pltrun::Error;
+using pltrun::ErrorCode;
+using pltrun::findExecutable;
+using pltrun::LaunchConfig;
+using pltrun::ProgramCommand;
+using pltrun::ProgramKind;
+using pltrun::resolveProgramCommand;
+using Catch::Matchers::Contains;
+
+namespace {
+
+using Args = std::vector<std::string>;
+
+// A fresh directory, removed with everything in it at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "pltrun-unit-XXXXXX").string();
+    REQUIRE(mkdtemp(pattern.data()) != nullptr);
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  std::string path() const { return path_.string(); }
+
+  // Writes `name` with `content` and `mode`; returns its full path.
+  std::string file(const std::string& name, mode_t mode, const std::string& content = "#!/bin/sh\nexit 0\n") const {
+    fs::path target = path_ / name;
+    std::ofstream(target) << content;
+    REQUIRE(chmod(target.c_str(), mode) == 0);
+    return target.string();
+  }
+
+ private:
+  fs::path path_;
+};
+
+LaunchConfig configFor(const std::string& program, ProgramKind kind, Args args = {}) {
+  LaunchConfig config;
+  config.program = program;
+  config.programKind = kind;
+  config.programArgs = std::move(args);
+  return config;
+}
+
+// Requires resolveProgramCommand to throw NotFound; returns the message.
+std::string notFound(const LaunchConfig& config, const std::string& python, const std::string& path) {
+  try {
+    resolveProgramCommand(config, python, path);
+  } catch (const Error& error) {
+    CHECK(error.code() == ErrorCode::NotFound);
+    return error.what();
+  }
+  FAIL("resolveProgramCommand accepted '" << config.program << "'");
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("a .py script runs under Python with -u", "[program_command]") {
+  TempDir dir;
+  const std::string python = dir.file("python3", 0755);
+  const std::string script = dir.file("train.py", 0644, "print('hi')\n");
+
+  SECTION("interpreter given by path") {
+    ProgramCommand command = resolveProgramCommand(configFor(script, ProgramKind::Auto, {"--lr", "0.1"}), python, "");
+    CHECK(command.executable == python);
+    CHECK(command.argv == Args{python, "-u", script, "--lr", "0.1"});
+  }
+  SECTION("interpreter found along PATH; argv[0] keeps the name") {
+    ProgramCommand command = resolveProgramCommand(configFor(script, ProgramKind::Auto), "python3",
+                                                   "/nonexistent-dir:" + dir.path());
+    CHECK(command.executable == dir.path() + "/python3");
+    CHECK(command.argv == Args{"python3", "-u", script});
+  }
+}
+
+TEST_CASE("-m runs a module under Python", "[program_command]") {
+  TempDir dir;
+  const std::string python = dir.file("python3", 0755);
+  ProgramCommand command =
+      resolveProgramCommand(configFor("pkg.train", ProgramKind::Module, {"--epochs", "2"}), python, "");
+  CHECK(command.executable == python);
+  CHECK(command.argv == Args{python, "-u", "-m", "pkg.train", "--epochs", "2"});
+  SECTION("a module name ending in .py is still a module, not a script") {
+    ProgramCommand odd = resolveProgramCommand(configFor("odd.py", ProgramKind::Module), python, "");
+    CHECK(odd.argv == Args{python, "-u", "-m", "odd.py"});
+  }
+}
+
+TEST_CASE("--no-python executes a .py file directly", "[program_command]") {
+  TempDir dir;
+  const std::string script = dir.file("tool.py", 0755);
+  ProgramCommand command = resolveProgramCommand(configFor(script, ProgramKind::NoPython, {"a", "b"}),
+                                                 "/no/such/python", "");
+  CHECK(command.executable == script);
+  CHECK(command.argv == Args{script, "a", "b"});
+  SECTION("it must then be executable") {
+    const std::string plain = dir.file("plain.py", 0644);
+    CHECK_THAT(notFound(configFor(plain, ProgramKind::NoPython), "/no/such/python", ""),
+               Contains("not an executable"));
+  }
+}
+
+TEST_CASE("a plain program is looked up along the PATH given", "[program_command]") {
+  SECTION("true in /usr/bin:/bin") {
+    ProgramCommand command = resolveProgramCommand(configFor("true", ProgramKind::Auto, {"x"}), "python3", "/usr/bin:/bin");
+    CHECK((command.executable == "/usr/bin/true" || command.executable == "/bin/true"));
+    CHECK(command.argv == Args{"true", "x"});
+  }
+  SECTION("the first PATH entry that holds an executable wins") {
+    TempDir first, second;
+    first.file("tool", 0644);  // not executable: skipped
+    const std::string tool = second.file("tool", 0755);
+    ProgramCommand command = resolveProgramCommand(configFor("tool", ProgramKind::Auto), "python3",
+                                                   first.path() + ":" + second.path());
+    CHECK(command.executable == tool);
+    CHECK(command.argv == Args{"tool"});
+  }
+  SECTION("a program named by path is not looked up") {
+    TempDir dir;
+    const std::string tool = dir.file("tool", 0755);
+    CHECK(resolveProgramCommand(configFor(tool, ProgramKind::Auto), "python3", "").executable == tool);
+  }
+}
+
+TEST_CASE("missing or unusable programs are NotFound, naming them", "[program_command]") {
+  TempDir dir;
+  const std::string python = dir.file("python3", 0755);
+
+  SECTION("a name not on the PATH") {
+    std::string message = notFound(configFor("pltrun-no-such-program", ProgramKind::Auto), python, "/usr/bin:/bin");
+    CHECK_THAT(message, Contains("pltrun-no-such-program"));
+    CHECK_THAT(message, Contains("PATH"));
+  }
+  SECTION("a path that does not exist") {
+    std::string missing = dir.path() + "/missing";
+    std::string message = notFound(configFor(missing, ProgramKind::Auto), python, "");
+    CHECK_THAT(message, Contains(missing));
+    CHECK_THAT(message, Contains("does not exist"));
+  }
+  SECTION("a path that exists but is not executable") {
+    const std::string data = dir.file("data.txt", 0644);
+    std::string message = notFound(configFor(data, ProgramKind::Auto), python, "");
+    CHECK_THAT(message, Contains(data));
+    CHECK_THAT(message, Contains("not an executable"));
+  }
+  SECTION("a directory") {
+    CHECK_THAT(notFound(configFor(dir.path(), ProgramKind::Auto), python, ""), Contains("not an executable"));
+  }
+  SECTION("a missing .py script") {
+    std::string missing = dir.path() + "/missing.py";
+    std::string message = notFound(configFor(missing, ProgramKind::Auto), python, "");
+    CHECK_THAT(message, Contains(missing));
+  }
+  SECTION("a missing Python interpreter (PYTHON_EXEC)") {
+    const std::string script = dir.file("train.py", 0644);
+    std::string message = notFound(configFor(script, ProgramKind::Auto), "pltrun-no-such-python", "/usr/bin:/bin");
+    CHECK_THAT(message, Contains("pltrun-no-such-python"));
+    CHECK_THAT(message, Contains("PYTHON_EXEC"));
+    std::string byPath = notFound(configFor("m", ProgramKind::Module), dir.path() + "/nopython", "");
+    CHECK_THAT(byPath, Contains(dir.path() + "/nopython"));
+  }
+}
+
+TEST_CASE("findExecutable", "[program_command]") {
+  TempDir dir;
+  const std::string tool = dir.file("tool", 0755);
+  dir.file("data", 0644);
+  CHECK(findExecutable("tool", dir.path()) == tool);
+  CHECK(findExecutable("tool", "/nonexistent:" + dir.path()) == tool);
+  CHECK(findExecutable(tool, "") == tool);
+  CHECK(findExecutable("data", dir.path()).empty());
+  CHECK(findExecutable(dir.path() + "/data", "").empty());
+  CHECK(findExecutable("tool", "/nonexistent").empty());
+  CHECK(findExecutable("", dir.path()).empty());
+  CHECK(findExecutable(dir.path(), "").empty());
+}

@@ -1,0 +1,162 @@
+// resolveWorkerLayout: --nproc-per-node and --devices against given GPUs and CPUs.
+
+#include "launcher/worker_layout.h"
+
+#include <catch2/catch.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+
+using pltrun::Error;
+using pltrun::ErrorCode;
+using pltrun::layoutNeedsGpus;
+using pltrun::resolveWorkerLayout;
+using pltrun::WorkerLayout;
+using Catch::Matchers::Contains;
+
+namespace {
+
+using Ids = std::vector<std::string>;
+const std::optional<std::string> kNone;
+const Ids kNoGpus;
+const Ids kFourGpus{"0", "1", "2", "3"};
+constexpr int kCpus = 12;
+
+std::optional<std::string> flag(const char* value) { return std::string(value); }
+
+// Requires an InvalidArgument naming `flagName`; returns the message.
+std::string layoutError(const std::optional<std::string>& nproc, const std::optional<std::string>& devices,
+                        const Ids& gpus, const std::string& flagName) {
+  INFO("nproc " << nproc.value_or("(none)") << ", devices " << devices.value_or("(none)") << ", "
+                << gpus.size() << " GPUs");
+  try {
+    resolveWorkerLayout(nproc, devices, gpus, kCpus);
+  } catch (const Error& error) {
+    CHECK(error.code() == ErrorCode::InvalidArgument);
+    CHECK_THAT(error.what(), Contains(flagName));
+    return error.what();
+  }
+  FAIL("resolveWorkerLayout accepted the request");
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("without --nproc-per-node or --devices: one worker, GPUs untouched", "[worker_layout]") {
+  for (const Ids& gpus : {kNoGpus, kFourGpus}) {
+    WorkerLayout layout = resolveWorkerLayout(kNone, kNone, gpus, kCpus);
+    CHECK(layout.workerCount == 1);
+    CHECK_FALSE(layout.cudaVisibleDevices.has_value());
+  }
+}
+
+TEST_CASE("--nproc-per-node N: N workers", "[worker_layout]") {
+  for (int count : {1, 3, 8, 64}) {
+    WorkerLayout layout = resolveWorkerLayout(std::to_string(count), kNone, kFourGpus, kCpus);
+    CHECK(layout.workerCount == count);
+    CHECK_FALSE(layout.cudaVisibleDevices.has_value());
+  }
+}
+
+TEST_CASE("--nproc-per-node cpu: one worker per CPU", "[worker_layout]") {
+  CHECK(resolveWorkerLayout(flag("cpu"), kNone, kFourGpus, kCpus).workerCount == kCpus);
+  CHECK(resolveWorkerLayout(flag("cpu"), kNone, kNoGpus, 3).workerCount == 3);
+}
+
+TEST_CASE("--nproc-per-node gpu: one worker per visible GPU", "[worker_layout]") {
+  CHECK(resolveWorkerLayout(flag("gpu"), kNone, kFourGpus, kCpus).workerCount == 4);
+  CHECK(resolveWorkerLayout(flag("gpu"), kNone, Ids{"GPU-a"}, kCpus).workerCount == 1);
+  CHECK_FALSE(resolveWorkerLayout(flag("gpu"), kNone, kFourGpus, kCpus).cudaVisibleDevices.has_value());
+  SECTION("no GPU is an error") {
+    CHECK_THAT(layoutError(flag("gpu"), kNone, kNoGpus, "--nproc-per-node"), Contains("no GPU"));
+  }
+}
+
+TEST_CASE("--nproc-per-node auto: GPUs when there are some, else CPUs", "[worker_layout]") {
+  CHECK(resolveWorkerLayout(flag("auto"), kNone, kFourGpus, kCpus).workerCount == 4);
+  CHECK(resolveWorkerLayout(flag("auto"), kNone, kNoGpus, kCpus).workerCount == kCpus);
+}
+
+TEST_CASE("--devices chooses the GPUs, one worker each", "[worker_layout]") {
+  SECTION("\"1, 3\" of four") {
+    WorkerLayout layout = resolveWorkerLayout(kNone, flag("1, 3"), kFourGpus, kCpus);
+    CHECK(layout.workerCount == 2);
+    CHECK(layout.cudaVisibleDevices == "1,3");
+  }
+  SECTION("indices map into the visible ids") {
+    WorkerLayout layout = resolveWorkerLayout(kNone, flag("1,3"), Ids{"4", "5", "6", "7"}, kCpus);
+    CHECK(layout.workerCount == 2);
+    CHECK(layout.cudaVisibleDevices == "5,7");
+  }
+  SECTION("a count takes the first visible GPUs") {
+    WorkerLayout layout = resolveWorkerLayout(kNone, flag("2"), Ids{"GPU-x", "GPU-y", "GPU-z"}, kCpus);
+    CHECK(layout.workerCount == 2);
+    CHECK(layout.cudaVisibleDevices == "GPU-x,GPU-y");
+  }
+  SECTION("-1: every visible GPU") {
+    WorkerLayout layout = resolveWorkerLayout(kNone, flag("-1"), kFourGpus, kCpus);
+    CHECK(layout.workerCount == 4);
+    CHECK(layout.cudaVisibleDevices == "0,1,2,3");
+  }
+  SECTION("bad --devices values are reported against --devices") {
+    layoutError(kNone, flag("5"), kFourGpus, "--devices");
+    layoutError(kNone, flag("1"), kNoGpus, "--devices");
+  }
+}
+
+TEST_CASE("--devices 0: no GPU, workers from --nproc-per-node or 1", "[worker_layout]") {
+  SECTION("alone: one worker, every GPU hidden") {
+    WorkerLayout layout = resolveWorkerLayout(kNone, flag("0"), kFourGpus, kCpus);
+    CHECK(layout.workerCount == 1);
+    REQUIRE(layout.cudaVisibleDevices.has_value());
+    CHECK(layout.cudaVisibleDevices->empty());
+  }
+  SECTION("with a count") {
+    WorkerLayout layout = resolveWorkerLayout(flag("3"), flag("0"), kFourGpus, kCpus);
+    CHECK(layout.workerCount == 3);
+    CHECK(layout.cudaVisibleDevices == "");
+  }
+  SECTION("with cpu") {
+    CHECK(resolveWorkerLayout(flag("cpu"), flag("0"), kFourGpus, kCpus).workerCount == kCpus);
+  }
+  SECTION("with auto: the GPUs are hidden, so auto means CPUs") {
+    WorkerLayout layout = resolveWorkerLayout(flag("auto"), flag("0"), kFourGpus, kCpus);
+    CHECK(layout.workerCount == kCpus);
+    CHECK(layout.cudaVisibleDevices == "");
+  }
+  SECTION("with gpu: an error") {
+    CHECK_THAT(layoutError(flag("gpu"), flag("0"), kFourGpus, "--nproc-per-node"), Contains("--devices 0"));
+  }
+  SECTION("works without any GPU") {
+    CHECK(resolveWorkerLayout(flag("2"), flag("0"), kNoGpus, kCpus).workerCount == 2);
+  }
+}
+
+TEST_CASE("--devices with --nproc-per-node: they must agree", "[worker_layout]") {
+  SECTION("matching count") {
+    WorkerLayout layout = resolveWorkerLayout(flag("2"), flag("1, 3"), kFourGpus, kCpus);
+    CHECK(layout.workerCount == 2);
+    CHECK(layout.cudaVisibleDevices == "1,3");
+  }
+  SECTION("gpu agrees with any selection") {
+    CHECK(resolveWorkerLayout(flag("gpu"), flag("0,2,3"), kFourGpus, kCpus).workerCount == 3);
+  }
+  SECTION("a contradicting count is an error") {
+    std::string message = layoutError(flag("3"), flag("1, 3"), kFourGpus, "--nproc-per-node");
+    CHECK_THAT(message, Contains("'3'"));
+    CHECK_THAT(message, Contains("--devices"));
+    layoutError(flag("1"), flag("2"), kFourGpus, "--nproc-per-node");
+  }
+}
+
+TEST_CASE("layoutNeedsGpus: only when GPUs decide the layout", "[worker_layout]") {
+  CHECK_FALSE(layoutNeedsGpus(kNone, kNone));
+  CHECK_FALSE(layoutNeedsGpus(flag("4"), kNone));
+  CHECK_FALSE(layoutNeedsGpus(flag("cpu"), kNone));
+  CHECK(layoutNeedsGpus(flag("gpu"), kNone));
+  CHECK(layoutNeedsGpus(flag("auto"), kNone));
+  CHECK(layoutNeedsGpus(kNone, flag("0")));
+  CHECK(layoutNeedsGpus(flag("2"), flag("1,3")));
+}
