@@ -63,7 +63,7 @@ TEST_CASE("a program that is missing or not executable exits 127 with one line",
   }
 }
 
-TEST_CASE("--help and --version exit 0", "[bad-input]") {
+TEST_CASE("flag --help and --version exit 0", "[bad-input]") {
   Finished help = runPltrun({"--help"});
   CHECK(help.status == 0);
   CHECK(help.out.find("--nproc-per-node") != std::string::npos);

@@ -96,7 +96,7 @@ TEST_CASE("user-set OMP_NUM_THREADS and TORCH_NCCL_ASYNC_ERROR_HANDLING are kept
   CHECK(env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "0");
 }
 
-TEST_CASE("--devices picks the workers and CUDA_VISIBLE_DEVICES", "[env][devices]") {
+TEST_CASE("flag --devices picks the workers and CUDA_VISIBLE_DEVICES", "[env][devices]") {
   SECTION("\"1, 3\" runs two workers on GPUs 1 and 3") {
     TempDir dir;
     Finished run = runPltrun({"--devices", "1, 3", testWorker(), "env", dir.path()},

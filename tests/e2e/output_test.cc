@@ -89,7 +89,7 @@ TEST_CASE("stdout and stderr keep their console streams and prefixes", "[output]
   CHECK(!contains(run.out, "err"));
 }
 
-TEST_CASE("--no-prefix passes lines through as written", "[output]") {
+TEST_CASE("flag --no-prefix passes lines through as written", "[output]") {
   Finished run = runPltrun({"--no-prefix", "--nproc-per-node", "2", "/bin/sh", "-c", "echo plain $RANK"});
   REQUIRE(run.status == 0);
   CHECK(contains(run.out, "plain 0\n"));
@@ -105,7 +105,7 @@ TEST_CASE("carriage-return progress bars keep their carriage returns", "[output]
   CHECK(!contains(run.out, "step 3/20step"));  // segments are never glued together
 }
 
-TEST_CASE("--local-ranks-filter limits the console, not the logs", "[output]") {
+TEST_CASE("flag --local-ranks-filter limits the console, not the logs", "[output]") {
   TempDir logs;
   Finished run = runPltrun({"--nproc-per-node", "3", "--local-ranks-filter", "0,2", "--log-dir", logs.path(),
                             "--rdzv-id", "f", "/bin/sh", "-c", "echo hello $RANK"});
@@ -116,7 +116,7 @@ TEST_CASE("--local-ranks-filter limits the console, not the logs", "[output]") {
   CHECK(readFile(logs / "f/attempt_0/1/stdout.log") == "hello 1\n");
 }
 
-TEST_CASE("-r redirects streams to the log files only; -t keeps them on the console too", "[output]") {
+TEST_CASE("flag -r redirects streams to the log files only; -t keeps them on the console too", "[output]") {
   TempDir logs;
   Finished redirected = runPltrun({"-r", "1", "--nproc-per-node", "2", "--log-dir", logs.path(), "--rdzv-id", "r",
                                    "/bin/sh", "-c", "echo out $RANK; echo err $RANK >&2"});

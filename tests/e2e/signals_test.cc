@@ -118,7 +118,9 @@ TEST_CASE("after SIGTERM no worker or grandchild remains", "[signals][lifetime]"
 
 TEST_CASE("after kill -9 of pltrun no worker or grandchild remains", "[signals][lifetime]") {
   TempDir dir;
-  ChildProcess pltrun(pltrunCommand({"--nproc-per-node", "3", testWorker(), "family", dir.path()}));
+  // A killed pltrun cannot remove its temporary run directory: keep it inside ours.
+  ChildProcess pltrun(pltrunCommand({"--nproc-per-node", "3", testWorker(), "family", dir.path()}),
+                      {"TMPDIR=" + dir.path()});
   std::vector<pid_t> pids = familyPids(dir, 3);
   pltrun.signal(SIGKILL);
   Finished run = pltrun.wait(30s);

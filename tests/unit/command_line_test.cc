@@ -84,7 +84,7 @@ TEST_CASE("defaults when only PROGRAM is given", "[command_line]") {
   CHECK_FALSE(config.quiet);
 }
 
-TEST_CASE("--nproc-per-node accepts both spellings and both value forms", "[command_line]") {
+TEST_CASE("flag --nproc-per-node accepts both spellings and both value forms", "[command_line]") {
   ScopedEnv noNproc("PET_NPROC_PER_NODE", std::nullopt);
   SECTION("--nproc-per-node 4") { CHECK(parseConfig({"--nproc-per-node", "4", "p"}).nprocPerNode == "4"); }
   SECTION("--nproc-per-node=4") { CHECK(parseConfig({"--nproc-per-node=4", "p"}).nprocPerNode == "4"); }
@@ -92,7 +92,7 @@ TEST_CASE("--nproc-per-node accepts both spellings and both value forms", "[comm
   SECTION("--nproc_per_node=4") { CHECK(parseConfig({"--nproc_per_node=4", "p"}).nprocPerNode == "4"); }
 }
 
-TEST_CASE("--nproc-per-node accepts an integer, gpu, cpu and auto", "[command_line]") {
+TEST_CASE("flag --nproc-per-node accepts an integer, gpu, cpu and auto", "[command_line]") {
   ScopedEnv noNproc("PET_NPROC_PER_NODE", std::nullopt);
   for (std::string value : {"1", "8", "4096", "gpu", "cpu", "auto"}) {
     INFO("value " << value);
@@ -100,7 +100,7 @@ TEST_CASE("--nproc-per-node accepts an integer, gpu, cpu and auto", "[command_li
   }
 }
 
-TEST_CASE("--nproc-per-node rejects values that are not a positive count or a keyword", "[command_line]") {
+TEST_CASE("flag --nproc-per-node rejects values that are not a positive count or a keyword", "[command_line]") {
   ScopedEnv noNproc("PET_NPROC_PER_NODE", std::nullopt);
   for (std::string value : {"0", "-1", "abc", "4x", "GPU", "1.5", "4097"}) {
     INFO("value " << value);
@@ -187,7 +187,7 @@ TEST_CASE("an unknown option before PROGRAM is an error naming it", "[command_li
   requireInvalid({"-z", "prog"}, {"-z"});
 }
 
-TEST_CASE("-m and --no-python choose how PROGRAM is started", "[command_line]") {
+TEST_CASE("flag -m and --no-python choose how PROGRAM is started", "[command_line]") {
   SECTION("-m") {
     LaunchConfig config = parseConfig({"-m", "pkg.train", "--epochs", "3"});
     CHECK(config.programKind == ProgramKind::Module);
@@ -207,7 +207,7 @@ TEST_CASE("-m and --no-python choose how PROGRAM is started", "[command_line]") 
   }
 }
 
-TEST_CASE("--max-restarts", "[command_line]") {
+TEST_CASE("flag --max-restarts", "[command_line]") {
   CHECK(parseConfig({"--max-restarts", "3", "p"}).maxRestarts == 3);
   CHECK(parseConfig({"--max_restarts=0", "p"}).maxRestarts == 0);
   for (std::string value : {"-1", "x", "2.5", "3x"}) {
@@ -216,7 +216,7 @@ TEST_CASE("--max-restarts", "[command_line]") {
   }
 }
 
-TEST_CASE("--term-timeout takes seconds, fractions allowed", "[command_line]") {
+TEST_CASE("flag --term-timeout takes seconds, fractions allowed", "[command_line]") {
   using std::chrono::milliseconds;
   CHECK(parseConfig({"--term-timeout", "5", "p"}).termTimeout == milliseconds(5000));
   CHECK(parseConfig({"--term-timeout", "0.25", "p"}).termTimeout == milliseconds(250));
@@ -227,7 +227,7 @@ TEST_CASE("--term-timeout takes seconds, fractions allowed", "[command_line]") {
   }
 }
 
-TEST_CASE("--master-port", "[command_line]") {
+TEST_CASE("flag --master-port", "[command_line]") {
   SECTION("a port is kept") { CHECK(parseConfig({"--master-port", "29500", "p"}).masterPort == 29500); }
   SECTION("0 lets the launcher pick one") {
     CHECK_FALSE(parseConfig({"--master-port", "0", "p"}).masterPort.has_value());
@@ -244,7 +244,7 @@ TEST_CASE("--master-port", "[command_line]") {
   }
 }
 
-TEST_CASE("--nnodes", "[command_line]") {
+TEST_CASE("flag --nnodes", "[command_line]") {
   SECTION("1") { CHECK(parseConfig({"--nnodes", "1", "p"}).nnodes == 1); }
   SECTION("a fixed range 2:2 is the same as 2") {
     LaunchConfig config = parseConfig({"--nnodes", "2:2", "--master-port", "29500", "p"});
@@ -266,7 +266,7 @@ TEST_CASE("--nnodes", "[command_line]") {
   }
 }
 
-TEST_CASE("--node-rank must be below --nnodes", "[command_line]") {
+TEST_CASE("flag --node-rank must be below --nnodes", "[command_line]") {
   CHECK(parseConfig({"--nnodes", "3", "--node-rank", "2", "--master-port", "1234", "p"}).nodeRank == 2);
   CHECK(parseConfig({"--node_rank=0", "p"}).nodeRank == 0);
   requireInvalid({"--nnodes", "3", "--node-rank", "3", "--master-port", "1234", "p"}, {"--node-rank", "'3'"});
@@ -274,7 +274,7 @@ TEST_CASE("--node-rank must be below --nnodes", "[command_line]") {
   requireInvalid({"--node-rank", "-1", "p"}, {"--node-rank", "'-1'"});
 }
 
-TEST_CASE("--standalone", "[command_line]") {
+TEST_CASE("flag --standalone", "[command_line]") {
   SECTION("a local job with a free port") {
     LaunchConfig config = parseConfig({"--standalone", "--master-addr", "10.1.1.1", "--master-port", "29500", "p"});
     CHECK(config.standalone);
@@ -286,7 +286,7 @@ TEST_CASE("--standalone", "[command_line]") {
   }
 }
 
-TEST_CASE("-r/--redirects and -t/--tee", "[command_line]") {
+TEST_CASE("flag -r/--redirects and -t/--tee", "[command_line]") {
   SECTION("one value for every rank") {
     LaunchConfig config = parseConfig({"-r", "3", "-t", "1", "p"});
     CHECK(config.redirects.allRanks == pltrun::kBothStreams);
@@ -306,7 +306,7 @@ TEST_CASE("-r/--redirects and -t/--tee", "[command_line]") {
   }
 }
 
-TEST_CASE("--local-ranks-filter", "[command_line]") {
+TEST_CASE("flag --local-ranks-filter", "[command_line]") {
   LaunchConfig config = parseConfig({"--local-ranks-filter", "0,2", "p"});
   REQUIRE(config.localRanksFilter.has_value());
   CHECK(*config.localRanksFilter == std::vector<int>{0, 2});
@@ -315,20 +315,20 @@ TEST_CASE("--local-ranks-filter", "[command_line]") {
   requireInvalid({"--local-ranks-filter", "-1", "p"}, {"--local-ranks-filter", "'-1'"});
 }
 
-TEST_CASE("--devices is kept raw, to be resolved against the GPUs later", "[command_line]") {
+TEST_CASE("flag --devices is kept raw, to be resolved against the GPUs later", "[command_line]") {
   CHECK(parseConfig({"--devices", "1, 3", "p"}).devices == "1, 3");
   CHECK(parseConfig({"--devices=-1", "p"}).devices == "-1");
   CHECK(parseConfig({"--devices", "[0]", "p"}).devices == "[0]");
 }
 
-TEST_CASE("--rdzv-id and --run-id set the run id", "[command_line]") {
+TEST_CASE("flag --rdzv-id and --run-id set the run id", "[command_line]") {
   CHECK(parseConfig({"--rdzv-id", "job42", "p"}).runId == "job42");
   CHECK(parseConfig({"--rdzv_id=job43", "p"}).runId == "job43");
   CHECK(parseConfig({"--run-id", "job44", "p"}).runId == "job44");
   CHECK(parseConfig({"--run_id", "job45", "p"}).runId == "job45");
 }
 
-TEST_CASE("--role, --log-dir, --no-prefix and --quiet", "[command_line]") {
+TEST_CASE("flag --role, --log-dir, --no-prefix and --quiet", "[command_line]") {
   LaunchConfig config = parseConfig({"--role", "trainer", "--log-dir", "/tmp/pltrun-logs", "--no-prefix", "-q", "p"});
   CHECK(config.role == "trainer");
   CHECK(config.logDir == "/tmp/pltrun-logs");
@@ -337,13 +337,13 @@ TEST_CASE("--role, --log-dir, --no-prefix and --quiet", "[command_line]") {
   CHECK(parseConfig({"--log_dir=/x", "--no_prefix", "p"}).logDir == "/x");
 }
 
-TEST_CASE("--rdzv-backend accepts static and c10d only", "[command_line]") {
+TEST_CASE("flag --rdzv-backend accepts static and c10d only", "[command_line]") {
   CHECK_NOTHROW(parseConfig({"--rdzv-backend", "static", "p"}));
   CHECK_NOTHROW(parseConfig({"--rdzv_backend=c10d", "p"}));
   requireInvalid({"--rdzv-backend", "etcd", "p"}, {"--rdzv-backend", "'etcd'"});
 }
 
-TEST_CASE("--help and --version are information requests", "[command_line]") {
+TEST_CASE("flag --help and --version are information requests", "[command_line]") {
   SECTION("--help") {
     auto result = parse({"--help"});
     REQUIRE(std::holds_alternative<InformationRequest>(result));

@@ -97,7 +97,7 @@ TEST_CASE("a .py script runs under Python with -u", "[program_command]") {
   }
 }
 
-TEST_CASE("-m runs a module under Python", "[program_command]") {
+TEST_CASE("flag -m runs a module under Python", "[program_command]") {
   TempDir dir;
   const std::string python = dir.file("python3", 0755);
   ProgramCommand command =
@@ -110,7 +110,7 @@ TEST_CASE("-m runs a module under Python", "[program_command]") {
   }
 }
 
-TEST_CASE("--no-python executes a .py file directly", "[program_command]") {
+TEST_CASE("flag --no-python executes a .py file directly", "[program_command]") {
   TempDir dir;
   const std::string script = dir.file("tool.py", 0755);
   ProgramCommand command = resolveProgramCommand(configFor(script, ProgramKind::NoPython, {"a", "b"}),

@@ -99,13 +99,13 @@ TEST_CASE("bad stream values are errors naming the flag and value", "[stream_sel
   }
 }
 
-TEST_CASE("--local-ranks-filter parses distinct non-negative ranks", "[stream_selection]") {
+TEST_CASE("flag --local-ranks-filter parses distinct non-negative ranks", "[stream_selection]") {
   CHECK(parseLocalRanksFilter("--local-ranks-filter", "0,2") == std::vector<int>{0, 2});
   CHECK(parseLocalRanksFilter("--local-ranks-filter", "3") == std::vector<int>{3});
   CHECK(parseLocalRanksFilter("--local-ranks-filter", "5, 1 ,0") == std::vector<int>{5, 1, 0});
 }
 
-TEST_CASE("--local-ranks-filter rejects duplicates, negatives and empty entries", "[stream_selection]") {
+TEST_CASE("flag --local-ranks-filter rejects duplicates, negatives and empty entries", "[stream_selection]") {
   CHECK_THAT(filterError("0,0"), Contains("twice"));
   filterError("1,2,1");
   filterError("-1");

@@ -52,7 +52,7 @@ TEST_CASE("without --nproc-per-node or --devices: one worker, GPUs untouched", "
   }
 }
 
-TEST_CASE("--nproc-per-node N: N workers", "[worker_layout]") {
+TEST_CASE("flag --nproc-per-node N: N workers", "[worker_layout]") {
   for (int count : {1, 3, 8, 64}) {
     WorkerLayout layout = resolveWorkerLayout(std::to_string(count), kNone, kFourGpus, kCpus);
     CHECK(layout.workerCount == count);
@@ -60,12 +60,12 @@ TEST_CASE("--nproc-per-node N: N workers", "[worker_layout]") {
   }
 }
 
-TEST_CASE("--nproc-per-node cpu: one worker per CPU", "[worker_layout]") {
+TEST_CASE("flag --nproc-per-node cpu: one worker per CPU", "[worker_layout]") {
   CHECK(resolveWorkerLayout(flag("cpu"), kNone, kFourGpus, kCpus).workerCount == kCpus);
   CHECK(resolveWorkerLayout(flag("cpu"), kNone, kNoGpus, 3).workerCount == 3);
 }
 
-TEST_CASE("--nproc-per-node gpu: one worker per visible GPU", "[worker_layout]") {
+TEST_CASE("flag --nproc-per-node gpu: one worker per visible GPU", "[worker_layout]") {
   CHECK(resolveWorkerLayout(flag("gpu"), kNone, kFourGpus, kCpus).workerCount == 4);
   CHECK(resolveWorkerLayout(flag("gpu"), kNone, Ids{"GPU-a"}, kCpus).workerCount == 1);
   CHECK_FALSE(resolveWorkerLayout(flag("gpu"), kNone, kFourGpus, kCpus).cudaVisibleDevices.has_value());
@@ -74,12 +74,12 @@ TEST_CASE("--nproc-per-node gpu: one worker per visible GPU", "[worker_layout]")
   }
 }
 
-TEST_CASE("--nproc-per-node auto: GPUs when there are some, else CPUs", "[worker_layout]") {
+TEST_CASE("flag --nproc-per-node auto: GPUs when there are some, else CPUs", "[worker_layout]") {
   CHECK(resolveWorkerLayout(flag("auto"), kNone, kFourGpus, kCpus).workerCount == 4);
   CHECK(resolveWorkerLayout(flag("auto"), kNone, kNoGpus, kCpus).workerCount == kCpus);
 }
 
-TEST_CASE("--devices chooses the GPUs, one worker each", "[worker_layout]") {
+TEST_CASE("flag --devices chooses the GPUs, one worker each", "[worker_layout]") {
   SECTION("\"1, 3\" of four") {
     WorkerLayout layout = resolveWorkerLayout(kNone, flag("1, 3"), kFourGpus, kCpus);
     CHECK(layout.workerCount == 2);
@@ -106,7 +106,7 @@ TEST_CASE("--devices chooses the GPUs, one worker each", "[worker_layout]") {
   }
 }
 
-TEST_CASE("--devices 0: no GPU, workers from --nproc-per-node or 1", "[worker_layout]") {
+TEST_CASE("flag --devices 0: no GPU, workers from --nproc-per-node or 1", "[worker_layout]") {
   SECTION("alone: one worker, every GPU hidden") {
     WorkerLayout layout = resolveWorkerLayout(kNone, flag("0"), kFourGpus, kCpus);
     CHECK(layout.workerCount == 1);
@@ -134,7 +134,7 @@ TEST_CASE("--devices 0: no GPU, workers from --nproc-per-node or 1", "[worker_la
   }
 }
 
-TEST_CASE("--devices with --nproc-per-node: they must agree", "[worker_layout]") {
+TEST_CASE("flag --devices with --nproc-per-node: they must agree", "[worker_layout]") {
   SECTION("matching count") {
     WorkerLayout layout = resolveWorkerLayout(flag("2"), flag("1, 3"), kFourGpus, kCpus);
     CHECK(layout.workerCount == 2);
