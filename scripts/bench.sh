@@ -14,6 +14,11 @@ echo "== launch: N workers running /bin/true (hyperfine, no shell)"
 hyperfine -N --warmup 10 --runs 100 --export-json "$results/launch.json" \
   "$pltrun -q --nproc-per-node 4 /bin/true" \
   "$pltrun -q --nproc-per-node 8 /bin/true"
+python3 - "$results/launch.json" <<'PY'
+import json, sys
+for result in json.load(open(sys.argv[1]))["results"]:
+    print(f"{result['command']}: median {result['median'] * 1000:.1f} ms")
+PY
 
 echo
 echo "== peak memory (max RSS of pltrun and its workers, GNU time), median of 5"
@@ -26,15 +31,22 @@ done
 awk '{printf "4 workers printing 250 MB: %.1f MB\n", $1 / 1024}' <(tail -n 1 "$results/flood.mem")
 
 echo
-echo "== output throughput: 4 workers print 250 MB of 80-byte lines through pltrun (prefixed)"
-bytes=$((4 * 62500000))
-hyperfine -N --warmup 1 --runs 10 --export-json "$results/throughput.json" \
-  --command-name "prefixed, to a pipe" --output=pipe "$pltrun -q --nproc-per-node 4 $worker flood 62500000" \
-  --command-name "workers alone (no launcher), to a pipe" --output=pipe "$worker flood 250000000"
+echo "== output throughput: 4 workers each cat 62.5 MB of 80-byte lines through pltrun (prefixed)"
+# cat from the page cache costs the workers almost nothing, so this measures the launcher.
+lines=$results/lines.txt
+python3 -c "
+import sys
+line = 'x' * 79 + '\\n'
+sys.stdout.write(line * (62500000 // 80))" > "$lines"
+bytes=$((4 * $(stat -c %s "$lines")))
+trap 'rm -f "$lines"' EXIT
+hyperfine -N --warmup 1 --runs 10 --output=pipe --export-json "$results/throughput.json" \
+  --command-name "pltrun, 4 workers, prefixed" "$pltrun -q --nproc-per-node 4 /bin/cat $lines" \
+  --command-name "pltrun, 4 workers, --no-prefix" "$pltrun -q --no-prefix --nproc-per-node 4 /bin/cat $lines" \
+  --command-name "no launcher: one cat of the 4 files" "/bin/cat $lines $lines $lines $lines"
 python3 - "$results/throughput.json" "$bytes" <<'PY'
 import json, sys
-results = json.load(open(sys.argv[1]))["results"]
-for result in results:
+for result in json.load(open(sys.argv[1]))["results"]:
     print(f"{result['command']}: median {result['median']:.3f} s = {int(sys.argv[2]) / result['median'] / 1e6:.0f} MB/s")
 PY
 echo "raw hyperfine results: $results"
