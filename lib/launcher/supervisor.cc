@@ -59,6 +59,7 @@ int Supervisor::run(const AttemptPlanner& planAttempt) {
         return 0;
       }
       case GroupOutcome::Kind::Interrupted:
+        if (outcome.rootCause) reportFailure(outcome);
         spdlog::warn("stopped by {}", signalName(outcome.interruptSignal));
         return 128 + outcome.interruptSignal;
       case GroupOutcome::Kind::Failed:

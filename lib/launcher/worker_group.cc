@@ -83,12 +83,14 @@ void WorkerGroup::handleSignal(int signal) {
     }
     return;
   }
-  if (stopping_) {
-    spdlog::warn("received {} again: killing the workers now", signalName(signal));
+  // Remembered even while stopping after a failure: an interrupted job is not restarted.
+  const bool repeated = stopping_;
+  if (interruptSignal_ == 0) interruptSignal_ = signal;
+  if (repeated) {
+    spdlog::warn("received {} while stopping: killing the workers now", signalName(signal));
     killRunningWorkers();
     return;
   }
-  interruptSignal_ = signal;
   spdlog::warn("received {}: forwarded to the workers, SIGKILL in {} s (repeat the signal to kill now)",
                signalName(signal), settings_.termTimeout.count() / 1000.0);
   stopRunningWorkers(signal);
@@ -167,7 +169,8 @@ GroupOutcome WorkerGroup::outcome() const {
   if (rootCause_ != nullptr) {
     outcome.kind = GroupOutcome::Kind::Failed;
     outcome.rootCause = describeFailure(*rootCause_);
-  } else if (interruptSignal_ != 0) {
+  }
+  if (interruptSignal_ != 0) {
     outcome.kind = GroupOutcome::Kind::Interrupted;
     outcome.interruptSignal = interruptSignal_;
   }

@@ -40,7 +40,7 @@ struct GroupOutcome {
   enum class Kind { Succeeded, Failed, Interrupted };
   Kind kind = Kind::Succeeded;
   int interruptSignal = 0;                ///< for Interrupted
-  std::optional<WorkerFailure> rootCause;  ///< for Failed
+  std::optional<WorkerFailure> rootCause;  ///< for Failed; also for Interrupted after a failure
   std::vector<WorkerFailure> others;      ///< other workers that did not succeed
 };
 

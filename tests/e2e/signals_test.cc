@@ -140,3 +140,24 @@ TEST_CASE("a background process left by a finished worker does not outlive the j
   for (int rank = 0; rank < 2; ++rank) pids.push_back(std::stoi(readFile(dir / ("bg_" + std::to_string(rank)))));
   CHECK(waitUntilGone(pids, 5s).empty());
 }
+
+TEST_CASE("a stop signal while stopping after a failure ends the job without a restart", "[signals][restart]") {
+  TempDir dir;
+  // Rank 1 fails at once; rank 0 ignores SIGTERM, so the group waits out the grace period.
+  const std::string script = "touch " + dir.path() + "/attempt_${TORCHELASTIC_RESTART_COUNT}_$RANK; " +
+                             "[ $RANK = 1 ] && exit 3; trap '' TERM; touch " + dir.path() +
+                             "/ready_$RANK; while :; do sleep 0.05; done";
+  ChildProcess pltrun(pltrunCommand({"--nproc-per-node", "2", "--max-restarts", "3", "--term-timeout", "60",
+                                     "/bin/sh", "-c", script}));
+  REQUIRE(waitForFile(dir / "ready_0", 20s));
+  REQUIRE(waitForFile(dir / "attempt_0_1", 20s));
+  std::this_thread::sleep_for(300ms);  // rank 1 has failed and the group is stopping
+  pltrun.signal(SIGTERM);
+  Finished run = pltrun.wait(30s);
+  INFO(run.err);
+  CHECK(!run.timedOut);
+  CHECK(run.status == 128 + SIGTERM);
+  CHECK(run.err.find("exit code 3") != std::string::npos);
+  CHECK(run.err.find("restarting") == std::string::npos);
+  CHECK(!std::filesystem::exists(dir / "attempt_1_0"));
+}
