@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <variant>
 
-#include "common/error.h"
+#include "pltrun/error.h"
 #include "launcher/command_line.h"
 #include "launcher/launcher.h"
 #include "launcher/launcher_log.h"

@@ -3,7 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cmath>
 
-#include "common/error.h"
+#include "pltrun/error.h"
 #include "launcher/text_parsing.h"
 
 namespace pltrun {

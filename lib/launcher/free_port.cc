@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/error.h"
+#include "pltrun/error.h"
 
 namespace pltrun {
 namespace {

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <random>
 
-#include "common/error.h"
+#include "pltrun/error.h"
 #include "launcher/free_port.h"
 #include "launcher/gpu_inventory.h"
 #include "launcher/orphan_guard.h"

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <set>
 
-#include "common/error.h"
+#include "pltrun/error.h"
 
 namespace pltrun {
 namespace {

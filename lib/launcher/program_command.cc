@@ -3,7 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/error.h"
+#include "pltrun/error.h"
 #include "launcher/text_parsing.h"
 
 namespace pltrun {

@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "common/error.h"
+#include "pltrun/error.h"
 #include "launcher/text_parsing.h"
 
 namespace pltrun {

@@ -7,7 +7,17 @@
 #include <string_view>
 #include <vector>
 
+#include "pltrun/error.h"
+
 namespace pltrun {
+
+/// Throws InvalidArgument for a flag value, in the one-line form every flag error uses:
+/// "--flag: 'value' is not valid: <what is accepted>".
+[[noreturn]] inline void throwInvalidFlag(const std::string& flag, const std::string& value,
+                                          const std::string& accepted) {
+  throw Error(ErrorCode::InvalidArgument, flag + ": '" + value + "' is not valid: " + accepted);
+}
+
 
 /// Leading and trailing spaces and tabs removed.
 std::string_view trimSpaces(std::string_view text);

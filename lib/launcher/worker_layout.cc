@@ -1,6 +1,6 @@
 #include "launcher/worker_layout.h"
 
-#include "common/error.h"
+#include "pltrun/error.h"
 #include "launcher/device_selection.h"
 #include "launcher/text_parsing.h"
 

@@ -10,7 +10,7 @@
 #include <boost/process/v2/stdio.hpp>
 #include <cstring>
 
-#include "common/error.h"
+#include "pltrun/error.h"
 
 namespace pltrun {
 namespace bp = boost::process::v2;

@@ -11,7 +11,7 @@
 #include <variant>
 #include <vector>
 
-#include "common/error.h"
+#include "pltrun/error.h"
 #include "launcher/text_parsing.h"
 #include "launcher/worker_layout.h"
 #include "scoped_env.h"

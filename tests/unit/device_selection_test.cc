@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "common/error.h"
+#include "pltrun/error.h"
 
 using pltrun::cudaVisibleDevicesFor;
 using pltrun::Error;

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "common/error.h"
+#include "pltrun/error.h"
 
 namespace fs = std::filesystem;
 using pltrun::Error;

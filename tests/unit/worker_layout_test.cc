@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/error.h"
+#include "pltrun/error.h"
 
 using pltrun::Error;
 using pltrun::ErrorCode;

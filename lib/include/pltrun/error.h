@@ -1,5 +1,6 @@
 #pragma once
-// The one exception type of pltrun. The code tells callers how to react (exit status,
+// The one exception type of pltrun (public: the client library throws it too; no Boost,
+// spdlog or nlohmann here). The code tells callers how to react (exit status,
 // retry or not); the message is written for the person who has to act on it.
 
 #include <stdexcept>
@@ -12,8 +13,9 @@ enum class ErrorCode {
   NotFound,         ///< a program or file the user named does not exist (exit status 127)
   Timeout,
   Network,
-  Protocol,
-  System,  ///< a system call failed for reasons outside the user's input
+  Protocol,          ///< the peer sent something the protocol does not allow
+  PermissionDenied,  ///< the store refused us (shared-secret authentication failed)
+  System,            ///< a system call failed for reasons outside the user's input
 };
 
 class Error : public std::runtime_error {
@@ -24,12 +26,5 @@ class Error : public std::runtime_error {
  private:
   ErrorCode code_;
 };
-
-/// Throws InvalidArgument for a flag value, in the one-line form every flag error uses:
-/// "--flag: 'value' is not valid: <what is accepted>".
-[[noreturn]] inline void throwInvalidFlag(const std::string& flag, const std::string& value,
-                                          const std::string& accepted) {
-  throw Error(ErrorCode::InvalidArgument, flag + ": '" + value + "' is not valid: " + accepted);
-}
 
 }  // namespace pltrun

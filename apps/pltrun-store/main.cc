@@ -1,0 +1,88 @@
+// pltrun-store: the rendezvous store as a standalone server for a dedicated host.
+// Its first line on stdout is "listening on ADDR:PORT", flushed at once, so scripts can
+// start it with --port 0 and read the port back. Runs until SIGINT or SIGTERM.
+
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <cstdio>
+#include <fstream>
+
+#include "pltrun/error.h"
+#include "rendezvous/store_server.h"
+
+namespace {
+
+constexpr int kUsageError = 2;
+
+std::string readSecret(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) throw pltrun::Error(pltrun::ErrorCode::InvalidArgument, "--secret-file: cannot read '" + path + "'");
+  std::string secret((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
+  if (secret.empty()) throw pltrun::Error(pltrun::ErrorCode::InvalidArgument, "--secret-file: '" + path + "' is empty");
+  return secret;
+}
+
+int serve(pltrun::rdzv::StoreServerOptions options) {
+  boost::asio::io_context context;
+  pltrun::rdzv::raiseOpenFileLimit();
+  pltrun::rdzv::StoreServer server(context, std::move(options));
+  server.start();
+  std::printf("listening on %s:%d\n", server.host().c_str(), server.port());
+  std::fflush(stdout);
+  boost::asio::signal_set stopSignals(context, SIGINT, SIGTERM);
+  stopSignals.async_wait([&](boost::system::error_code, int signal) {
+    spdlog::info("store: stopping on signal {}", signal);
+    server.stop();
+    context.stop();
+  });
+  context.run();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  signal(SIGPIPE, SIG_IGN);  // a client that vanished mid-reply is an error code, not a death
+  spdlog::set_pattern("pltrun-store: %v");
+  CLI::App app{"pltrun-store: the rendezvous store (PyTorch TCPStore protocol, torch 1.13 and 2.x clients)",
+               "pltrun-store"};
+  pltrun::rdzv::StoreServerOptions options;
+  double requestTimeoutSeconds = 30, idleTimeoutSeconds = 0;
+  std::string secretFile;
+  app.add_option("--host", options.host, "address to listen on (default 127.0.0.1)");
+  app.add_option("--port", options.port, "port to listen on; 0 picks a free one (default 0)")->check(CLI::Range(0, 65535));
+  app.add_option("--max-connections", options.maxConnections, "connections held at once (default 100000)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-key-size", options.limits.maxKeySize, "largest key in bytes (default 65536)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-value-size", options.limits.maxValueSize, "largest value in bytes (default 64 MiB)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--request-timeout", requestTimeoutSeconds,
+                 "seconds a started request may take to arrive whole (default 30)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--idle-timeout", idleTimeoutSeconds, "close connections silent this many seconds (default 0: never)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--secret-file", secretFile,
+                 "require pltrun's shared-secret authentication, with the secret in this file (torch clients are "
+                 "then refused)");
+  try {
+    app.parse(argc, argv);
+    options.requestTimeout = std::chrono::milliseconds(static_cast<long long>(requestTimeoutSeconds * 1000));
+    options.idleTimeout = std::chrono::milliseconds(static_cast<long long>(idleTimeoutSeconds * 1000));
+    if (!secretFile.empty()) options.secret = readSecret(secretFile);
+    return serve(std::move(options));
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
+  } catch (const CLI::ParseError& error) {
+    std::fprintf(stderr, "pltrun-store: error: %s (see pltrun-store --help)\n", error.what());
+    return kUsageError;
+  } catch (const pltrun::Error& error) {
+    std::fprintf(stderr, "pltrun-store: error: %s\n", error.what());
+    return error.code() == pltrun::ErrorCode::InvalidArgument ? kUsageError : 1;
+  }
+}

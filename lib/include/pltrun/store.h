@@ -1,0 +1,65 @@
+#pragma once
+// The key-value store every pltrun component meets through: the TCP client (which speaks
+// PyTorch's TCPStore protocol, so it shares a store with PyTorch workers), an in-memory
+// store for tests and single-process use, and a prefix decorator. All of them pass one
+// conformance suite (tests/store/).
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace pltrun {
+
+class Store {
+ public:
+  using Duration = std::chrono::milliseconds;
+
+  virtual ~Store() = default;
+
+  /// Sets `key` to `value` (any bytes).
+  virtual void set(const std::string& key, const std::string& value) = 0;
+  /// The value of `key`, waiting up to `timeout` for it to be set. Throws
+  /// Error(Timeout) naming the key, the store and the time waited.
+  virtual std::string get(const std::string& key, Duration timeout) = 0;
+  /// Adds `delta` to the integer at `key` (missing counts as 0) and returns the result.
+  /// The value is stored as decimal text, as PyTorch stores it.
+  virtual std::int64_t add(const std::string& key, std::int64_t delta) = 0;
+  /// PyTorch's compare_set: sets `desired` if the current value equals `expected` (a
+  /// missing key matches only an empty `expected`); returns the value now current (for
+  /// a missing key and a non-empty `expected`: `expected`).
+  virtual std::string compareSet(const std::string& key, const std::string& expected,
+                                 const std::string& desired) = 0;
+  /// Whether every key exists, without waiting.
+  virtual bool check(const std::vector<std::string>& keys) = 0;
+  /// Waits up to `timeout` for every key to exist; throws Error(Timeout) naming them.
+  virtual void wait(const std::vector<std::string>& keys, Duration timeout) = 0;
+  /// Deletes `key`; false if it did not exist.
+  virtual bool deleteKey(const std::string& key) = 0;
+  /// Number of keys in the whole store.
+  virtual std::int64_t numKeys() = 0;
+  /// Appends `value` to the value of `key`, creating it when missing.
+  virtual void append(const std::string& key, const std::string& value) = 0;
+  /// Values of several keys, waiting up to `timeout` for all of them.
+  virtual std::vector<std::string> multiGet(const std::vector<std::string>& keys, Duration timeout) = 0;
+  /// Sets several keys at once.
+  virtual void multiSet(const std::vector<std::string>& keys, const std::vector<std::string>& values) = 0;
+  /// pltrun extension: sets `key`, which the store deletes when this client disconnects
+  /// (or is destroyed), so peers learn at once that it is gone.
+  virtual void setEphemeral(const std::string& key, const std::string& value) = 0;
+
+  /// The timeout used by the overloads without one.
+  Duration timeout() const { return timeout_; }
+  void setTimeout(Duration timeout) { timeout_ = timeout; }
+  std::string get(const std::string& key) { return get(key, timeout_); }
+  void wait(const std::vector<std::string>& keys) { wait(keys, timeout_); }
+
+ protected:
+  explicit Store(Duration timeout = std::chrono::minutes(5)) : timeout_(timeout) {}
+
+ private:
+  Duration timeout_;
+};
+
+}  // namespace pltrun

@@ -1,0 +1,67 @@
+#pragma once
+// The TCP client of the store. It speaks PyTorch's TCPStore protocol, so it works with
+// pltrun's store (pltrun-store, or the one a launcher hosts) and with PyTorch's own
+// TCPStore server, in torch 2.x's dialect or torch 1.13's.
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "pltrun/store.h"
+
+namespace pltrun {
+
+enum class StoreDialect {
+  Torch2,    ///< torch 2.x servers, and pltrun's
+  Torch113,  ///< torch 1.13 servers (Debian bookworm's python3-torch), and pltrun's
+};
+
+struct TcpStoreOptions {
+  std::string host = "127.0.0.1";
+  int port = 0;
+  StoreDialect dialect = StoreDialect::Torch2;
+  /// How long to keep trying to connect (exponential back-off with jitter in between).
+  std::chrono::milliseconds connectTimeout{30000};
+  /// Default timeout of get/wait, and the limit on any single reply.
+  std::chrono::milliseconds timeout{300000};
+  /// pltrun's shared-secret authentication; empty for none.
+  std::string secret;
+};
+
+class TcpStore : public Store {
+ public:
+  /// Connects, retrying until connectTimeout. Throws Error(Network) naming the endpoint
+  /// and the time spent, or Error(PermissionDenied) when the secret is refused.
+  explicit TcpStore(TcpStoreOptions options);
+  ~TcpStore() override;
+
+  void set(const std::string& key, const std::string& value) override;
+  std::string get(const std::string& key, Duration timeout) override;
+  std::int64_t add(const std::string& key, std::int64_t delta) override;
+  std::string compareSet(const std::string& key, const std::string& expected, const std::string& desired) override;
+  bool check(const std::vector<std::string>& keys) override;
+  void wait(const std::vector<std::string>& keys, Duration timeout) override;
+  bool deleteKey(const std::string& key) override;
+  std::int64_t numKeys() override;
+  /// torch 1.13 servers have no APPEND: emulated there with compare-and-set.
+  void append(const std::string& key, const std::string& value) override;
+  std::vector<std::string> multiGet(const std::vector<std::string>& keys, Duration timeout) override;
+  void multiSet(const std::vector<std::string>& keys, const std::vector<std::string>& values) override;
+  /// pltrun's store only (torch's servers close the connection on it). The key lives as
+  /// long as this client's connection.
+  void setEphemeral(const std::string& key, const std::string& value) override;
+
+  /// A round trip to the server (PING); throws like every other call if it fails.
+  void ping();
+  /// "host:port".
+  std::string endpoint() const;
+
+  using Store::get;
+  using Store::wait;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pltrun

@@ -1,0 +1,40 @@
+#pragma once
+// A blocking TCP connection whose every read and write has a deadline (poll underneath),
+// for clients that must never hang silently.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace pltrun::detail {
+
+using Clock = std::chrono::steady_clock;
+
+class SocketStream {
+ public:
+  SocketStream() = default;
+  ~SocketStream();
+  SocketStream(const SocketStream&) = delete;
+  SocketStream& operator=(const SocketStream&) = delete;
+
+  /// One attempt to connect to host:port before `deadline`; empty on success, else why not.
+  std::string tryConnect(const std::string& host, int port, Clock::time_point deadline);
+  bool connected() const { return fd_ >= 0; }
+  void close();
+
+  enum class Status { Ok, Timeout, Closed, Failed };
+  /// Writes all of `bytes`.
+  Status writeAll(const std::string& bytes, Clock::time_point deadline);
+  /// Reads exactly `size` bytes into `out`.
+  Status readExact(void* out, size_t size, Clock::time_point deadline);
+  /// Why the last Failed happened.
+  const std::string& lastError() const { return lastError_; }
+
+ private:
+  bool waitFor(short events, Clock::time_point deadline, Status& status);
+
+  int fd_ = -1;
+  std::string lastError_;
+};
+
+}  // namespace pltrun::detail

@@ -1,0 +1,25 @@
+#include "store_errors.h"
+
+#include <cstdio>
+
+namespace pltrun::detail {
+
+std::string describeKeys(const std::vector<std::string>& keys) {
+  constexpr size_t kShown = 5;
+  std::string text;
+  for (size_t index = 0; index < keys.size() && index < kShown; ++index) {
+    if (index > 0) text += ", ";
+    text += "'" + keys[index] + "'";
+  }
+  if (keys.size() > kShown) text += ", ... (" + std::to_string(keys.size()) + " keys)";
+  return text;
+}
+
+Error waitTimeout(const std::vector<std::string>& keys, const std::string& store, std::chrono::milliseconds waited) {
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.1f", waited.count() / 1000.0);
+  return Error(ErrorCode::Timeout, "timed out after " + std::string(seconds) + " s waiting for " +
+                                       (keys.size() == 1 ? "key " : "keys ") + describeKeys(keys) + " in " + store);
+}
+
+}  // namespace pltrun::detail

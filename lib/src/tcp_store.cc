@@ -1,0 +1,294 @@
+#include "pltrun/tcp_store.h"
+
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "pltrun/error.h"
+#include "rendezvous/sha256.h"
+#include "rendezvous/store_protocol.h"
+#include "socket_stream.h"
+#include "store_errors.h"
+
+namespace pltrun {
+
+using detail::Clock;
+using detail::SocketStream;
+using rdzv::Command;
+using rdzv::Request;
+
+namespace {
+
+std::string seconds(Clock::duration elapsed) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f s", std::chrono::duration<double>(elapsed).count());
+  return text;
+}
+
+Request request(Command command, std::vector<std::string> keys = {}, std::vector<std::string> values = {},
+                std::int64_t number = 0) {
+  Request built;
+  built.command = command;
+  built.keys = std::move(keys);
+  built.values = std::move(values);
+  built.number = number;
+  return built;
+}
+
+}  // namespace
+
+struct TcpStore::Impl {
+  TcpStoreOptions options;
+  rdzv::Dialect dialect;
+  SocketStream socket;
+  std::mutex mutex;  // one request at a time per connection, as the protocol requires
+  std::mt19937 random{std::random_device{}()};
+
+  explicit Impl(TcpStoreOptions given)
+      : options(std::move(given)),
+        dialect(options.dialect == StoreDialect::Torch2 ? rdzv::Dialect::Torch2 : rdzv::Dialect::Torch113) {}
+
+  std::string endpoint() const { return options.host + ":" + std::to_string(options.port); }
+
+  // Connects with exponential back-off and jitter, then says hello as torch's client does.
+  void connect() {
+    const auto start = Clock::now();
+    const auto deadline = start + options.connectTimeout;
+    auto backoff = std::chrono::milliseconds(10);
+    std::string why;
+    while (true) {
+      why = socket.tryConnect(options.host, options.port, deadline);
+      if (why.empty()) break;
+      if (Clock::now() + backoff >= deadline) {
+        throw Error(ErrorCode::Network, "cannot connect to the store at " + endpoint() + " after " +
+                                            seconds(Clock::now() - start) + ": " + why +
+                                            " (is the store running and the address reachable?)");
+      }
+      std::uniform_real_distribution<double> jitter(0.5, 1.5);
+      std::this_thread::sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(backoff * jitter(random)));
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+    }
+    if (dialect == rdzv::Dialect::Torch2) send(request(Command::Validate, {}, {}, rdzv::kValidationMagic), "VALIDATE");
+    if (!options.secret.empty()) authenticate();
+  }
+
+  void authenticate() {
+    send(request(Command::AuthHello), "authentication");
+    std::string challenge(rdzv::kAuthDigestSize, '\0');
+    receive(challenge.data(), challenge.size(), "authentication", deadlineFor(options.timeout));
+    rdzv::Digest proof = rdzv::hmacSha256(options.secret, challenge);
+    send(request(Command::AuthProof, {}, {std::string(proof.begin(), proof.end())}), "authentication");
+    std::uint8_t accepted = 0;
+    try {
+      receive(&accepted, 1, "authentication", deadlineFor(options.timeout));
+    } catch (const Error&) {
+      socket.close();
+      throw Error(ErrorCode::PermissionDenied, "the store at " + endpoint() + " refused our shared secret");
+    }
+    if (accepted != rdzv::kAuthAccepted) {
+      socket.close();
+      throw Error(ErrorCode::PermissionDenied, "the store at " + endpoint() + " refused our shared secret");
+    }
+  }
+
+  void ensureConnected() {
+    if (!socket.connected()) connect();
+  }
+
+  Clock::time_point deadlineFor(Duration timeout) const { return Clock::now() + timeout; }
+
+  [[noreturn]] void fail(SocketStream::Status status, const std::string& what) {
+    std::string reason = status == SocketStream::Status::Closed ? "the store closed the connection"
+                         : status == SocketStream::Status::Timeout ? "no reply in time"
+                                                                   : socket.lastError();
+    socket.close();  // the stream is out of step now; the next call reconnects
+    throw Error(status == SocketStream::Status::Timeout ? ErrorCode::Timeout : ErrorCode::Network,
+                "store " + endpoint() + ": " + what + " failed: " + reason);
+  }
+
+  void send(const Request& built, const std::string& what) {
+    auto status = socket.writeAll(rdzv::encodeRequest(dialect, built), deadlineFor(options.timeout));
+    if (status != SocketStream::Status::Ok) fail(status, what);
+  }
+
+  void receive(void* out, size_t size, const std::string& what, Clock::time_point deadline) {
+    auto status = socket.readExact(out, size, deadline);
+    if (status != SocketStream::Status::Ok) fail(status, what);
+  }
+
+  template <typename Integer>
+  Integer receiveInteger(const std::string& what) {
+    Integer value{};
+    receive(&value, sizeof value, what, deadlineFor(options.timeout));
+    return value;
+  }
+
+  std::string receiveBytes(const std::string& what) {
+    auto size = receiveInteger<std::uint64_t>(what);
+    if (size > (1ull << 36)) {
+      socket.close();
+      throw Error(ErrorCode::Protocol, "store " + endpoint() + ": " + what + ": reply of " + std::to_string(size) +
+                                           " bytes is not believable; is this a TCPStore of the right dialect?");
+    }
+    std::string bytes(size, '\0');
+    receive(bytes.data(), size, what, deadlineFor(options.timeout));
+    return bytes;
+  }
+
+  // WAIT with a timeout: 2.x cancels on the server; 1.13 cannot, so the connection is
+  // dropped (a late reply would put it out of step) and re-made by the next call.
+  void wait(const std::vector<std::string>& keys, Duration timeout) {
+    const auto start = Clock::now();
+    send(request(Command::Wait, keys), "WAIT " + detail::describeKeys(keys));
+    std::uint8_t reply = 0;
+    auto status = socket.readExact(&reply, 1, start + timeout);
+    if (status == SocketStream::Status::Ok) {
+      if (reply != rdzv::kWaitStop) fail(SocketStream::Status::Failed, "WAIT (unexpected reply)");
+      return;
+    }
+    if (status != SocketStream::Status::Timeout) fail(status, "WAIT " + detail::describeKeys(keys));
+    if (dialect == rdzv::Dialect::Torch2) {
+      send(request(Command::CancelWait), "CANCEL_WAIT");
+      reply = receiveInteger<std::uint8_t>("CANCEL_WAIT");
+      if (reply == rdzv::kWaitStop) reply = receiveInteger<std::uint8_t>("CANCEL_WAIT");
+      if (reply != rdzv::kWaitCanceled) fail(SocketStream::Status::Failed, "CANCEL_WAIT (unexpected reply)");
+    } else {
+      socket.close();
+    }
+    throw detail::waitTimeout(keys, "the store at " + endpoint(), std::chrono::duration_cast<Duration>(Clock::now() - start));
+  }
+};
+
+TcpStore::TcpStore(TcpStoreOptions options) : Store(options.timeout), impl_(std::make_unique<Impl>(std::move(options))) {
+  impl_->connect();
+}
+
+TcpStore::~TcpStore() = default;
+
+std::string TcpStore::endpoint() const { return impl_->endpoint(); }
+
+void TcpStore::set(const std::string& key, const std::string& value) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->ensureConnected();
+  impl_->send(request(Command::Set, {key}, {value}), "SET '" + key + "'");
+}
+
+void TcpStore::setEphemeral(const std::string& key, const std::string& value) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->ensureConnected();
+  impl_->send(request(Command::SetEphemeral, {key}, {value}), "SET_EPHEMERAL '" + key + "'");
+}
+
+std::string TcpStore::get(const std::string& key, Duration timeout) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->ensureConnected();
+  impl_->wait({key}, timeout);  // torch's clients wait first too: GET itself never blocks there
+  impl_->send(request(Command::Get, {key}), "GET '" + key + "'");
+  return impl_->receiveBytes("GET '" + key + "'");
+}
+
+std::int64_t TcpStore::add(const std::string& key, std::int64_t delta) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->ensureConnected();
+  impl_->send(request(Command::Add, {key}, {}, delta), "ADD '" + key + "'");
+  return impl_->receiveInteger<std::int64_t>("ADD '" + key + "'");
+}
+
+std::string TcpStore::compareSet(const std::string& key, const std::string& expected, const std::string& desired) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->ensureConnected();
+  impl_->send(request(Command::CompareSet, {key}, {expected, desired}), "COMPARE_SET '" + key + "'");
+  return impl_->receiveBytes("COMPARE_SET '" + key + "'");
+}
+
+bool TcpStore::check(const std::vector<std::string>& keys) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->ensureConnected();
+  impl_->send(request(Command::Check, keys), "CHECK");
+  return impl_->receiveInteger<std::uint8_t>("CHECK") == rdzv::kCheckReady;
+}
+
+void TcpStore::wait(const std::vector<std::string>& keys, Duration timeout) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->ensureConnected();
+  impl_->wait(keys, timeout);
+}
+
+bool TcpStore::deleteKey(const std::string& key) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->ensureConnected();
+  impl_->send(request(Command::DeleteKey, {key}), "DELETE_KEY '" + key + "'");
+  return impl_->receiveInteger<std::int64_t>("DELETE_KEY '" + key + "'") > 0;
+}
+
+std::int64_t TcpStore::numKeys() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->ensureConnected();
+  impl_->send(request(Command::GetNumKeys), "GETNUMKEYS");
+  return impl_->receiveInteger<std::int64_t>("GETNUMKEYS");
+}
+
+void TcpStore::append(const std::string& key, const std::string& value) {
+  if (impl_->dialect == rdzv::Dialect::Torch2) {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->ensureConnected();
+    impl_->send(request(Command::Append, {key}, {value}), "APPEND '" + key + "'");
+    return;
+  }
+  // torch 1.13 has no APPEND: read-modify-write until no other client got in between.
+  std::string current = check({key}) ? get(key) : std::string();
+  while (true) {
+    std::string desired = current + value;
+    std::string now = compareSet(key, current, desired);
+    if (now == desired) return;
+    current = now;
+  }
+}
+
+std::vector<std::string> TcpStore::multiGet(const std::vector<std::string>& keys, Duration timeout) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->ensureConnected();
+  impl_->wait(keys, timeout);
+  std::vector<std::string> values;
+  if (impl_->dialect == rdzv::Dialect::Torch2) {
+    impl_->send(request(Command::MultiGet, keys), "MULTI_GET");
+    for (size_t i = 0; i < keys.size(); ++i) values.push_back(impl_->receiveBytes("MULTI_GET"));
+    return values;
+  }
+  for (const std::string& key : keys) {
+    impl_->send(request(Command::Get, {key}), "GET '" + key + "'");
+    values.push_back(impl_->receiveBytes("GET '" + key + "'"));
+  }
+  return values;
+}
+
+void TcpStore::multiSet(const std::vector<std::string>& keys, const std::vector<std::string>& values) {
+  if (keys.size() != values.size()) {
+    throw Error(ErrorCode::InvalidArgument, "multiSet needs as many values as keys (" + std::to_string(keys.size()) +
+                                                " keys, " + std::to_string(values.size()) + " values)");
+  }
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->ensureConnected();
+  if (impl_->dialect == rdzv::Dialect::Torch2) {
+    impl_->send(request(Command::MultiSet, keys, values), "MULTI_SET");
+    return;
+  }
+  for (size_t i = 0; i < keys.size(); ++i) impl_->send(request(Command::Set, {keys[i]}, {values[i]}), "SET");
+}
+
+void TcpStore::ping() {
+  if (impl_->dialect == rdzv::Dialect::Torch113) {  // no PING in 1.13: any round trip will do
+    numKeys();
+    return;
+  }
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->ensureConnected();
+  std::uint32_t nonce = impl_->random();
+  impl_->send(request(Command::Ping, {}, {}, nonce), "PING");
+  if (impl_->receiveInteger<std::uint32_t>("PING") != nonce) {
+    impl_->fail(SocketStream::Status::Failed, "PING (wrong echo)");
+  }
+}
+
+}  // namespace pltrun

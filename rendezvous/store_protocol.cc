@@ -1,0 +1,316 @@
+#include "rendezvous/store_protocol.h"
+
+#include <array>
+#include <cstring>
+
+namespace pltrun::rdzv {
+namespace {
+
+constexpr std::uint8_t kExtensionBase = 0xA0;  // pltrun's own commands, in both dialects
+
+// Command byte -> command, per dialect; the index is the byte.
+constexpr std::array<Command, 17> kTorch2Commands = {
+    Command::Validate,  Command::Set,        Command::CompareSet, Command::Get,       Command::Add,
+    Command::Check,     Command::Wait,       Command::GetNumKeys, Command::DeleteKey, Command::Append,
+    Command::MultiGet,  Command::MultiSet,   Command::CancelWait, Command::Ping,      Command::QueuePush,
+    Command::QueuePop,  Command::QueueLen};
+constexpr std::array<Command, 9> kTorch113Commands = {
+    Command::Set,   Command::CompareSet, Command::Get,      Command::Add,      Command::Check,
+    Command::Wait,  Command::GetNumKeys, Command::WatchKey, Command::DeleteKey};
+constexpr std::array<Command, 3> kExtensionCommands = {Command::AuthHello, Command::AuthProof, Command::SetEphemeral};
+
+std::optional<Command> commandFor(Dialect dialect, std::uint8_t byte) {
+  if (byte >= kExtensionBase && byte - kExtensionBase < static_cast<int>(kExtensionCommands.size())) {
+    return kExtensionCommands[byte - kExtensionBase];
+  }
+  if (dialect == Dialect::Torch2 && byte < kTorch2Commands.size()) return kTorch2Commands[byte];
+  if (dialect == Dialect::Torch113 && byte < kTorch113Commands.size()) return kTorch113Commands[byte];
+  return std::nullopt;
+}
+
+std::optional<std::uint8_t> byteFor(Dialect dialect, Command command) {
+  for (size_t i = 0; i < kExtensionCommands.size(); ++i) {
+    if (kExtensionCommands[i] == command) return static_cast<std::uint8_t>(kExtensionBase + i);
+  }
+  if (dialect == Dialect::Torch2) {
+    for (size_t i = 0; i < kTorch2Commands.size(); ++i) {
+      if (kTorch2Commands[i] == command) return static_cast<std::uint8_t>(i);
+    }
+  } else {
+    for (size_t i = 0; i < kTorch113Commands.size(); ++i) {
+      if (kTorch113Commands[i] == command) return static_cast<std::uint8_t>(i);
+    }
+  }
+  return std::nullopt;
+}
+
+// Reads fields from the input without ever going past its end. A read that runs short
+// sets `short_`; a size over the limits sets `error_`; later reads then do nothing.
+class FieldReader {
+ public:
+  FieldReader(std::string_view input, const ProtocolLimits& limits) : input_(input), limits_(limits) {}
+
+  bool ok() const { return !short_ && error_.empty(); }
+  bool isShort() const { return short_; }
+  const std::string& error() const { return error_; }
+  size_t position() const { return position_; }
+
+  template <typename Integer>
+  Integer integer() {
+    Integer value{};
+    if (!ok()) return value;
+    if (input_.size() - position_ < sizeof value) {
+      short_ = true;
+      return value;
+    }
+    std::memcpy(&value, input_.data() + position_, sizeof value);  // host order, as torch sends
+    position_ += sizeof value;
+    return value;
+  }
+
+  std::string bytes(std::uint64_t limit, const char* what) {
+    std::uint64_t size = integer<std::uint64_t>();
+    if (!ok()) return {};
+    if (size > limit) {
+      error_ = std::string(what) + " of " + std::to_string(size) + " bytes is over the limit of " +
+               std::to_string(limit);
+      return {};
+    }
+    if (input_.size() - position_ < size) {
+      short_ = true;
+      return {};
+    }
+    std::string value(input_.substr(position_, size));
+    position_ += size;
+    return value;
+  }
+
+  std::string key() { return bytes(limits_.maxKeySize, "a key"); }
+  std::string value() { return bytes(limits_.maxValueSize, "a value"); }
+
+  std::uint64_t count() {
+    std::uint64_t count = integer<std::uint64_t>();
+    if (ok() && count > limits_.maxKeysPerRequest) {
+      error_ = "a request for " + std::to_string(count) + " keys is over the limit of " +
+               std::to_string(limits_.maxKeysPerRequest);
+    }
+    return count;
+  }
+
+  std::string raw(size_t size) {
+    if (!ok()) return {};
+    if (input_.size() - position_ < size) {
+      short_ = true;
+      return {};
+    }
+    std::string value(input_.substr(position_, size));
+    position_ += size;
+    return value;
+  }
+
+ private:
+  std::string_view input_;
+  const ProtocolLimits& limits_;
+  size_t position_ = 0;
+  bool short_ = false;
+  std::string error_;
+};
+
+void readArguments(FieldReader& reader, Request& request) {
+  switch (request.command) {
+    case Command::Validate:
+    case Command::Ping:
+      request.number = reader.integer<std::uint32_t>();
+      break;
+    case Command::Set:
+    case Command::SetEphemeral:
+    case Command::Append:
+      request.keys.push_back(reader.key());
+      request.values.push_back(reader.value());
+      break;
+    case Command::CompareSet:
+      request.keys.push_back(reader.key());
+      request.values.push_back(reader.value());
+      request.values.push_back(reader.value());
+      break;
+    case Command::Get:
+    case Command::DeleteKey:
+    case Command::WatchKey:
+      request.keys.push_back(reader.key());
+      break;
+    case Command::Add:
+      request.keys.push_back(reader.key());
+      request.number = reader.integer<std::int64_t>();
+      break;
+    case Command::Check:
+    case Command::Wait:
+    case Command::MultiGet: {
+      std::uint64_t count = reader.count();
+      for (std::uint64_t i = 0; i < count && reader.ok(); ++i) request.keys.push_back(reader.key());
+      break;
+    }
+    case Command::MultiSet: {
+      std::uint64_t count = reader.count();
+      for (std::uint64_t i = 0; i < count && reader.ok(); ++i) {
+        request.keys.push_back(reader.key());
+        request.values.push_back(reader.value());
+      }
+      break;
+    }
+    case Command::AuthProof:
+      request.values.push_back(reader.raw(kAuthDigestSize));
+      break;
+    case Command::GetNumKeys:
+    case Command::CancelWait:
+    case Command::AuthHello:
+    case Command::QueuePush:
+    case Command::QueuePop:
+    case Command::QueueLen:
+      break;
+  }
+}
+
+}  // namespace
+
+const char* commandName(Command command) {
+  switch (command) {
+    case Command::Validate: return "VALIDATE";
+    case Command::Set: return "SET";
+    case Command::CompareSet: return "COMPARE_SET";
+    case Command::Get: return "GET";
+    case Command::Add: return "ADD";
+    case Command::Check: return "CHECK";
+    case Command::Wait: return "WAIT";
+    case Command::GetNumKeys: return "GETNUMKEYS";
+    case Command::WatchKey: return "WATCH_KEY";
+    case Command::DeleteKey: return "DELETE_KEY";
+    case Command::Append: return "APPEND";
+    case Command::MultiGet: return "MULTI_GET";
+    case Command::MultiSet: return "MULTI_SET";
+    case Command::CancelWait: return "CANCEL_WAIT";
+    case Command::Ping: return "PING";
+    case Command::QueuePush: return "QUEUE_PUSH";
+    case Command::QueuePop: return "QUEUE_POP";
+    case Command::QueueLen: return "QUEUE_LEN";
+    case Command::AuthHello: return "AUTH_HELLO";
+    case Command::AuthProof: return "AUTH_PROOF";
+    case Command::SetEphemeral: return "SET_EPHEMERAL";
+  }
+  return "UNKNOWN";
+}
+
+std::optional<Dialect> detectDialect(std::string_view start) {
+  if (start.empty()) return std::nullopt;
+  auto first = static_cast<std::uint8_t>(start[0]);
+  if (first >= kExtensionBase) return std::nullopt;  // shared by both dialects: decide later
+  if (first != 0) return Dialect::Torch113;         // 2.x always opens with VALIDATE (0)
+  if (start.size() < 5) return std::nullopt;
+  std::uint32_t magic;
+  std::memcpy(&magic, start.data() + 1, sizeof magic);
+  // A 1.13 SET would need a key of about a gigabyte to start with these bytes.
+  return magic == kValidationMagic ? Dialect::Torch2 : Dialect::Torch113;
+}
+
+bool hasReply(Command command) {
+  switch (command) {
+    case Command::Validate:
+    case Command::Set:
+    case Command::SetEphemeral:
+    case Command::Append:
+    case Command::MultiSet:
+      return false;
+    default:
+      return true;
+  }
+}
+
+DecodeResult decodeRequest(Dialect dialect, std::string_view input, const ProtocolLimits& limits) {
+  DecodeResult result;
+  if (input.empty()) return result;
+  auto byte = static_cast<std::uint8_t>(input[0]);
+  auto command = commandFor(dialect, byte);
+  if (!command) {
+    result.status = DecodeStatus::Invalid;
+    result.error = "unknown command byte " + std::to_string(byte) + " for the torch " +
+                   (dialect == Dialect::Torch2 ? "2.x" : "1.13") + " protocol";
+    return result;
+  }
+  result.request.command = *command;
+  switch (*command) {
+    case Command::WatchKey:
+    case Command::QueuePush:
+    case Command::QueuePop:
+    case Command::QueueLen:
+      result.status = DecodeStatus::Unsupported;
+      result.error = std::string("command ") + commandName(*command) + " (" + std::to_string(byte) +
+                     ") is not supported by pltrun's store";
+      return result;
+    default:
+      break;
+  }
+  FieldReader reader(input.substr(1), limits);
+  readArguments(reader, result.request);
+  if (!reader.error().empty()) {
+    result.status = DecodeStatus::Invalid;
+    result.error = std::string(commandName(*command)) + ": " + reader.error();
+    return result;
+  }
+  if (reader.isShort()) return DecodeResult{};  // NeedMore
+  if (*command == Command::Validate && result.request.number != kValidationMagic) {
+    result.status = DecodeStatus::Invalid;
+    result.error = "VALIDATE with a wrong magic number (not a torch 2.x TCPStore client)";
+    return result;
+  }
+  result.status = DecodeStatus::Complete;
+  result.consumed = 1 + reader.position();
+  return result;
+}
+
+void appendU8(std::string& out, std::uint8_t value) { out.push_back(static_cast<char>(value)); }
+void appendU32(std::string& out, std::uint32_t value) { out.append(reinterpret_cast<const char*>(&value), sizeof value); }
+void appendI64(std::string& out, std::int64_t value) { out.append(reinterpret_cast<const char*>(&value), sizeof value); }
+void appendU64(std::string& out, std::uint64_t value) { out.append(reinterpret_cast<const char*>(&value), sizeof value); }
+void appendBytes(std::string& out, std::string_view bytes) {
+  appendU64(out, bytes.size());
+  out.append(bytes.data(), bytes.size());
+}
+
+std::string encodeRequest(Dialect dialect, const Request& request) {
+  std::string out;
+  auto byte = byteFor(dialect, request.command);
+  if (!byte) return out;  // the dialect has no such command: nothing can be sent
+  appendU8(out, *byte);
+  switch (request.command) {
+    case Command::Validate:
+    case Command::Ping:
+      appendU32(out, static_cast<std::uint32_t>(request.number));
+      break;
+    case Command::Add:
+      appendBytes(out, request.keys.at(0));
+      appendI64(out, request.number);
+      break;
+    case Command::Check:
+    case Command::Wait:
+    case Command::MultiGet:
+      appendU64(out, request.keys.size());
+      for (const std::string& key : request.keys) appendBytes(out, key);
+      break;
+    case Command::MultiSet:
+      appendU64(out, request.keys.size());
+      for (size_t i = 0; i < request.keys.size(); ++i) {
+        appendBytes(out, request.keys[i]);
+        appendBytes(out, request.values.at(i));
+      }
+      break;
+    case Command::AuthProof:
+      out += request.values.at(0);
+      break;
+    default:  // key(s) then value(s), each length-prefixed
+      for (const std::string& key : request.keys) appendBytes(out, key);
+      for (const std::string& value : request.values) appendBytes(out, value);
+      break;
+  }
+  return out;
+}
+
+}  // namespace pltrun::rdzv

@@ -1,0 +1,105 @@
+#pragma once
+// PyTorch's TCPStore wire protocol (docs/TCPSTORE_PROTOCOL.md), as pure functions: no
+// sockets, no allocation beyond the request being built. Two dialects share one request
+// model: torch 2.x (VALIDATE first, commands up to PING) and torch 1.13 (Debian bookworm's
+// python3-torch, its own numbering). pltrun's extensions (authentication, ephemeral keys)
+// use command bytes outside both ranges, so torch clients never meet them.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pltrun::rdzv {
+
+enum class Dialect { Torch2, Torch113 };
+
+/// Dialect-independent commands.
+enum class Command {
+  Validate,
+  Set,
+  CompareSet,
+  Get,
+  Add,
+  Check,
+  Wait,
+  GetNumKeys,
+  WatchKey,  ///< 1.13 only; refused
+  DeleteKey,
+  Append,
+  MultiGet,
+  MultiSet,
+  CancelWait,
+  Ping,
+  QueuePush,  ///< 2.x libuv server only; refused
+  QueuePop,
+  QueueLen,
+  AuthHello,     ///< pltrun: ask for a challenge
+  AuthProof,     ///< pltrun: HMAC-SHA256(secret, challenge)
+  SetEphemeral,  ///< pltrun: a key deleted when this connection closes
+};
+
+const char* commandName(Command command);
+
+struct Request {
+  Command command = Command::Ping;
+  std::vector<std::string> keys;
+  std::vector<std::string> values;  ///< SET/APPEND: 1; COMPARE_SET: expected, desired; MULTI_SET: one per key
+  std::int64_t number = 0;          ///< ADD delta; PING and VALIDATE u32 value
+};
+
+/// Bounds that keep one request from taking the server's memory.
+struct ProtocolLimits {
+  std::uint64_t maxKeySize = 64 * 1024;
+  std::uint64_t maxValueSize = 64ull * 1024 * 1024;
+  std::uint64_t maxKeysPerRequest = 1 << 20;
+};
+
+/// torch 2.x's VALIDATE magic number.
+constexpr std::uint32_t kValidationMagic = 0x3C85F7CE;
+/// Reply bytes of CHECK and WAIT/CANCEL_WAIT.
+constexpr std::uint8_t kCheckReady = 0, kCheckNotReady = 1;
+constexpr std::uint8_t kWaitStop = 0, kWaitCanceled = 1;
+/// Reply to AUTH_PROOF when the proof is right (a wrong one closes the connection).
+constexpr std::uint8_t kAuthAccepted = 1;
+
+/// Which dialect a connection speaks, from the start of its first request: torch 2.x
+/// always opens with VALIDATE (byte 0, then the magic as a little-endian u32), which no
+/// valid 1.13 request starts with. Empty while more bytes are needed, or while the first
+/// request is a pltrun extension that both dialects share.
+std::optional<Dialect> detectDialect(std::string_view start);
+
+enum class DecodeStatus { NeedMore, Complete, Invalid, Unsupported };
+
+struct DecodeResult {
+  DecodeStatus status = DecodeStatus::NeedMore;
+  size_t consumed = 0;  ///< bytes of input the request used (Complete only)
+  Request request;
+  std::string error;  ///< why the input is not a valid or supported request
+};
+
+/// Decodes the first request in `input`. Never reads past `input`; NeedMore when the
+/// request is not complete yet, Invalid for bytes no client of `dialect` sends or for
+/// sizes over `limits`, Unsupported for a command this server does not serve (1.13's
+/// WATCH_KEY, the libuv server's queues).
+DecodeResult decodeRequest(Dialect dialect, std::string_view input, const ProtocolLimits& limits);
+
+/// The bytes a client of `dialect` sends for `request`.
+std::string encodeRequest(Dialect dialect, const Request& request);
+
+/// Reply pieces, as torch writes them: raw host-order (little-endian) integers, byte
+/// strings as a u64 length then the bytes.
+void appendU8(std::string& out, std::uint8_t value);
+void appendU32(std::string& out, std::uint32_t value);
+void appendI64(std::string& out, std::int64_t value);
+void appendU64(std::string& out, std::uint64_t value);
+void appendBytes(std::string& out, std::string_view bytes);
+
+/// Whether the command expects a reply at all (SET, APPEND, MULTI_SET, VALIDATE do not).
+bool hasReply(Command command);
+
+/// The length of an AUTH_PROOF's HMAC-SHA256 and of the server's challenge.
+constexpr size_t kAuthDigestSize = 32;
+
+}  // namespace pltrun::rdzv

@@ -1,0 +1,307 @@
+#include "rendezvous/store_session.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/random.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <stdexcept>
+
+#include "rendezvous/sha256.h"
+#include "rendezvous/store_server.h"
+
+namespace pltrun::rdzv {
+namespace {
+
+std::string describePeer(const boost::asio::ip::tcp::socket& socket) {
+  boost::system::error_code error;
+  auto endpoint = socket.remote_endpoint(error);
+  if (error) return "a client";
+  return endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+}
+
+std::string randomChallenge() {
+  std::string challenge(kAuthDigestSize, '\0');
+  size_t filled = 0;
+  while (filled < challenge.size()) {
+    ssize_t got = getrandom(challenge.data() + filled, challenge.size() - filled, 0);
+    if (got > 0) filled += static_cast<size_t>(got);
+  }
+  return challenge;
+}
+
+// Commands allowed before a connection has authenticated: they reveal and change nothing.
+bool allowedBeforeAuthentication(Command command) {
+  return command == Command::Validate || command == Command::Ping || command == Command::AuthHello ||
+         command == Command::AuthProof;
+}
+
+}  // namespace
+
+StoreSession::StoreSession(boost::asio::ip::tcp::socket socket, StoreServer& server, StoreTable::OwnerId id)
+    : socket_(std::move(socket)), server_(server), table_(server.table()), id_(id), peer_(describePeer(socket_)),
+      authenticated_(server.options().secret.empty()), requestTimer_(socket_.get_executor()),
+      idleTimer_(socket_.get_executor()) {
+  boost::system::error_code ignored;
+  socket_.set_option(boost::asio::ip::tcp::no_delay(true), ignored);
+}
+
+void StoreSession::start() {
+  armIdleTimer();
+  readMore();
+}
+
+void StoreSession::close(const std::string& reason) {
+  if (closed_) return;
+  closed_ = true;
+  if (!reason.empty()) spdlog::warn("store: closing the connection of {}: {}", peer_, reason);
+  if (parked_) table_.cancelWaiter(parked_->waiter);
+  parked_.reset();
+  table_.dropOwner(id_);  // ephemeral keys go with their connection
+  requestTimer_.cancel();
+  idleTimer_.cancel();
+  boost::system::error_code ignored;
+  socket_.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
+  socket_.close(ignored);
+  server_.sessionClosed(id_);
+}
+
+void StoreSession::readMore() {
+  auto self = shared_from_this();
+  socket_.async_read_some(boost::asio::buffer(readBuffer_), [this, self](boost::system::error_code error, size_t size) {
+    if (closed_) return;
+    if (error) {
+      close("");  // the client went away (or the server is stopping): nothing to report
+      return;
+    }
+    input_.append(readBuffer_, size);
+    armIdleTimer();
+    processInput();
+    if (!closed_) readMore();
+  });
+}
+
+void StoreSession::processInput() {
+  while (!closed_ && inputStart_ < input_.size()) {
+    std::string_view pending(input_.data() + inputStart_, input_.size() - inputStart_);
+    if (!dialect_) {
+      dialect_ = detectDialect(pending);
+      // A pltrun extension first (authentication): shared by both dialects, decide later.
+      if (!dialect_ && static_cast<std::uint8_t>(pending[0]) < 0xA0) break;
+    }
+    // A parked request holds the connection: only its CANCEL_WAIT may overtake it.
+    DecodeResult decoded = decodeRequest(dialect_.value_or(Dialect::Torch2), pending, server_.options().limits);
+    if (decoded.status == DecodeStatus::NeedMore) break;
+    if (decoded.status != DecodeStatus::Complete) {
+      close(decoded.error);
+      return;
+    }
+    if (parked_ && decoded.request.command != Command::CancelWait) break;
+    if (!dialect_ && decoded.request.command != Command::AuthHello && decoded.request.command != Command::AuthProof &&
+        decoded.request.command != Command::SetEphemeral) {
+      dialect_ = Dialect::Torch2;
+    }
+    inputStart_ += decoded.consumed;
+    if (!handle(decoded.request)) return;
+  }
+  if (inputStart_ == input_.size()) {
+    input_.clear();
+    inputStart_ = 0;
+  } else if (inputStart_ > input_.size() / 2) {
+    input_.erase(0, inputStart_);
+    inputStart_ = 0;
+  }
+  armRequestTimer();
+}
+
+bool StoreSession::handle(const Request& request) {
+  if (!authenticated_ && !allowedBeforeAuthentication(request.command)) {
+    close(std::string("refused ") + commandName(request.command) +
+          ": this store requires pltrun's shared-secret authentication (torch clients cannot use it)");
+    return false;
+  }
+  std::string reply;
+  switch (request.command) {
+    case Command::Validate:
+      return true;  // checked by the decoder; torch expects no reply
+    case Command::Ping:
+      appendU32(reply, static_cast<std::uint32_t>(request.number));
+      break;
+    case Command::AuthHello:
+      challenge_ = randomChallenge();
+      reply = challenge_;
+      break;
+    case Command::AuthProof:
+      return handleUnauthenticated(request);
+    case Command::Set:
+      table_.set(request.keys[0], request.values[0]);
+      return true;
+    case Command::SetEphemeral:
+      table_.setEphemeral(request.keys[0], request.values[0], id_);
+      return true;
+    case Command::Append:
+      table_.append(request.keys[0], request.values[0]);
+      return true;
+    case Command::MultiSet:
+      for (size_t i = 0; i < request.keys.size(); ++i) table_.set(request.keys[i], request.values[i]);
+      return true;
+    case Command::CompareSet:
+      appendBytes(reply, table_.compareSet(request.keys[0], request.values[0], request.values[1]));
+      break;
+    case Command::Add:
+      try {
+        appendI64(reply, table_.add(request.keys[0], request.number));
+      } catch (const std::invalid_argument& error) {
+        close(std::string("ADD: ") + error.what());
+        return false;
+      }
+      break;
+    case Command::Check:
+      appendU8(reply, table_.containsAll(request.keys) ? kCheckReady : kCheckNotReady);
+      break;
+    case Command::GetNumKeys:
+      appendI64(reply, table_.size());
+      break;
+    case Command::DeleteKey:
+      appendI64(reply, table_.erase(request.keys[0]));
+      break;
+    case Command::CancelWait:
+      // Answered even when the wait already ended: the client reads one WAIT_CANCELED
+      // after a possible STOP_WAITING.
+      if (parked_) table_.cancelWaiter(parked_->waiter);
+      parked_.reset();
+      ++parkGeneration_;
+      appendU8(reply, kWaitCanceled);
+      break;
+    case Command::Wait:
+    case Command::Get:
+    case Command::MultiGet:
+      answerOrPark(request);
+      return !closed_;
+    default:
+      close(std::string("unexpected ") + commandName(request.command));
+      return false;
+  }
+  send(reply);
+  return true;
+}
+
+bool StoreSession::handleUnauthenticated(const Request& request) {
+  const std::string& secret = server_.options().secret;
+  if (challenge_.empty()) {
+    close("AUTH_PROOF without AUTH_HELLO");
+    return false;
+  }
+  Digest expected = hmacSha256(secret, challenge_);
+  Digest given{};
+  std::copy(request.values[0].begin(), request.values[0].end(), given.begin());
+  challenge_.clear();  // one proof per challenge: no replay
+  if (secret.empty() || !digestsEqual(expected, given)) {
+    close("authentication failed: wrong shared secret");
+    return false;
+  }
+  authenticated_ = true;
+  std::string reply;
+  appendU8(reply, kAuthAccepted);
+  send(reply);
+  return true;
+}
+
+void StoreSession::answerOrPark(Request request) {
+  if (table_.containsAll(request.keys)) {
+    answerReady(request);
+    return;
+  }
+  std::uint64_t generation = ++parkGeneration_;
+  std::weak_ptr<StoreSession> weak = weak_from_this();
+  auto executor = socket_.get_executor();
+  // The wakeup runs inside another connection's table update: answer on a later turn of
+  // the event loop, never re-entering the table from inside it.
+  StoreTable::WaiterId waiter = table_.addWaiter(request.keys, [weak, executor, generation] {
+    boost::asio::post(executor, [weak, generation] {
+      if (auto self = weak.lock()) self->onKeysReady(generation);
+    });
+  });
+  parked_ = Parked{std::move(request), waiter};
+}
+
+void StoreSession::onKeysReady(std::uint64_t generation) {
+  if (closed_ || !parked_ || generation != parkGeneration_) return;  // cancelled meanwhile
+  Request request = std::move(parked_->request);
+  parked_.reset();
+  // A key may have been deleted between the wakeup and now: park again if so.
+  answerOrPark(std::move(request));
+  if (!parked_) processInput();
+}
+
+void StoreSession::answerReady(const Request& request) {
+  std::string reply;
+  if (request.command == Command::Wait) {
+    appendU8(reply, kWaitStop);
+  } else {
+    for (const std::string& key : request.keys) appendBytes(reply, *table_.get(key));
+  }
+  send(reply);
+}
+
+void StoreSession::send(const std::string& bytes) {
+  outbox_ += bytes;
+  flush();
+}
+
+void StoreSession::flush() {
+  if (writeInFlight_ || outbox_.empty() || closed_) return;
+  writing_.swap(outbox_);
+  outbox_.clear();
+  writeInFlight_ = true;
+  auto self = shared_from_this();
+  boost::asio::async_write(socket_, boost::asio::buffer(writing_), [this, self](boost::system::error_code error, size_t) {
+    writeInFlight_ = false;
+    writing_.clear();
+    if (closed_) return;
+    if (error) {
+      close("");
+      return;
+    }
+    flush();
+  });
+}
+
+void StoreSession::armRequestTimer() {
+  // Runs from the moment a request starts arriving until it is complete, so a client that
+  // trickles bytes cannot hold a connection (and its buffer) forever.
+  const bool partial = inputStart_ < input_.size() && !parked_;
+  if (!partial) {
+    if (requestTimerArmed_) requestTimer_.cancel();
+    requestTimerArmed_ = false;
+    return;
+  }
+  if (requestTimerArmed_) return;
+  requestTimerArmed_ = true;
+  auto timeout = server_.options().requestTimeout;
+  requestTimer_.expires_after(timeout);
+  std::weak_ptr<StoreSession> weak = weak_from_this();
+  requestTimer_.async_wait([weak, timeout](boost::system::error_code error) {
+    auto self = weak.lock();
+    if (error || !self) return;
+    self->close("a request started arriving but was not complete after " + std::to_string(timeout.count()) + " ms");
+  });
+}
+
+void StoreSession::armIdleTimer() {
+  auto timeout = server_.options().idleTimeout;
+  if (timeout.count() == 0) return;
+  idleTimer_.expires_after(timeout);
+  std::weak_ptr<StoreSession> weak = weak_from_this();
+  idleTimer_.async_wait([weak, timeout](boost::system::error_code error) {
+    auto self = weak.lock();
+    if (error || !self) return;
+    if (self->parked_) {  // waiting for keys is not idleness
+      self->armIdleTimer();
+      return;
+    }
+    self->close("idle for " + std::to_string(timeout.count()) + " ms");
+  });
+}
+
+}  // namespace pltrun::rdzv

@@ -1,0 +1,68 @@
+#pragma once
+// One client connection of the store server: decodes requests in order, answers them from
+// the table, parks WAIT/GET/MULTI_GET until their keys exist, and cleans up (waiters,
+// ephemeral keys) when the connection ends for whatever reason.
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "rendezvous/store_protocol.h"
+#include "rendezvous/store_table.h"
+
+namespace pltrun::rdzv {
+
+class StoreServer;
+
+class StoreSession : public std::enable_shared_from_this<StoreSession> {
+ public:
+  StoreSession(boost::asio::ip::tcp::socket socket, StoreServer& server, StoreTable::OwnerId id);
+
+  void start();
+  /// Ends the connection; `reason` is logged when not empty.
+  void close(const std::string& reason);
+
+ private:
+  /// A request waiting for its keys: the parked WAIT, GET or MULTI_GET.
+  struct Parked {
+    Request request;
+    StoreTable::WaiterId waiter = 0;
+  };
+
+  void readMore();
+  void processInput();
+  bool handle(const Request& request);  // false: the connection was closed
+  bool handleUnauthenticated(const Request& request);
+  void answerOrPark(Request request);
+  void answerReady(const Request& request);
+  void onKeysReady(std::uint64_t generation);
+  void send(const std::string& bytes);
+  void flush();
+  void armRequestTimer();
+  void armIdleTimer();
+
+  boost::asio::ip::tcp::socket socket_;
+  StoreServer& server_;
+  StoreTable& table_;
+  StoreTable::OwnerId id_;
+  std::string peer_;
+  std::optional<Dialect> dialect_;
+  std::string input_;
+  size_t inputStart_ = 0;  ///< bytes of input_ already consumed
+  char readBuffer_[64 * 1024];
+  std::string outbox_;
+  std::string writing_;
+  bool writeInFlight_ = false;
+  std::optional<Parked> parked_;
+  std::uint64_t parkGeneration_ = 0;
+  bool authenticated_ = false;
+  std::string challenge_;
+  bool closed_ = false;
+  bool requestTimerArmed_ = false;
+  boost::asio::steady_timer requestTimer_;
+  boost::asio::steady_timer idleTimer_;
+};
+
+}  // namespace pltrun::rdzv

@@ -1,0 +1,125 @@
+#include "rendezvous/store_table.h"
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+#include <stdexcept>
+
+namespace pltrun::rdzv {
+
+void StoreTable::store(const std::string& key, std::string value, OwnerId owner) {
+  auto [entry, created] = entries_.try_emplace(key);
+  entry->second.value = std::move(value);
+  entry->second.owner = owner;
+  if (owner != 0) ownedKeys_[owner].insert(key);
+  if (created) keyAppeared(key);
+}
+
+void StoreTable::keyAppeared(const std::string& key) {
+  auto found = waitersByKey_.find(key);
+  if (found == waitersByKey_.end()) return;
+  std::vector<WaiterId> ids = std::move(found->second);
+  waitersByKey_.erase(found);
+  // Wake after the bookkeeping: a wakeup may call back into the table.
+  std::vector<Wakeup> ready;
+  for (WaiterId id : ids) {
+    auto waiter = waiters_.find(id);
+    if (waiter == waiters_.end() || --waiter->second.missing > 0) continue;
+    ready.push_back(std::move(waiter->second.wakeup));
+    waiters_.erase(waiter);
+  }
+  for (Wakeup& wakeup : ready) wakeup();
+}
+
+void StoreTable::set(const std::string& key, std::string value) { store(key, std::move(value), 0); }
+
+void StoreTable::setEphemeral(const std::string& key, std::string value, OwnerId owner) {
+  store(key, std::move(value), owner);
+}
+
+std::string StoreTable::compareSet(const std::string& key, const std::string& expected, std::string desired) {
+  auto found = entries_.find(key);
+  if (found == entries_.end()) {
+    if (!expected.empty()) return expected;
+    store(key, desired, 0);
+    return desired;
+  }
+  if (found->second.value != expected) return found->second.value;
+  found->second.value = desired;
+  found->second.owner = 0;
+  return desired;
+}
+
+std::int64_t StoreTable::add(const std::string& key, std::int64_t delta) {
+  std::int64_t current = 0;
+  auto found = entries_.find(key);
+  if (found != entries_.end()) {
+    const std::string& text = found->second.value;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), current);
+    if (error != std::errc() || end != text.data() + text.size()) {
+      throw std::invalid_argument("the value of key '" + key + "' is not an integer, so it cannot be added to");
+    }
+  }
+  // Two's-complement wrap-around, as torch's int64 arithmetic does, without UB.
+  std::int64_t result = static_cast<std::int64_t>(static_cast<std::uint64_t>(current) + static_cast<std::uint64_t>(delta));
+  store(key, std::to_string(result), 0);
+  return result;
+}
+
+void StoreTable::append(const std::string& key, const std::string& suffix) {
+  auto found = entries_.find(key);
+  if (found == entries_.end()) {
+    store(key, suffix, 0);
+    return;
+  }
+  found->second.value += suffix;
+}
+
+std::optional<std::string> StoreTable::get(const std::string& key) const {
+  auto found = entries_.find(key);
+  if (found == entries_.end()) return std::nullopt;
+  return found->second.value;
+}
+
+bool StoreTable::containsAll(const std::vector<std::string>& keys) const {
+  return std::all_of(keys.begin(), keys.end(), [this](const std::string& key) { return contains(key); });
+}
+
+std::int64_t StoreTable::erase(const std::string& key) { return entries_.erase(key) > 0 ? 1 : 0; }
+
+StoreTable::WaiterId StoreTable::addWaiter(const std::vector<std::string>& keys, Wakeup wakeup) {
+  std::set<std::string> missing;
+  for (const std::string& key : keys) {
+    if (!contains(key)) missing.insert(key);
+  }
+  if (missing.empty()) return 0;
+  WaiterId id = nextWaiter_++;
+  for (const std::string& key : missing) waitersByKey_[key].push_back(id);
+  waiters_[id] = Waiter{std::vector<std::string>(missing.begin(), missing.end()), missing.size(), std::move(wakeup)};
+  return id;
+}
+
+void StoreTable::cancelWaiter(WaiterId waiter) {
+  auto found = waiters_.find(waiter);
+  if (found == waiters_.end()) return;
+  for (const std::string& key : found->second.missingKeys) {
+    auto byKey = waitersByKey_.find(key);
+    if (byKey == waitersByKey_.end()) continue;
+    auto& ids = byKey->second;
+    ids.erase(std::remove(ids.begin(), ids.end(), waiter), ids.end());
+    if (ids.empty()) waitersByKey_.erase(byKey);
+  }
+  waiters_.erase(found);
+}
+
+void StoreTable::dropOwner(OwnerId owner) {
+  auto found = ownedKeys_.find(owner);
+  if (found == ownedKeys_.end()) return;
+  for (const std::string& key : found->second) {
+    auto entry = entries_.find(key);
+    if (entry != entries_.end() && entry->second.owner == owner) entries_.erase(entry);
+  }
+  ownedKeys_.erase(found);
+}
+
+}  // namespace pltrun::rdzv

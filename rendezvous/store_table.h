@@ -1,0 +1,78 @@
+#pragma once
+// The key-value table behind the store: values, counters, compare-and-set with torch's
+// exact semantics, waiters woken when keys appear, and keys owned by a connection
+// (ephemeral). No I/O and no locking: the server calls it from its one event-loop thread,
+// the in-memory store under its own mutex.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace pltrun::rdzv {
+
+class StoreTable {
+ public:
+  using OwnerId = std::uint64_t;   ///< a connection; 0 means "nobody"
+  using WaiterId = std::uint64_t;
+  using Wakeup = std::function<void()>;
+
+  /// Stores `value`; the key is no longer ephemeral.
+  void set(const std::string& key, std::string value);
+  /// Stores `value` as owned by `owner`: dropOwner(owner) deletes it.
+  void setEphemeral(const std::string& key, std::string value, OwnerId owner);
+  /// torch's COMPARE_SET: a missing key is created only when `expected` is empty (the
+  /// reply is then `desired`; otherwise `expected` is returned and nothing changes); an
+  /// existing key is replaced only when it equals `expected`. Returns the value now
+  /// current, as torch's server replies.
+  std::string compareSet(const std::string& key, const std::string& expected, std::string desired);
+  /// torch's ADD: the value is decimal text; a missing key counts from 0. Throws
+  /// std::invalid_argument when the current value is not an integer.
+  std::int64_t add(const std::string& key, std::int64_t delta);
+  /// Appends to the value, creating the key when missing.
+  void append(const std::string& key, const std::string& suffix);
+  std::optional<std::string> get(const std::string& key) const;
+  bool contains(const std::string& key) const { return entries_.count(key) > 0; }
+  bool containsAll(const std::vector<std::string>& keys) const;
+  /// 1 when the key existed, else 0.
+  std::int64_t erase(const std::string& key);
+  std::int64_t size() const { return static_cast<std::int64_t>(entries_.size()); }
+
+  /// Calls `wakeup` once every key of `keys` has existed since this call (keys that
+  /// already exist count at once). Returns 0 and calls nothing if all exist now, in which
+  /// case the caller proceeds directly; otherwise an id for cancelWaiter.
+  WaiterId addWaiter(const std::vector<std::string>& keys, Wakeup wakeup);
+  /// Forgets a waiter that has not fired (a cancelled wait, a closed connection).
+  void cancelWaiter(WaiterId waiter);
+  size_t waiterCount() const { return waiters_.size(); }
+
+  /// Deletes every key `owner` wrote with setEphemeral and still owns.
+  void dropOwner(OwnerId owner);
+
+ private:
+  struct Entry {
+    std::string value;
+    OwnerId owner = 0;
+  };
+  struct Waiter {
+    std::vector<std::string> missingKeys;  ///< to unregister a cancelled waiter
+    size_t missing = 0;
+    Wakeup wakeup;
+  };
+
+  /// Stores and wakes the waiters the new key completes.
+  void store(const std::string& key, std::string value, OwnerId owner);
+  void keyAppeared(const std::string& key);
+
+  std::unordered_map<std::string, Entry> entries_;
+  std::unordered_map<OwnerId, std::unordered_set<std::string>> ownedKeys_;
+  std::unordered_map<WaiterId, Waiter> waiters_;
+  std::unordered_map<std::string, std::vector<WaiterId>> waitersByKey_;
+  WaiterId nextWaiter_ = 1;
+};
+
+}  // namespace pltrun::rdzv

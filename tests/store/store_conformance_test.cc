@@ -1,0 +1,181 @@
+// One conformance suite for every Store: the in-memory store, the prefix decorator, the TCP
+// client against pltrun's server in both dialects and with a shared secret, and the TCP
+// client against PyTorch's own TCPStore server.
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <thread>
+
+#include "pltrun/error.h"
+#include "store/store_fixtures.h"
+
+using namespace pltrun;
+using namespace pltrun::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// A fresh key per use, so suites sharing one server (torch's) never see each other's keys.
+std::string uniqueKey(const std::string& stem) {
+  static std::atomic<int> counter{0};
+  return stem + "-" + std::to_string(counter++);
+}
+
+ErrorCode errorCodeOf(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const Error& error) {
+    return error.code();
+  }
+  FAIL("expected pltrun::Error");
+  return ErrorCode::System;
+}
+
+}  // namespace
+
+#define STORES InMemoryFixture, PrefixFixture, TcpTorch2Fixture, TcpTorch113Fixture, TcpWithSecretFixture, \
+               TorchServerFixture
+
+TEMPLATE_TEST_CASE("set and get round-trip any bytes", "[store][conformance]", STORES) {
+  TestType fixture;
+  auto store = fixture.client();
+  const std::string key = uniqueKey("bytes");
+  const std::string binary("\0\x01\xff zero\0inside", 16);
+  store->set(key, binary);
+  CHECK(store->get(key, 5s) == binary);
+  store->set(key, "");
+  CHECK(store->get(key, 5s).empty());
+  store->set(key, "replaced");
+  CHECK(store->get(key, 5s) == "replaced");
+  auto other = fixture.client();
+  CHECK(other->get(key, 5s) == "replaced");
+}
+
+TEMPLATE_TEST_CASE("get waits for a key another client sets later", "[store][conformance]", STORES) {
+  TestType fixture;
+  auto reader = fixture.client();
+  auto writer = fixture.client();
+  const std::string key = uniqueKey("later");
+  std::thread setter([&] {
+    std::this_thread::sleep_for(100ms);
+    writer->set(key, "arrived");
+  });
+  CHECK(reader->get(key, 10s) == "arrived");
+  setter.join();
+}
+
+TEMPLATE_TEST_CASE("get and wait time out within bounds and name the keys", "[store][conformance]", STORES) {
+  TestType fixture;
+  auto store = fixture.client();
+  const std::string key = uniqueKey("never");
+  auto start = std::chrono::steady_clock::now();
+  try {
+    store->get(key, 300ms);
+    FAIL("get of a missing key returned");
+  } catch (const Error& error) {
+    CHECK(error.code() == ErrorCode::Timeout);
+    CHECK_THAT(error.what(), Catch::Contains(key));
+  }
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  CHECK(elapsed >= 300ms);
+  CHECK(elapsed < 3s);
+  // The client still works after a timed-out wait.
+  store->set(key, "now");
+  CHECK(store->get(key, 5s) == "now");
+  CHECK(errorCodeOf([&] { store->wait({key, uniqueKey("absent")}, 100ms); }) == ErrorCode::Timeout);
+}
+
+TEMPLATE_TEST_CASE("add counts from zero and stores decimal text", "[store][conformance]", STORES) {
+  TestType fixture;
+  auto store = fixture.client();
+  const std::string key = uniqueKey("counter");
+  CHECK(store->add(key, 5) == 5);
+  CHECK(store->add(key, 2) == 7);
+  CHECK(store->add(key, -10) == -3);
+  CHECK(store->get(key, 5s) == "-3");
+  store->set(key, "40");
+  CHECK(store->add(key, 2) == 42);
+}
+
+TEMPLATE_TEST_CASE("compareSet follows torch's semantics", "[store][conformance]", STORES) {
+  TestType fixture;
+  auto store = fixture.client();
+  const std::string key = uniqueKey("cas");
+  // A missing key with a non-empty expected value: nothing is set, `expected` comes back.
+  CHECK(store->compareSet(key, "x", "y") == "x");
+  CHECK_FALSE(store->check({key}));
+  // A missing key with an empty expected value is created.
+  CHECK(store->compareSet(key, "", "first") == "first");
+  // Mismatch: unchanged, the current value comes back.
+  CHECK(store->compareSet(key, "wrong", "second") == "first");
+  // Match: replaced.
+  CHECK(store->compareSet(key, "first", "second") == "second");
+  CHECK(store->get(key, 5s) == "second");
+}
+
+TEMPLATE_TEST_CASE("check, deleteKey and numKeys", "[store][conformance]", STORES) {
+  TestType fixture;
+  auto store = fixture.client();
+  const std::string a = uniqueKey("a"), b = uniqueKey("b");
+  const std::int64_t before = store->numKeys();
+  store->set(a, "1");
+  CHECK(store->check({a}));
+  CHECK_FALSE(store->check({a, b}));
+  store->set(b, "2");
+  CHECK(store->check({a, b}));
+  CHECK(store->numKeys() == before + 2);
+  CHECK(store->deleteKey(a));
+  CHECK_FALSE(store->deleteKey(a));
+  CHECK_FALSE(store->check({a}));
+  CHECK(store->numKeys() == before + 1);
+}
+
+TEMPLATE_TEST_CASE("append creates and extends", "[store][conformance]", STORES) {
+  TestType fixture;
+  auto store = fixture.client();
+  const std::string key = uniqueKey("log");
+  store->append(key, "a");
+  store->append(key, "bc");
+  CHECK(store->get(key, 5s) == "abc");
+}
+
+TEMPLATE_TEST_CASE("multiSet and multiGet", "[store][conformance]", STORES) {
+  TestType fixture;
+  auto store = fixture.client();
+  const std::vector<std::string> keys = {uniqueKey("m"), uniqueKey("m"), uniqueKey("m")};
+  store->multiSet(keys, {"one", "", "three"});
+  CHECK(store->multiGet(keys, 5s) == std::vector<std::string>{"one", "", "three"});
+  CHECK(errorCodeOf([&] { store->multiSet(keys, {"too few"}); }) == ErrorCode::InvalidArgument);
+}
+
+TEMPLATE_TEST_CASE("many clients adding at once lose no update", "[store][conformance]", STORES) {
+  TestType fixture;
+  const std::string key = uniqueKey("shared");
+  constexpr int kClients = 8, kAdds = 50;
+  std::vector<std::unique_ptr<Store>> clients;
+  for (int i = 0; i < kClients; ++i) clients.push_back(fixture.client());
+  std::vector<std::thread> threads;
+  for (auto& client : clients) {
+    threads.emplace_back([&client, &key] {
+      for (int i = 0; i < kAdds; ++i) client->add(key, 1);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  CHECK(clients[0]->add(key, 0) == kClients * kAdds);
+}
+
+TEMPLATE_TEST_CASE("ephemeral keys vanish when their client goes", "[store][conformance]", STORES) {
+  TestType fixture;
+  if (!TestType::kEphemeral) return;  // torch's server has no such keys: nothing to check
+  auto watcher = fixture.client();
+  const std::string key = uniqueKey("alive");
+  {
+    auto owner = fixture.client();
+    owner->setEphemeral(key, "agent 3");
+    CHECK(watcher->get(key, 5s) == "agent 3");
+  }
+  // The owner's connection is closed: the key goes within a bounded time.
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (watcher->check({key}) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  CHECK_FALSE(watcher->check({key}));
+}
