@@ -96,7 +96,17 @@ void StoreSession::processInput() {
       close(decoded.error);
       return;
     }
-    if (parked_ && decoded.request.command != Command::CancelWait) break;
+    if (parked_ && decoded.request.command != Command::CancelWait) {
+      // torch 1.13 clients cannot cancel a wait: they time out locally and go on with the
+      // next request, and a 1.13 client sends nothing while it still waits. So a request
+      // behind a parked one means the client gave up: drop the wait without a reply,
+      // rather than answer it later and put the stream out of step (as torch's own 1.13
+      // server does). 2.x clients always send CANCEL_WAIT first, so for them it waits.
+      if (dialect_ != Dialect::Torch113) break;
+      table_.cancelWaiter(parked_->waiter);
+      parked_.reset();
+      ++parkGeneration_;
+    }
     if (!dialect_ && decoded.request.command != Command::AuthHello && decoded.request.command != Command::AuthProof &&
         decoded.request.command != Command::SetEphemeral) {
       dialect_ = Dialect::Torch2;

@@ -51,6 +51,14 @@ struct TcpStore::Impl {
 
   std::string endpoint() const { return options.host + ":" + std::to_string(options.port); }
 
+  std::string wireKey(const std::string& key) const { return options.keyPrefix + key; }
+  std::vector<std::string> wireKeys(const std::vector<std::string>& keys) const {
+    std::vector<std::string> result;
+    result.reserve(keys.size());
+    for (const std::string& key : keys) result.push_back(wireKey(key));
+    return result;
+  }
+
   // Connects with exponential back-off and jitter, then says hello as torch's client does.
   void connect() {
     const auto start = Clock::now();
@@ -140,7 +148,7 @@ struct TcpStore::Impl {
   // dropped (a late reply would put it out of step) and re-made by the next call.
   void wait(const std::vector<std::string>& keys, Duration timeout) {
     const auto start = Clock::now();
-    send(request(Command::Wait, keys), "WAIT " + detail::describeKeys(keys));
+    send(request(Command::Wait, wireKeys(keys)), "WAIT " + detail::describeKeys(keys));
     std::uint8_t reply = 0;
     auto status = socket.readExact(&reply, 1, start + timeout);
     if (status == SocketStream::Status::Ok) {
@@ -171,41 +179,41 @@ std::string TcpStore::endpoint() const { return impl_->endpoint(); }
 void TcpStore::set(const std::string& key, const std::string& value) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->ensureConnected();
-  impl_->send(request(Command::Set, {key}, {value}), "SET '" + key + "'");
+  impl_->send(request(Command::Set, {impl_->wireKey(key)}, {value}), "SET '" + key + "'");
 }
 
 void TcpStore::setEphemeral(const std::string& key, const std::string& value) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->ensureConnected();
-  impl_->send(request(Command::SetEphemeral, {key}, {value}), "SET_EPHEMERAL '" + key + "'");
+  impl_->send(request(Command::SetEphemeral, {impl_->wireKey(key)}, {value}), "SET_EPHEMERAL '" + key + "'");
 }
 
 std::string TcpStore::get(const std::string& key, Duration timeout) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->ensureConnected();
   impl_->wait({key}, timeout);  // torch's clients wait first too: GET itself never blocks there
-  impl_->send(request(Command::Get, {key}), "GET '" + key + "'");
+  impl_->send(request(Command::Get, {impl_->wireKey(key)}), "GET '" + key + "'");
   return impl_->receiveBytes("GET '" + key + "'");
 }
 
 std::int64_t TcpStore::add(const std::string& key, std::int64_t delta) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->ensureConnected();
-  impl_->send(request(Command::Add, {key}, {}, delta), "ADD '" + key + "'");
+  impl_->send(request(Command::Add, {impl_->wireKey(key)}, {}, delta), "ADD '" + key + "'");
   return impl_->receiveInteger<std::int64_t>("ADD '" + key + "'");
 }
 
 std::string TcpStore::compareSet(const std::string& key, const std::string& expected, const std::string& desired) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->ensureConnected();
-  impl_->send(request(Command::CompareSet, {key}, {expected, desired}), "COMPARE_SET '" + key + "'");
+  impl_->send(request(Command::CompareSet, {impl_->wireKey(key)}, {expected, desired}), "COMPARE_SET '" + key + "'");
   return impl_->receiveBytes("COMPARE_SET '" + key + "'");
 }
 
 bool TcpStore::check(const std::vector<std::string>& keys) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->ensureConnected();
-  impl_->send(request(Command::Check, keys), "CHECK");
+  impl_->send(request(Command::Check, impl_->wireKeys(keys)), "CHECK");
   return impl_->receiveInteger<std::uint8_t>("CHECK") == rdzv::kCheckReady;
 }
 
@@ -218,7 +226,7 @@ void TcpStore::wait(const std::vector<std::string>& keys, Duration timeout) {
 bool TcpStore::deleteKey(const std::string& key) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->ensureConnected();
-  impl_->send(request(Command::DeleteKey, {key}), "DELETE_KEY '" + key + "'");
+  impl_->send(request(Command::DeleteKey, {impl_->wireKey(key)}), "DELETE_KEY '" + key + "'");
   return impl_->receiveInteger<std::int64_t>("DELETE_KEY '" + key + "'") > 0;
 }
 
@@ -233,7 +241,7 @@ void TcpStore::append(const std::string& key, const std::string& value) {
   if (impl_->dialect == rdzv::Dialect::Torch2) {
     std::lock_guard<std::mutex> lock(impl_->mutex);
     impl_->ensureConnected();
-    impl_->send(request(Command::Append, {key}, {value}), "APPEND '" + key + "'");
+    impl_->send(request(Command::Append, {impl_->wireKey(key)}, {value}), "APPEND '" + key + "'");
     return;
   }
   // torch 1.13 has no APPEND: read-modify-write until no other client got in between.
@@ -252,12 +260,12 @@ std::vector<std::string> TcpStore::multiGet(const std::vector<std::string>& keys
   impl_->wait(keys, timeout);
   std::vector<std::string> values;
   if (impl_->dialect == rdzv::Dialect::Torch2) {
-    impl_->send(request(Command::MultiGet, keys), "MULTI_GET");
+    impl_->send(request(Command::MultiGet, impl_->wireKeys(keys)), "MULTI_GET");
     for (size_t i = 0; i < keys.size(); ++i) values.push_back(impl_->receiveBytes("MULTI_GET"));
     return values;
   }
   for (const std::string& key : keys) {
-    impl_->send(request(Command::Get, {key}), "GET '" + key + "'");
+    impl_->send(request(Command::Get, {impl_->wireKey(key)}), "GET '" + key + "'");
     values.push_back(impl_->receiveBytes("GET '" + key + "'"));
   }
   return values;
@@ -271,10 +279,10 @@ void TcpStore::multiSet(const std::vector<std::string>& keys, const std::vector<
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->ensureConnected();
   if (impl_->dialect == rdzv::Dialect::Torch2) {
-    impl_->send(request(Command::MultiSet, keys, values), "MULTI_SET");
+    impl_->send(request(Command::MultiSet, impl_->wireKeys(keys), values), "MULTI_SET");
     return;
   }
-  for (size_t i = 0; i < keys.size(); ++i) impl_->send(request(Command::Set, {keys[i]}, {values[i]}), "SET");
+  for (size_t i = 0; i < keys.size(); ++i) impl_->send(request(Command::Set, {impl_->wireKey(keys[i])}, {values[i]}), "SET");
 }
 
 void TcpStore::ping() {

@@ -26,6 +26,9 @@ struct TcpStoreOptions {
   std::chrono::milliseconds timeout{300000};
   /// pltrun's shared-secret authentication; empty for none.
   std::string secret;
+  /// Prepended to every key on the wire. torch's TCPStore client prepends "/", so with
+  /// the default a key set here is the same key PyTorch programs read, and vice versa.
+  std::string keyPrefix = "/";
 };
 
 class TcpStore : public Store {

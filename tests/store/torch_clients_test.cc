@@ -1,0 +1,106 @@
+// Real PyTorch clients (Debian's python3-torch 1.13, run by /usr/bin/python3) against the
+// real pltrun-store: every TCPStore call, and 4 processes forming a gloo process group
+// through it. torch 2.x clients run from a Debian trixie chroot (scripts/trixie-torch-chroot.sh)
+// when it has been built.
+
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <thread>
+
+#include "helpers/child_process.h"
+#include "pltrun/tcp_store.h"
+
+using namespace pltrun::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string kScripts = std::string(TESTS_SOURCE_DIR) + "/store/";
+
+// pltrun-store on 127.0.0.1, port 0, for the length of a test.
+class StoreProcess {
+ public:
+  explicit StoreProcess(std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv = {PLTRUN_STORE_BINARY, "--port", "0"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    process_ = std::make_unique<ChildProcess>(argv, std::vector<std::string>{}, dir_ / "out.txt");
+    auto deadline = std::chrono::steady_clock::now() + 10s;
+    std::string line;
+    while ((line = readFile(dir_ / "out.txt")).find('\n') == std::string::npos) {
+      REQUIRE(std::chrono::steady_clock::now() < deadline);
+      std::this_thread::sleep_for(5ms);
+    }
+    port_ = std::stoi(line.substr(line.rfind(':') + 1));
+  }
+  ~StoreProcess() {
+    process_->signal(SIGTERM);
+    process_->wait(10s);
+  }
+  std::string port() const { return std::to_string(port_); }
+
+ private:
+  TempDir dir_;
+  std::unique_ptr<ChildProcess> process_;
+  int port_ = 0;
+};
+
+Finished runPython(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"/usr/bin/python3"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ChildProcess python(argv);
+  return python.wait(120s);
+}
+
+}  // namespace
+
+TEST_CASE("torch 1.13's TCPStore client drives pltrun-store through every call", "[store][torch]") {
+  StoreProcess store;
+  Finished run = runPython({kScripts + "torch_store_client.py", store.port()});
+  INFO(run.out << run.err);
+  CHECK(run.status == 0);
+  CHECK(run.out.find("all torch TCPStore calls behaved") != std::string::npos);
+}
+
+TEST_CASE("4 torch processes form a gloo group through pltrun-store and all-reduce", "[store][torch]") {
+  StoreProcess store;
+  Finished run = runPython({kScripts + "torch_store_gloo.py", store.port(), "4"});
+  INFO(run.out << run.err);
+  CHECK(run.status == 0);
+  CHECK(run.out.find("all_reduce ok on 4 ranks") != std::string::npos);
+}
+
+TEST_CASE("torch 2.x clients (trixie chroot) drive pltrun-store", "[store][torch][torch2]") {
+  const std::string script = std::string(TESTS_SOURCE_DIR) + "/../scripts/trixie-torch-chroot.sh";
+  ChildProcess ready({"/bin/bash", script, "ready"});
+  if (ready.wait(30s).status != 0) {
+    WARN("the torch 2.x chroot is not built (bash scripts/trixie-torch-chroot.sh ensure): torch 2.x clients not run");
+    return;
+  }
+  StoreProcess store;
+  ChildProcess python({"/bin/bash", script, "run", "--bind", std::string(TESTS_SOURCE_DIR) + "/store", "--",
+                       "python3", kScripts + "torch_store_client.py", store.port(), "--torch2"});
+  Finished run = python.wait(240s);
+  INFO(run.out << run.err);
+  CHECK(run.status == 0);
+  CHECK(run.out.find("all torch TCPStore calls behaved") != std::string::npos);
+}
+
+TEST_CASE("keys set by pltrun's C++ client are the keys torch's client reads", "[store][torch]") {
+  StoreProcess store;
+  pltrun::TcpStoreOptions options;
+  options.port = std::stoi(store.port());
+  pltrun::TcpStore cpp(options);
+  cpp.set("from-cpp", "hello python");
+  const std::string script =
+      "import datetime, sys\n"
+      "from torch.distributed import TCPStore\n"
+      "s = TCPStore('127.0.0.1', int(sys.argv[1]), is_master=False, timeout=datetime.timedelta(seconds=10))\n"
+      "assert s.get('from-cpp') == b'hello python', s.get('from-cpp')\n"
+      "s.set('from-python', 'hello c++')\n"
+      "print('python read it')\n";
+  Finished run = runPython({"-c", script, store.port()});
+  INFO(run.err);
+  CHECK(run.status == 0);
+  CHECK(cpp.get("from-python", 10s) == "hello c++");
+}
