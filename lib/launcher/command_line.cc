@@ -17,7 +17,7 @@ struct RawFlags {
   std::string nprocPerNode, devices, nnodes, nodeRank, masterAddr, masterPort, maxRestarts;
   std::string runId, role, logDir, redirects, tee, localRanksFilter, termTimeout;
   std::string rdzvBackend, monitorInterval, startMethod;
-  bool standalone = false, module = false, noPython = false, noPrefix = false, quiet = false;
+  bool standalone = false, module = false, noPython = false, noPrefix = false, quiet = false, noAgentStore = false;
 };
 
 // Registers "--long-name" and "--long_name" (torchrun accepts both), plus PET_LONG_NAME.
@@ -155,6 +155,7 @@ LaunchConfig buildConfig(const RawFlags& raw, const std::vector<std::string>& co
   }
   if (!raw.termTimeout.empty()) config.termTimeout = secondsFlag("--term-timeout", raw.termTimeout);
   if (!raw.monitorInterval.empty()) secondsFlag("--monitor-interval", raw.monitorInterval);
+  config.agentStore = !raw.noAgentStore;
   config.runId = raw.runId;
   if (!raw.role.empty()) config.role = raw.role;
   applyOutputFlags(raw, config);
@@ -190,6 +191,8 @@ std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const 
   addFlag(app, "module", raw.module, "PROGRAM is a Python module (python -m)", "-m");
   addFlag(app, "no-python", raw.noPython, "execute PROGRAM directly, even if it ends in .py");
   addFlag(app, "no-prefix", raw.noPrefix, "no [rank N] prefix on worker output");
+  addFlag(app, "no-agent-store", raw.noAgentStore,
+          "rank 0 hosts the workers' TCPStore (torchrun's static behaviour) instead of pltrun");
   addFlag(app, "quiet", raw.quiet, "only warnings and errors from pltrun itself", "-q");
 
   std::vector<std::string> args(argv + 1, argv + argc);

@@ -37,6 +37,10 @@ struct LaunchConfig {
   std::string runId;              ///< empty: a random id is generated
   std::string role = "default";
   bool standalone = false;
+  /// Single node: the launcher hosts the workers' TCPStore at MASTER_ADDR:MASTER_PORT
+  /// (TORCHELASTIC_USE_AGENT_STORE=True), so no worker opens a port. false
+  /// (--no-agent-store): rank 0 hosts it, as torchrun's static launch does.
+  bool agentStore = true;
 
   // Supervision.
   int maxRestarts = 0;

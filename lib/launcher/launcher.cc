@@ -16,6 +16,7 @@
 #include "launcher/supervisor.h"
 #include "launcher/worker_env.h"
 #include "launcher/worker_layout.h"
+#include "rendezvous/store_server.h"
 
 extern char** environ;
 
@@ -144,6 +145,21 @@ int runLauncher(const LaunchConfig& config) {
   const std::string host = hostName();
   OrphanGuard guard;  // before any worker exists
 
+  boost::asio::io_context context;
+  // The workers' store, hosted here for the whole run: workers connect to it as clients
+  // (each attempt under its own key prefix, as torch does), so none of them opens a port
+  // and nothing collides on MASTER_PORT. Static multi-node jobs keep torchrun's way: the
+  // store is rank 0's.
+  std::unique_ptr<rdzv::StoreServer> agentStore;
+  if (config.agentStore && config.nnodes == 1) {
+    rdzv::raiseOpenFileLimit();
+    rdzv::StoreServerOptions storeOptions;
+    storeOptions.host = config.masterAddr;
+    storeOptions.port = config.masterPort.value_or(0);
+    agentStore = std::make_unique<rdzv::StoreServer>(context, storeOptions);
+    agentStore->start();
+  }
+
   if (setsOmpNumThreads(inherited, layout.workerCount)) {
     spdlog::info("OMP_NUM_THREADS=1 for each of the {} workers so they do not overload the CPUs; set it to tune",
                  layout.workerCount);
@@ -157,9 +173,12 @@ int runLauncher(const LaunchConfig& config) {
     placement.nnodes = config.nnodes;
     placement.role = config.role;
     placement.masterAddr = config.masterAddr;
-    // A fresh port per attempt when the launcher picks it: the last attempt's store may
-    // still hold the old one in TIME_WAIT.
-    placement.masterPort = config.masterPort ? *config.masterPort : pickFreePort(config.masterAddr);
+    // Without an agent store, a fresh port per attempt when the launcher picks it: the
+    // last attempt's store may still hold the old one in TIME_WAIT.
+    placement.useAgentStore = agentStore != nullptr;
+    placement.masterPort = agentStore                 ? agentStore->port()
+                           : config.masterPort        ? *config.masterPort
+                                                      : pickFreePort(config.masterAddr);
     placement.restartCount = attempt;
     placement.maxRestarts = config.maxRestarts;
     placement.runId = runId;
@@ -198,7 +217,7 @@ int runLauncher(const LaunchConfig& config) {
   options.termTimeout = config.termTimeout;
   options.host = host;
   if (directory.keepsLogs()) options.reportPath = (directory.root() / "failure.json").string();
-  return Supervisor(options, guard).run(planAttempt);
+  return Supervisor(context, options, guard).run(planAttempt);
 }
 
 }  // namespace pltrun

@@ -21,11 +21,11 @@ std::vector<int> forwardedSignals() {
   return signals;
 }
 
-Supervisor::Supervisor(SupervisorOptions options, OrphanGuard& guard)
-    : options_(std::move(options)), guard_(guard) {}
+Supervisor::Supervisor(boost::asio::io_context& context, SupervisorOptions options, OrphanGuard& guard)
+    : context_(context), options_(std::move(options)), guard_(guard) {}
 
 int Supervisor::run(const AttemptPlanner& planAttempt) {
-  boost::asio::io_context context;
+  boost::asio::io_context& context = context_;
   ConsoleWriter console;
   boost::asio::signal_set signals(context);
   for (int signal : forwardedSignals()) signals.add(signal);

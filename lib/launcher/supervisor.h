@@ -2,6 +2,7 @@
 // Runs the local worker group until it succeeds, is interrupted, or fails more often than
 // --max-restarts allows, and turns the result into pltrun's exit status.
 
+#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -25,7 +26,8 @@ using AttemptPlanner = std::function<std::vector<WorkerSpec>(int attempt)>;
 
 class Supervisor {
  public:
-  Supervisor(SupervisorOptions options, OrphanGuard& guard);
+  /// Runs on `context`, which may also serve other things (the agent store).
+  Supervisor(boost::asio::io_context& context, SupervisorOptions options, OrphanGuard& guard);
 
   /// 0 when every worker of an attempt succeeded; the root-cause worker's own status
   /// (exit code, or 128 + signal) after the last allowed attempt failed; 128 + the signal
@@ -35,6 +37,7 @@ class Supervisor {
  private:
   int reportFailure(const GroupOutcome& outcome);
 
+  boost::asio::io_context& context_;
   SupervisorOptions options_;
   OrphanGuard& guard_;
 };

@@ -66,7 +66,7 @@ TEST_CASE("every worker gets torchrun's environment, for 1 to 8 workers", "[env]
       CHECK(env["TORCHELASTIC_RESTART_COUNT"] == "0");
       CHECK(env["TORCHELASTIC_MAX_RESTARTS"] == "0");
       CHECK(env["TORCHELASTIC_RUN_ID"] == "job42");
-      CHECK(env["TORCHELASTIC_USE_AGENT_STORE"] == "False");
+      CHECK(env["TORCHELASTIC_USE_AGENT_STORE"] == "True");  // pltrun hosts the workers' store
       CHECK(env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "1");
       CHECK(env["PLTRUN_TEST_INHERITED"] == "kept");
       CHECK(env.contains("OMP_NUM_THREADS") == (workers > 1));
@@ -157,6 +157,7 @@ TEST_CASE("a static multi-node placement gives global ranks", "[env]") {
     CHECK(env["ROLE_NAME"] == "trainer");
     CHECK(env["MASTER_ADDR"] == "127.0.0.2");
     CHECK(env["MASTER_PORT"] == port);
+    CHECK(env["TORCHELASTIC_USE_AGENT_STORE"] == "False");  // rank 0 hosts it, as torchrun's static launch
   }
 }
 

@@ -25,15 +25,37 @@ void requireTorch() {
 
 }  // namespace
 
-TEST_CASE("4 torch workers all-reduce over gloo with pltrun's environment", "[torch]") {
+TEST_CASE("4 torch workers all-reduce over gloo through pltrun's agent store", "[torch]") {
   requireTorch();
   TempDir dir;
   Finished run = runPltrun({"--nproc-per-node", "4", kScript, "allreduce", dir.path()}, kDebianPython);
   INFO(run.out << run.err);
   REQUIRE(run.status == 0);
   for (int rank = 0; rank < 4; ++rank) {
-    CHECK(readFile(dir / ("result_" + std::to_string(rank))) == "10 [0, 1, 2, 3]");
+    CHECK(readFile(dir / ("result_" + std::to_string(rank))) == "10 [0, 1, 2, 3] agent-store=True");
   }
+}
+
+TEST_CASE("with --no-agent-store rank 0 hosts the store, as under torchrun", "[torch]") {
+  requireTorch();
+  TempDir dir;
+  Finished run = runPltrun({"--no-agent-store", "--nproc-per-node", "3", kScript, "allreduce", dir.path()},
+                           kDebianPython);
+  INFO(run.out << run.err);
+  REQUIRE(run.status == 0);
+  CHECK(readFile(dir / "result_2") == "6 [0, 1, 2] agent-store=False");
+}
+
+TEST_CASE("a restarted torch group meets again through the agent store", "[torch][restart]") {
+  requireTorch();
+  TempDir dir;
+  Finished run = runPltrun({"--nproc-per-node", "2", "--max-restarts", "1", kScript, "allreduce", dir.path(),
+                            "--fail-first-attempt"},
+                           kDebianPython);
+  INFO(run.out << run.err);
+  REQUIRE(run.status == 0);
+  CHECK(readFile(dir / "result_1") == "3 [0, 1] agent-store=True");
+  CHECK(run.err.find("restarting the worker group") != std::string::npos);
 }
 
 TEST_CASE("torch's @record error file is shown in the failure report", "[torch]") {

@@ -11,7 +11,7 @@ import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
 
 
-def allreduce(directory):
+def allreduce(directory, fail_first_attempt):
     dist.init_process_group("gloo")  # MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE from pltrun
     rank, world_size = dist.get_rank(), dist.get_world_size()
     assert rank == int(os.environ["RANK"]) and world_size == int(os.environ["WORLD_SIZE"])
@@ -19,8 +19,11 @@ def allreduce(directory):
     dist.all_reduce(value)
     gathered = [torch.zeros(1) for _ in range(world_size)]
     dist.all_gather(gathered, torch.tensor([float(rank)]))
+    if fail_first_attempt and rank == 1 and os.environ["TORCHELASTIC_RESTART_COUNT"] == "0":
+        sys.exit(5)  # the launcher restarts the group; the next attempt meets under a new prefix
     with open(os.path.join(directory, f"result_{rank}"), "w") as file:
-        file.write(f"{value.item():g} {[int(t.item()) for t in gathered]}")
+        file.write(f"{value.item():g} {[int(t.item()) for t in gathered]} "
+                   f"agent-store={os.environ['TORCHELASTIC_USE_AGENT_STORE']}")
     dist.barrier()
     dist.destroy_process_group()
 
@@ -28,7 +31,7 @@ def allreduce(directory):
 @record
 def main():
     if sys.argv[1] == "allreduce":
-        allreduce(sys.argv[2])
+        allreduce(sys.argv[2], "--fail-first-attempt" in sys.argv)
     elif sys.argv[1] == "raise":
         raise ValueError(f"bad batch on rank {os.environ['RANK']}")
 
