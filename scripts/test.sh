@@ -8,6 +8,9 @@ bash scripts/install-deps.sh --with-torch
 # once, about 3 minutes and 1.2 GB; cached in /var/cache/pltrun afterwards).
 bash scripts/trixie-torch-chroot.sh ensure
 bash scripts/build.sh
+# The store's codec and server sessions under libFuzzer with ASan/UBSan, for a bounded
+# time (a separate clang build in build-fuzz/); before CTest, whose summary ends the run.
+bash scripts/fuzz.sh "${PLTRUN_FUZZ_SECONDS:-30}"
 build_dir=${PLTRUN_BUILD_DIR:-build}
 # Tests start many real processes; two at a time keeps a 2-core machine responsive.
 ctest --test-dir "$build_dir" --output-on-failure -j 2
