@@ -20,27 +20,35 @@ struct RawFlags {
   bool standalone = false, module = false, noPython = false, noPrefix = false, quiet = false, noAgentStore = false;
 };
 
-// Registers "--long-name" and "--long_name" (torchrun accepts both), plus PET_LONG_NAME.
-CLI::Option* addValued(CLI::App& app, const std::string& dashed, std::string& target,
-                       const std::string& help, const std::string& shortName = "") {
+// How a flag is spelled: "--long-name" and "--long_name" (torchrun accepts both), an
+// optional short name, and PET_LONG_NAME, the environment variable Kubeflow sets for it.
+struct FlagSpelling {
+  std::string names;
+  std::string environmentVariable;
+};
+
+FlagSpelling spell(const std::string& dashed, const std::string& shortName) {
   std::string underscored = dashed;
   std::replace(underscored.begin(), underscored.end(), '-', '_');
-  std::string names = (shortName.empty() ? "" : shortName + ",") + "--" + dashed;
-  if (underscored != dashed) names += ",--" + underscored;
-  std::string envName = "PET_" + underscored;
-  std::transform(envName.begin(), envName.end(), envName.begin(), ::toupper);
-  return app.add_option(names, target, help)->envname(envName);
+  FlagSpelling spelling;
+  spelling.names = (shortName.empty() ? "" : shortName + ",") + "--" + dashed;
+  if (underscored != dashed) spelling.names += ",--" + underscored;
+  spelling.environmentVariable = "PET_" + underscored;
+  std::transform(spelling.environmentVariable.begin(), spelling.environmentVariable.end(),
+                 spelling.environmentVariable.begin(), ::toupper);
+  return spelling;
+}
+
+CLI::Option* addValued(CLI::App& app, const std::string& dashed, std::string& target, const std::string& help,
+                       const std::string& shortName = "") {
+  FlagSpelling spelling = spell(dashed, shortName);
+  return app.add_option(spelling.names, target, help)->envname(spelling.environmentVariable);
 }
 
 CLI::Option* addFlag(CLI::App& app, const std::string& dashed, bool& target, const std::string& help,
                      const std::string& shortName = "") {
-  std::string underscored = dashed;
-  std::replace(underscored.begin(), underscored.end(), '-', '_');
-  std::string names = (shortName.empty() ? "" : shortName + ",") + "--" + dashed;
-  if (underscored != dashed) names += ",--" + underscored;
-  std::string envName = "PET_" + underscored;
-  std::transform(envName.begin(), envName.end(), envName.begin(), ::toupper);
-  return app.add_flag(names, target, help)->envname(envName);
+  FlagSpelling spelling = spell(dashed, shortName);
+  return app.add_flag(spelling.names, target, help)->envname(spelling.environmentVariable);
 }
 
 long long integerIn(const std::string& flag, const std::string& value, long long low, long long high,

@@ -1,5 +1,6 @@
 #include "pltrun/context.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <string_view>
@@ -72,15 +73,24 @@ Context Context::fromLookup(const std::function<const char*(const char*)>& looku
   context.worldSize = env.integer("WORLD_SIZE", true, 1, 1, kMax);
   context.rank = env.integer("RANK", true, 0, 0, context.worldSize - 1);
   context.localRank = env.integer("LOCAL_RANK", true, 0, 0, kMax);
+  // Lightning-style launchers set NODE_RANK but neither LOCAL_WORLD_SIZE nor
+  // GROUP_WORLD_SIZE: derive what is missing instead of contradicting what is set.
+  const bool hasLocalWorld = env.isSet("LOCAL_WORLD_SIZE"), hasNodes = env.isSet("GROUP_WORLD_SIZE");
   context.localWorldSize = env.integer("LOCAL_WORLD_SIZE", false, 1, 1, kMax);
-  if (context.localRank >= context.localWorldSize && env.isSet("LOCAL_WORLD_SIZE")) {
+  if (hasLocalWorld && context.localRank >= context.localWorldSize) {
     throw Error(ErrorCode::InvalidArgument, "environment variable LOCAL_RANK=" + std::to_string(context.localRank) +
                                                 " is not below LOCAL_WORLD_SIZE=" +
                                                 std::to_string(context.localWorldSize));
   }
   const char* nodeRankName = env.isSet("GROUP_RANK") ? "GROUP_RANK" : "NODE_RANK";
   context.numNodes = env.integer("GROUP_WORLD_SIZE", false, 1, 1, kMax);
-  context.nodeRank = env.integer(nodeRankName, false, 0, 0, context.numNodes - 1);
+  if (!hasNodes && hasLocalWorld) {
+    context.numNodes = (context.worldSize + context.localWorldSize - 1) / context.localWorldSize;
+  }
+  context.nodeRank = env.integer(nodeRankName, false, 0, 0, (hasNodes ? context.numNodes : context.worldSize) - 1);
+  if (!hasNodes) context.numNodes = std::max(context.numNodes, context.nodeRank + 1);
+  // Without LOCAL_WORLD_SIZE the count is unknown; at least this rank's slot exists.
+  if (!hasLocalWorld) context.localWorldSize = std::max(context.localWorldSize, context.localRank + 1);
   context.restartCount = env.integer("TORCHELASTIC_RESTART_COUNT", false, 0, 0, kMax);
   context.runId = env.text("TORCHELASTIC_RUN_ID", false);
   context.masterAddr = env.text("MASTER_ADDR", true);

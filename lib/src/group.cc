@@ -29,6 +29,10 @@ Group::Group(Context context, std::shared_ptr<Store> store)
     : context_(std::move(context)),
       // One key space per restart: a new attempt never reads what the last one left.
       store_(std::make_shared<PrefixStore>("pltrun/attempt_" + std::to_string(context_.restartCount), std::move(store))) {
+  if (context_.worldSize < 1 || context_.rank < 0 || context_.rank >= context_.worldSize) {
+    throw Error(ErrorCode::InvalidArgument, "group: rank " + std::to_string(context_.rank) +
+                                                " is not a rank of a world of " + std::to_string(context_.worldSize));
+  }
 }
 
 std::string Group::nextKey(const std::string& operation) { return operation + "/" + std::to_string(sequence_++); }

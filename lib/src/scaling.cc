@@ -14,7 +14,12 @@ std::int64_t effectiveBatchSize(std::int64_t perDeviceBatch, std::int64_t accumu
                                                 std::to_string(perDeviceBatch) + " x " + std::to_string(accumulationSteps) +
                                                 " x " + std::to_string(devicesPerNode) + " x " + std::to_string(nodes) + ")");
   }
-  return perDeviceBatch * accumulationSteps * devicesPerNode * nodes;
+  std::int64_t product = 0;
+  if (__builtin_mul_overflow(perDeviceBatch, accumulationSteps, &product) ||
+      __builtin_mul_overflow(product, devicesPerNode, &product) || __builtin_mul_overflow(product, nodes, &product)) {
+    throw Error(ErrorCode::InvalidArgument, "effective batch size overflows a 64-bit integer");
+  }
+  return product;
 }
 
 double scaleLearningRate(double baseLr, std::int64_t baseBatch, std::int64_t newBatch, LearningRateRule rule) {

@@ -68,13 +68,16 @@ struct TcpStore::Impl {
     while (true) {
       why = socket.tryConnect(options.host, options.port, deadline);
       if (why.empty()) break;
-      if (Clock::now() + backoff >= deadline) {
+      const auto now = Clock::now();
+      if (now >= deadline) {
         throw Error(ErrorCode::Network, "cannot connect to the store at " + endpoint() + " after " +
-                                            seconds(Clock::now() - start) + ": " + why +
+                                            seconds(now - start) + ": " + why +
                                             " (is the store running and the address reachable?)");
       }
+      // Keep trying until the deadline itself, the last pause cut short to end there.
       std::uniform_real_distribution<double> jitter(0.5, 1.5);
-      std::this_thread::sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(backoff * jitter(random)));
+      auto pause = std::chrono::duration_cast<Clock::duration>(backoff * jitter(random));
+      std::this_thread::sleep_for(std::min(pause, deadline - now));
       backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
     }
     if (dialect == rdzv::Dialect::Torch2) send(request(Command::Validate, {}, {}, rdzv::kValidationMagic), "VALIDATE");

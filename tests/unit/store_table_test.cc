@@ -1,0 +1,499 @@
+// StoreTable: torch's SET / COMPARE_SET / ADD / APPEND / DELETE_KEY semantics, waiters woken
+// exactly once when their last key appears, and ephemeral keys owned by a connection.
+// torch's semantics as docs/TCPSTORE_PROTOCOL.md describes them: COMPARE_SET §5.1, ADD §5.2,
+// DELETE_KEY §5.4, APPEND §5.5, WAIT §4.1.
+
+#include "rendezvous/store_table.h"
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using pltrun::rdzv::StoreTable;
+
+namespace {
+
+// A wakeup that counts how often it ran.
+struct Counter {
+  int calls = 0;
+  StoreTable::Wakeup wakeup() {
+    return [this] { ++calls; };
+  }
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Values
+
+TEST_CASE("set stores a value and overwrites an existing one", "[store_table]") {
+  StoreTable table;
+  CHECK(table.size() == 0);
+  CHECK_FALSE(table.get("k").has_value());
+  CHECK_FALSE(table.contains("k"));
+
+  table.set("k", "v1");
+  CHECK(table.get("k") == std::optional<std::string>("v1"));
+  CHECK(table.contains("k"));
+  CHECK(table.size() == 1);
+
+  table.set("k", "v2");
+  CHECK(table.get("k") == std::optional<std::string>("v2"));
+  CHECK(table.size() == 1);
+
+  table.set("other", "x");
+  CHECK(table.size() == 2);
+  CHECK(table.get("k") == std::optional<std::string>("v2"));
+}
+
+TEST_CASE("set keeps binary keys and values, and an empty value is a value", "[store_table]") {
+  StoreTable table;
+  const std::string key("a\0b", 3);
+  const std::string value("\0\xff\0", 3);
+  table.set(key, value);
+  CHECK(table.get(key) == std::optional<std::string>(value));
+  CHECK_FALSE(table.get("a").has_value());  // the NUL is part of the key
+
+  table.set("empty", "");
+  REQUIRE(table.get("empty").has_value());
+  CHECK(table.get("empty")->empty());
+  CHECK(table.contains("empty"));
+}
+
+TEST_CASE("compareSet on a missing key with an empty expected value creates it", "[store_table]") {
+  StoreTable table;
+  CHECK(table.compareSet("k", "", "desired") == "desired");
+  CHECK(table.get("k") == std::optional<std::string>("desired"));
+  CHECK(table.size() == 1);
+}
+
+TEST_CASE("compareSet on a missing key with a non-empty expected value creates nothing", "[store_table]") {
+  StoreTable table;
+  CHECK(table.compareSet("k", "expected", "desired") == "expected");
+  CHECK_FALSE(table.contains("k"));
+  CHECK(table.size() == 0);
+}
+
+TEST_CASE("compareSet replaces a value equal to the expected one", "[store_table]") {
+  StoreTable table;
+  table.set("k", "old");
+  CHECK(table.compareSet("k", "old", "new") == "new");
+  CHECK(table.get("k") == std::optional<std::string>("new"));
+  CHECK(table.size() == 1);
+}
+
+TEST_CASE("compareSet leaves a different value and returns it", "[store_table]") {
+  StoreTable table;
+  table.set("k", "current");
+  CHECK(table.compareSet("k", "other", "new") == "current");
+  CHECK(table.get("k") == std::optional<std::string>("current"));
+
+  // An existing empty value does not match a non-empty expected, and an existing value
+  // does not match an empty expected (empty only means "missing" for a missing key).
+  table.set("e", "");
+  CHECK(table.compareSet("e", "x", "new") == "");
+  CHECK(table.get("e") == std::optional<std::string>(""));
+  CHECK(table.compareSet("k", "", "new") == "current");
+  CHECK(table.get("k") == std::optional<std::string>("current"));
+}
+
+TEST_CASE("compareSet with an empty expected value replaces an existing empty value", "[store_table]") {
+  // TCPSTORE_PROTOCOL.md §5.1: on an existing key an empty expected is an ordinary comparison.
+  StoreTable table;
+  table.set("e", "");
+  CHECK(table.compareSet("e", "", "filled") == "filled");
+  CHECK(table.get("e") == std::optional<std::string>("filled"));
+}
+
+TEST_CASE("add counts from zero for a missing key and stores decimal text", "[store_table]") {
+  StoreTable table;
+  CHECK(table.add("n", 7) == 7);
+  CHECK(table.get("n") == std::optional<std::string>("7"));
+  CHECK(table.add("n", 5) == 12);
+  CHECK(table.get("n") == std::optional<std::string>("12"));
+  CHECK(table.add("n", 0) == 12);
+  CHECK(table.get("n") == std::optional<std::string>("12"));
+}
+
+TEST_CASE("add with negative deltas goes below zero", "[store_table]") {
+  StoreTable table;
+  CHECK(table.add("n", -3) == -3);
+  CHECK(table.get("n") == std::optional<std::string>("-3"));
+  CHECK(table.add("n", 10) == 7);
+  CHECK(table.add("n", -7) == 0);
+  CHECK(table.get("n") == std::optional<std::string>("0"));
+}
+
+TEST_CASE("add on a value set as decimal text adds to it", "[store_table]") {
+  StoreTable table;
+  table.set("n", "12");
+  CHECK(table.add("n", 1) == 13);
+  CHECK(table.get("n") == std::optional<std::string>("13"));
+  table.set("m", "-40");
+  CHECK(table.add("m", 2) == -38);
+}
+
+TEST_CASE("add on a value that is not an integer throws and keeps the value", "[store_table]") {
+  StoreTable table;
+  table.set("s", "abc");
+  CHECK_THROWS_AS(table.add("s", 1), std::invalid_argument);
+  CHECK(table.get("s") == std::optional<std::string>("abc"));
+
+  table.set("u", "");
+  CHECK_THROWS_AS(table.add("u", 1), std::invalid_argument);
+  CHECK(table.get("u") == std::optional<std::string>(""));
+}
+
+// TCPSTORE_PROTOCOL.md §5.2: torch 1.13 was observed to wrap INT64_MAX + 1 to INT64_MIN.
+TEST_CASE("add wraps around at the int64 limits", "[store_table]") {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+  StoreTable table;
+  CHECK(table.add("n", kMax) == kMax);
+  CHECK(table.get("n") == std::optional<std::string>("9223372036854775807"));
+  CHECK(table.add("n", 1) == kMin);
+  CHECK(table.get("n") == std::optional<std::string>("-9223372036854775808"));
+  CHECK(table.add("n", -1) == kMax);  // and back down through the minimum
+  CHECK(table.add("m", kMin) == kMin);
+  CHECK(table.add("m", kMin) == 0);
+}
+
+TEST_CASE("append creates a missing key and extends an existing one", "[store_table]") {
+  StoreTable table;
+  table.append("k", "ab");
+  CHECK(table.get("k") == std::optional<std::string>("ab"));
+  table.append("k", std::string("\0c", 2));
+  CHECK(table.get("k") == std::optional<std::string>(std::string("ab\0c", 4)));
+  table.append("k", "");
+  CHECK(table.get("k") == std::optional<std::string>(std::string("ab\0c", 4)));
+  CHECK(table.size() == 1);
+
+  table.append("e", "");
+  CHECK(table.contains("e"));
+  CHECK(table.get("e") == std::optional<std::string>(""));
+}
+
+TEST_CASE("erase returns 1 for an existing key and 0 otherwise", "[store_table]") {
+  StoreTable table;
+  table.set("a", "1");
+  table.set("b", "2");
+  CHECK(table.erase("a") == 1);
+  CHECK_FALSE(table.contains("a"));
+  CHECK(table.size() == 1);
+  CHECK(table.erase("a") == 0);
+  CHECK(table.erase("never") == 0);
+  CHECK(table.get("b") == std::optional<std::string>("2"));
+  CHECK(table.erase("b") == 1);
+  CHECK(table.size() == 0);
+}
+
+TEST_CASE("containsAll is true only when every key exists", "[store_table]") {
+  StoreTable table;
+  CHECK(table.containsAll({}));
+  table.set("a", "");
+  table.set("b", "");
+  CHECK(table.containsAll({"a"}));
+  CHECK(table.containsAll({"a", "b"}));
+  CHECK_FALSE(table.containsAll({"a", "c"}));
+  CHECK_FALSE(table.containsAll({"c"}));
+}
+
+// ---------------------------------------------------------------------------------------
+// Waiters
+
+TEST_CASE("addWaiter returns 0 and calls nothing when every key exists", "[store_table]") {
+  StoreTable table;
+  table.set("a", "1");
+  table.set("b", "2");
+  Counter counter;
+  CHECK(table.addWaiter({"a", "b"}, counter.wakeup()) == 0);
+  CHECK(table.addWaiter({}, counter.wakeup()) == 0);
+  CHECK(counter.calls == 0);
+  CHECK(table.waiterCount() == 0);
+}
+
+TEST_CASE("a waiter fires exactly once when its last missing key appears", "[store_table]") {
+  StoreTable table;
+  table.set("present", "x");
+  Counter counter;
+  StoreTable::WaiterId id = table.addWaiter({"present", "a", "b"}, counter.wakeup());
+  CHECK(id != 0);
+  CHECK(table.waiterCount() == 1);
+
+  table.set("a", "1");
+  CHECK(counter.calls == 0);  // "b" is still missing
+  CHECK(table.waiterCount() == 1);
+
+  table.set("b", "2");
+  CHECK(counter.calls == 1);
+  CHECK(table.waiterCount() == 0);
+
+  // Later writes, re-creations and cancels of the fired waiter do nothing more.
+  table.set("b", "3");
+  table.erase("a");
+  table.set("a", "again");
+  table.cancelWaiter(id);
+  CHECK(counter.calls == 1);
+  CHECK(table.waiterCount() == 0);
+}
+
+TEST_CASE("a waiter listing a key twice fires when the key appears once", "[store_table]") {
+  StoreTable table;
+  Counter counter;
+  CHECK(table.addWaiter({"k", "k"}, counter.wakeup()) != 0);
+  table.set("k", "v");
+  CHECK(counter.calls == 1);
+  CHECK(table.waiterCount() == 0);
+}
+
+TEST_CASE("every way of creating a key wakes its waiter", "[store_table]") {
+  StoreTable table;
+  Counter counter;
+  REQUIRE(table.addWaiter({"k"}, counter.wakeup()) != 0);
+
+  SECTION("set") { table.set("k", "v"); }
+  SECTION("add") { table.add("k", 1); }
+  SECTION("append") { table.append("k", "v"); }
+  SECTION("compareSet that creates") { CHECK(table.compareSet("k", "", "v") == "v"); }
+  SECTION("setEphemeral") { table.setEphemeral("k", "v", 42); }
+
+  CHECK(counter.calls == 1);
+  CHECK(table.waiterCount() == 0);
+}
+
+TEST_CASE("a compareSet that creates nothing does not wake a waiter", "[store_table]") {
+  StoreTable table;
+  Counter counter;
+  REQUIRE(table.addWaiter({"k"}, counter.wakeup()) != 0);
+  CHECK(table.compareSet("k", "expected", "v") == "expected");
+  CHECK(counter.calls == 0);
+  CHECK(table.waiterCount() == 1);
+}
+
+TEST_CASE("a waiter does not fire while only some of its keys exist", "[store_table]") {
+  StoreTable table;
+  Counter counter;
+  REQUIRE(table.addWaiter({"a", "b", "c"}, counter.wakeup()) != 0);
+  table.set("a", "");
+  table.add("b", 1);
+  table.set("a", "again");  // overwriting a key that already appeared does not count twice
+  table.append("b", "0");
+  CHECK(counter.calls == 0);
+  CHECK(table.waiterCount() == 1);
+  table.append("c", "");
+  CHECK(counter.calls == 1);
+}
+
+TEST_CASE("several waiters on the same key all fire once", "[store_table]") {
+  StoreTable table;
+  Counter first, second, third;
+  StoreTable::WaiterId a = table.addWaiter({"k"}, first.wakeup());
+  StoreTable::WaiterId b = table.addWaiter({"k"}, second.wakeup());
+  StoreTable::WaiterId c = table.addWaiter({"k", "other"}, third.wakeup());
+  CHECK(a != 0);
+  CHECK(b != 0);
+  CHECK(c != 0);
+  CHECK(a != b);
+  CHECK(b != c);
+  CHECK(a != c);
+  CHECK(table.waiterCount() == 3);
+
+  table.set("k", "v");
+  CHECK(first.calls == 1);
+  CHECK(second.calls == 1);
+  CHECK(third.calls == 0);  // still waits for "other"
+  CHECK(table.waiterCount() == 1);
+
+  table.set("other", "v");
+  CHECK(third.calls == 1);
+  CHECK(table.waiterCount() == 0);
+}
+
+TEST_CASE("cancelWaiter stops a waiter from firing and forgets it", "[store_table]") {
+  StoreTable table;
+  Counter cancelled, kept;
+  StoreTable::WaiterId gone = table.addWaiter({"a", "b"}, cancelled.wakeup());
+  StoreTable::WaiterId stays = table.addWaiter({"a"}, kept.wakeup());
+  REQUIRE(gone != 0);
+  REQUIRE(stays != 0);
+  table.set("a", "1");  // half of `gone`, all of `stays`
+  CHECK(kept.calls == 1);
+  CHECK(table.waiterCount() == 1);
+
+  table.cancelWaiter(gone);
+  CHECK(table.waiterCount() == 0);
+  table.set("b", "2");
+  CHECK(cancelled.calls == 0);
+
+  // Cancelling again, or cancelling ids never handed out, is harmless.
+  table.cancelWaiter(gone);
+  table.cancelWaiter(0);
+  table.cancelWaiter(987654);
+  CHECK(table.waiterCount() == 0);
+}
+
+TEST_CASE("cancelWaiter on keys that never appear cleans up", "[store_table]") {
+  StoreTable table;
+  Counter counter;
+  std::vector<StoreTable::WaiterId> ids;
+  for (int i = 0; i < 100; ++i) {
+    ids.push_back(table.addWaiter({"never-" + std::to_string(i % 7), "never-common"}, counter.wakeup()));
+  }
+  CHECK(table.waiterCount() == 100);
+  for (StoreTable::WaiterId id : ids) table.cancelWaiter(id);
+  CHECK(table.waiterCount() == 0);
+  CHECK(counter.calls == 0);
+
+  // The keys appearing afterwards wake no one, and a new waiter on them still works.
+  for (int i = 0; i < 7; ++i) table.set("never-" + std::to_string(i), "");
+  CHECK(counter.calls == 0);
+  Counter fresh;
+  REQUIRE(table.addWaiter({"never-common"}, fresh.wakeup()) != 0);
+  table.set("never-common", "");
+  CHECK(fresh.calls == 1);
+  CHECK(counter.calls == 0);
+  CHECK(table.waiterCount() == 0);
+}
+
+TEST_CASE("cancelling one of several waiters on a key leaves the others", "[store_table]") {
+  StoreTable table;
+  Counter first, second, third;
+  table.addWaiter({"k"}, first.wakeup());
+  StoreTable::WaiterId middle = table.addWaiter({"k"}, second.wakeup());
+  table.addWaiter({"k"}, third.wakeup());
+  table.cancelWaiter(middle);
+  CHECK(table.waiterCount() == 2);
+  table.set("k", "");
+  CHECK(first.calls == 1);
+  CHECK(second.calls == 0);
+  CHECK(third.calls == 1);
+  CHECK(table.waiterCount() == 0);
+}
+
+TEST_CASE("a wakeup may write to the table and complete another waiter", "[store_table]") {
+  StoreTable table;
+  std::vector<std::string> order;
+  table.addWaiter({"second"}, [&] { order.push_back("second waiter"); });
+  table.addWaiter({"first"}, [&] {
+    order.push_back("first waiter");
+    // Re-entering the table from a wakeup: writes, reads and a new waiter.
+    table.set("second", "from first");
+    CHECK(table.get("first") == std::optional<std::string>("v"));
+    table.addWaiter({"third"}, [&] { order.push_back("third waiter"); });
+  });
+
+  table.set("first", "v");
+  CHECK(order == std::vector<std::string>{"first waiter", "second waiter"});
+  CHECK(table.get("second") == std::optional<std::string>("from first"));
+  CHECK(table.waiterCount() == 1);
+
+  table.add("third", 1);
+  CHECK(order == std::vector<std::string>{"first waiter", "second waiter", "third waiter"});
+  CHECK(table.waiterCount() == 0);
+}
+
+TEST_CASE("a wakeup may add a waiter on the key that just appeared", "[store_table]") {
+  StoreTable table;
+  int inner = -1;
+  int outer = 0;
+  table.addWaiter({"k"}, [&] {
+    ++outer;
+    // The key exists now, so this one returns 0 and is not called.
+    inner = static_cast<int>(table.addWaiter({"k"}, [&] { inner = 99; }));
+  });
+  table.set("k", "");
+  CHECK(outer == 1);
+  CHECK(inner == 0);
+  CHECK(table.waiterCount() == 0);
+}
+
+// ---------------------------------------------------------------------------------------
+// Ephemeral keys
+
+TEST_CASE("dropOwner deletes exactly that owner's ephemeral keys", "[store_table]") {
+  StoreTable table;
+  table.setEphemeral("a1", "x", 1);
+  table.setEphemeral("a2", "y", 1);
+  table.setEphemeral("b1", "z", 2);
+  table.set("plain", "p");
+  CHECK(table.size() == 4);
+  CHECK(table.get("a1") == std::optional<std::string>("x"));
+
+  table.dropOwner(1);
+  CHECK_FALSE(table.contains("a1"));
+  CHECK_FALSE(table.contains("a2"));
+  CHECK(table.get("b1") == std::optional<std::string>("z"));
+  CHECK(table.get("plain") == std::optional<std::string>("p"));
+  CHECK(table.size() == 2);
+
+  table.dropOwner(1);  // a second drop of the same owner does nothing
+  CHECK(table.size() == 2);
+
+  table.dropOwner(2);
+  CHECK_FALSE(table.contains("b1"));
+  CHECK(table.size() == 1);
+}
+
+TEST_CASE("a plain set makes an ephemeral key permanent", "[store_table]") {
+  StoreTable table;
+  table.setEphemeral("k", "mine", 7);
+  table.set("k", "everyone's");
+  table.dropOwner(7);
+  CHECK(table.get("k") == std::optional<std::string>("everyone's"));
+}
+
+TEST_CASE("add and a matching compareSet make an ephemeral key permanent", "[store_table]") {
+  StoreTable table;
+  table.setEphemeral("counter", "1", 7);
+  table.setEphemeral("cas", "old", 7);
+  CHECK(table.add("counter", 1) == 2);
+  CHECK(table.compareSet("cas", "old", "new") == "new");
+  table.dropOwner(7);
+  CHECK(table.get("counter") == std::optional<std::string>("2"));
+  CHECK(table.get("cas") == std::optional<std::string>("new"));
+}
+
+TEST_CASE("a key re-set ephemeral by another owner belongs to that owner", "[store_table]") {
+  StoreTable table;
+  table.setEphemeral("k", "first", 1);
+  table.setEphemeral("k", "second", 2);
+  table.dropOwner(1);
+  CHECK(table.get("k") == std::optional<std::string>("second"));
+  table.dropOwner(2);
+  CHECK_FALSE(table.contains("k"));
+}
+
+TEST_CASE("an ephemeral key erased and re-created plainly survives its old owner", "[store_table]") {
+  StoreTable table;
+  table.setEphemeral("k", "eph", 3);
+  CHECK(table.erase("k") == 1);
+  table.set("k", "plain");
+  table.dropOwner(3);
+  CHECK(table.get("k") == std::optional<std::string>("plain"));
+}
+
+TEST_CASE("dropOwner of an unknown owner changes nothing", "[store_table]") {
+  StoreTable table;
+  table.set("plain", "p");
+  table.setEphemeral("e", "x", 5);
+  table.dropOwner(6);
+  table.dropOwner(0);  // 0 is "nobody": plain keys are never dropped
+  CHECK(table.size() == 2);
+  CHECK(table.get("plain") == std::optional<std::string>("p"));
+  CHECK(table.get("e") == std::optional<std::string>("x"));
+}
+
+TEST_CASE("dropOwner wakes no waiter, and a key re-created after the drop does", "[store_table]") {
+  StoreTable table;
+  table.setEphemeral("present", "x", 4);
+  Counter counter;
+  REQUIRE(table.addWaiter({"present", "later"}, counter.wakeup()) != 0);
+  table.dropOwner(4);
+  CHECK(counter.calls == 0);
+  table.set("later", "");
+  CHECK(counter.calls == 1);  // "present" counted when the waiter was added
+}
