@@ -36,6 +36,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/pipelined_client.h"
 #include "pltrun/error.h"
 #include "pltrun/tcp_store.h"
 
@@ -56,6 +57,7 @@ struct Options {
   size_t valueSize = 64;
   long connectionsOnly = 0;
   long idleConnections = 0;
+  long pipeline = 1;  ///< requests in flight per connection (get and add)
 };
 
 [[noreturn]] void usageError(const std::string& message) {
@@ -66,7 +68,7 @@ struct Options {
 constexpr const char* kHelp =
     "usage: store_bench --port P [--host 127.0.0.1] [--dialect torch2|torch113]\n"
     "                   --op set|get|add|mixed [--clients 1] [--seconds 3] [--value-size 64] [--warmup 0.5]\n"
-    "                   [--idle-connections 0]\n"
+    "                   [--idle-connections 0] [--pipeline 1]\n"
     "       store_bench --port P [--host 127.0.0.1] [--dialect torch2|torch113] --connections-only N\n"
     "Prints one JSON line on stdout. Exit status: 0 ok, 1 the store failed, 2 bad flags.\n";
 
@@ -138,6 +140,8 @@ Options parseOptions(int argc, char** argv) {
       options.valueSize = static_cast<size_t>(parseInteger(flag, value, 0, 64L << 20));
     } else if (flag == "--idle-connections") {
       options.idleConnections = parseInteger(flag, value, 0, 1000000);
+    } else if (flag == "--pipeline") {
+      options.pipeline = parseInteger(flag, value, 1, 4096);
     } else if (flag == "--connections-only") {
       options.connectionsOnly = parseInteger(flag, value, 1, 1000000);
     } else {
@@ -145,6 +149,9 @@ Options parseOptions(int argc, char** argv) {
     }
   }
   if (options.port < 0) usageError("--port is required");
+  if (options.pipeline > 1 && options.op != "get" && options.op != "add") {
+    usageError("--pipeline goes with --op get or add");
+  }
   if (options.connectionsOnly == 0 && options.op.empty()) usageError("--op (or --connections-only) is required");
   if (options.connectionsOnly != 0 && !options.op.empty()) usageError("--connections-only and --op exclude each other");
   if (options.connectionsOnly != 0 && options.idleConnections != 0) {
@@ -364,9 +371,21 @@ int runLoad(const Options& options) {
       const std::string ownKey = prefix + "c" + std::to_string(i);
       const std::string ownCounter = prefix + "n" + std::to_string(i);
       std::uint64_t step = 0;
+      std::unique_ptr<bench::PipelinedClient> pipelined;
       try {
+        if (options.pipeline > 1) {
+          pipelined = std::make_unique<bench::PipelinedClient>(
+              options.port, options.dialect == pltrun::StoreDialect::Torch2 ? pltrun::rdzv::Dialect::Torch2
+                                                                             : pltrun::rdzv::Dialect::Torch113);
+        }
         std::this_thread::sleep_until(begin);
         auto runOne = [&] {
+          if (pipelined) {  // one batch of `pipeline` requests counts as that many operations
+            const size_t depth = static_cast<size_t>(options.pipeline);
+            if (cycle.front() == Op::Get) pipelined->getBatch(ownKey, depth, value.size());
+            if (cycle.front() == Op::Add) pipelined->addBatch(ownCounter, depth);
+            return;
+          }
           Op op = cycle[step % cycle.size()];
           switch (op) {
             case Op::Set:
@@ -394,7 +413,7 @@ int runLoad(const Options& options) {
         }
         store.check({ownKey});  // and so are the measured ones
         worker.end = Clock::now();
-        worker.ops = worker.latenciesNs.size();
+        worker.ops = worker.latenciesNs.size() * static_cast<std::uint64_t>(options.pipeline);
       } catch (const std::exception& error) {
         worker.error = std::string("client ") + std::to_string(i) + ": " + error.what();
         worker.end = Clock::now();
@@ -440,11 +459,11 @@ int runLoad(const Options& options) {
   const double window = std::chrono::duration<double>(end - measureFrom).count();
   const double drainMs = std::chrono::duration<double, std::milli>(end - stopAt).count();
   std::printf(
-      "{\"dialect\":%s,\"clients\":%d,\"idle_connections\":%ld,\"op\":%s,\"value_size\":%zu,\"seconds\":%.3f,\"warmup_s\":%.3f,\"window_s\":%.3f,"
+      "{\"dialect\":%s,\"pipeline\":%ld,\"clients\":%d,\"idle_connections\":%ld,\"op\":%s,\"value_size\":%zu,\"seconds\":%.3f,\"warmup_s\":%.3f,\"window_s\":%.3f,"
       "\"drain_ms\":%.1f,\"ops\":%" PRIu64
       ",\"ops_per_s\":%.0f,\"mean_us\":%.1f,\"p50_us\":%.1f,\"p90_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,"
       "\"max_us\":%.1f,\"client_cpu_s\":%.2f}\n",
-      jsonString(options.dialectName).c_str(), clients, options.idleConnections, jsonString(options.op).c_str(), options.valueSize,
+      jsonString(options.dialectName).c_str(), options.pipeline, clients, options.idleConnections, jsonString(options.op).c_str(), options.valueSize,
       options.seconds, warmupS, window, drainMs, ops, window > 0 ? static_cast<double>(ops) / window : 0.0,
       all.empty() ? 0.0 : sumUs / static_cast<double>(all.size()), percentileUs(all, 0.50), percentileUs(all, 0.90),
       percentileUs(all, 0.99), percentileUs(all, 0.999), all.empty() ? 0.0 : static_cast<double>(all.back()) / 1000.0,
