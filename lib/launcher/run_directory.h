@@ -1,0 +1,31 @@
+#pragma once
+// Where a run keeps its files: the log tree under --log-dir/RUN_ID when logs are kept
+// (-r/-t without --log-dir log to a new temporary directory, as torchrun does), otherwise
+// a temporary directory for the workers' error files, removed when the run ends.
+
+#include <filesystem>
+#include <string>
+
+#include "launcher/launch_config.h"
+
+namespace pltrun {
+
+class RunDirectory {
+ public:
+  /// Creates the directory; throws Error(System) when it cannot.
+  RunDirectory(const LaunchConfig& config, const std::string& runId);
+  ~RunDirectory();
+  RunDirectory(const RunDirectory&) = delete;
+  RunDirectory& operator=(const RunDirectory&) = delete;
+
+  bool keepsLogs() const { return keepsLogs_; }
+  const std::filesystem::path& root() const { return root_; }
+  /// ROOT/attempt_N/LOCAL_RANK, created on first use.
+  std::filesystem::path workerDirectory(int attempt, int localRank) const;
+
+ private:
+  std::filesystem::path root_;
+  bool keepsLogs_ = false;
+};
+
+}  // namespace pltrun
