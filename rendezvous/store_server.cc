@@ -42,7 +42,7 @@ StoreServer::StoreServer(asio::io_context& context, StoreServerOptions options)
   if (!error) acceptor_.listen(asio::socket_base::max_listen_connections, error);
   if (error) {
     throw Error(ErrorCode::Network, "cannot listen on " + options_.host + ":" + std::to_string(options_.port) + ": " +
-                                        error.message() + (options_.port != 0 ? " (try --port 0 for a free port)" : ""));
+                                        error.message() + (options_.port != 0 ? " (choose another port, or 0 for a free one)" : ""));
   }
   port_ = acceptor_.local_endpoint().port();
 }

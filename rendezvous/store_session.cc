@@ -107,10 +107,6 @@ void StoreSession::processInput() {
       parked_.reset();
       ++parkGeneration_;
     }
-    if (!dialect_ && decoded.request.command != Command::AuthHello && decoded.request.command != Command::AuthProof &&
-        decoded.request.command != Command::SetEphemeral) {
-      dialect_ = Dialect::Torch2;
-    }
     inputStart_ += decoded.consumed;
     if (!handle(decoded.request)) return;
   }
