@@ -143,9 +143,11 @@ TEST_CASE("a background process left by a finished worker does not outlive the j
 
 TEST_CASE("a stop signal while stopping after a failure ends the job without a restart", "[signals][restart]") {
   TempDir dir;
-  // Rank 1 fails at once; rank 0 ignores SIGTERM, so the group waits out the grace period.
+  // Rank 0 ignores SIGTERM, so the group waits out the grace period; rank 1 fails as soon
+  // as rank 0 is ready (not before: a SIGTERM ahead of rank 0's trap would end it at once).
   const std::string script = "touch " + dir.path() + "/attempt_${TORCHELASTIC_RESTART_COUNT}_$RANK; " +
-                             "[ $RANK = 1 ] && exit 3; trap '' TERM; touch " + dir.path() +
+                             "if [ $RANK = 1 ]; then while [ ! -e " + dir.path() +
+                             "/ready_0 ]; do sleep 0.01; done; exit 3; fi; trap '' TERM; touch " + dir.path() +
                              "/ready_$RANK; while :; do sleep 0.05; done";
   ChildProcess pltrun(pltrunCommand({"--nproc-per-node", "2", "--max-restarts", "3", "--term-timeout", "60",
                                      "/bin/sh", "-c", script}));
