@@ -37,6 +37,9 @@ int main(int argc, char** argv) {
   sigemptyset(&pipeSignal);
   sigaddset(&pipeSignal, SIGPIPE);
   sigprocmask(SIG_BLOCK, &pipeSignal, nullptr);
+  // An ignored SIGCHLD, inherited from whoever started us, would make the kernel reap
+  // workers itself and hide their exit statuses.
+  signal(SIGCHLD, SIG_DFL);
 
   try {
     auto parsed = pltrun::parseCommandLine(argc, argv);

@@ -16,7 +16,7 @@ constexpr const char* kVersion = "pltrun 0.1.0";
 struct RawFlags {
   std::string nprocPerNode, devices, nnodes, nodeRank, masterAddr, masterPort, maxRestarts;
   std::string runId, role, logDir, redirects, tee, localRanksFilter, termTimeout;
-  std::string rdzvBackend, monitorInterval, startMethod;
+  std::string rdzvBackend, rdzvEndpoint, rdzvConf, localAddr, monitorInterval, startMethod;
   bool standalone = false, module = false, noPython = false, noPrefix = false, quiet = false, noAgentStore = false;
 };
 
@@ -111,6 +111,12 @@ void applyNodeFlags(const RawFlags& raw, LaunchConfig& config) {
   if (!raw.rdzvBackend.empty() && raw.rdzvBackend != "static" && raw.rdzvBackend != "c10d") {
     throwInvalidFlag("--rdzv-backend", raw.rdzvBackend, "expected static or c10d");
   }
+  // torch's documented single-node form is "--rdzv-backend=c10d --rdzv-endpoint=localhost:0":
+  // on one node there is nobody to meet, so the endpoint is not needed.
+  if (!raw.rdzvEndpoint.empty() && config.nnodes > 1) {
+    throwInvalidFlag("--rdzv-endpoint", raw.rdzvEndpoint,
+                     "multi-node c10d rendezvous is not available yet; use --master-addr and --master-port");
+  }
   if (raw.standalone) {
     if (config.nnodes != 1) throwInvalidFlag("--nnodes", raw.nnodes, "--standalone runs exactly one node");
     config.standalone = true;
@@ -187,6 +193,9 @@ std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const 
   addValued(app, "rdzv-id", raw.runId, "the job's id, TORCHELASTIC_RUN_ID (default: random)");
   addValued(app, "run-id", raw.runId, "same as --rdzv-id");
   addValued(app, "rdzv-backend", raw.rdzvBackend, "static or c10d (single node: the same)");
+  addValued(app, "rdzv-endpoint", raw.rdzvEndpoint, "accepted for a single node (nothing to meet there)");
+  addValued(app, "rdzv-conf", raw.rdzvConf, "accepted for torchrun compatibility; unused on a single node");
+  addValued(app, "local-addr", raw.localAddr, "accepted for torchrun compatibility; unused on a single node");
   addValued(app, "role", raw.role, "ROLE_NAME of the workers (default 'default')");
   addValued(app, "log-dir", raw.logDir, "keep every worker's output under DIR/RUN_ID/attempt_N/LOCAL_RANK/");
   addValued(app, "redirects", raw.redirects, "streams kept out of the console: 0 none, 1 out, 2 err, 3 both, or 0:1,1:2", "-r");
@@ -214,7 +223,9 @@ std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const 
   } catch (const CLI::ParseError& error) {
     throw Error(ErrorCode::InvalidArgument, std::string(error.what()) + " (see pltrun --help)");
   }
-  return buildConfig(raw, app.remaining());
+  std::vector<std::string> command = app.remaining();
+  if (!command.empty() && command.front() == "--") command.erase(command.begin());  // pltrun -- PROGRAM ...
+  return buildConfig(raw, command);
 }
 
 }  // namespace pltrun

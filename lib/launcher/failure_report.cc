@@ -84,7 +84,7 @@ std::string formatFailureReport(const WorkerFailure& root, const std::vector<Wor
         start = stop + 1;
       }
     }
-    report += "  error file: " + root.errorFile + "\n";
+    if (!root.errorFile.empty()) report += "  error file: " + root.errorFile + "\n";
   } else if (!root.stderrTail.empty()) {
     report += "  last lines of its stderr:\n";
     for (const std::string& line : root.stderrTail) report += "    " + line + "\n";

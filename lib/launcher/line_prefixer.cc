@@ -76,6 +76,9 @@ void LinePrefixer::feed(std::string_view chunk, std::string& out) {
     size_t stop = terminators.next(start);
     if (stop == std::string_view::npos) {
       pending_.append(chunk.data() + start, chunk.size() - start);
+      // A "line" that never ends (binary output, a huge JSON dump) must not grow the
+      // launcher's memory: past the limit it is written out as a line of its own.
+      if (pending_.size() >= kMaxLine) emitSegment({}, '\n', out);
       return;
     }
     emitSegment(chunk.substr(start, stop - start), chunk[stop], out);

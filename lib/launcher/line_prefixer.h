@@ -11,6 +11,10 @@ namespace pltrun {
 
 class LinePrefixer {
  public:
+  /// Longest line held back waiting for its end; a longer one is split there (the log
+  /// files keep the bytes exactly as written).
+  static constexpr size_t kMaxLine = 64 * 1024;
+
   /// `prefix` is written before every line, e.g. "[rank 3] "; empty for none.
   explicit LinePrefixer(std::string prefix) : prefix_(std::move(prefix)) {}
 

@@ -19,6 +19,9 @@ namespace {
 // forget) until end of file, then kill what is still watched. It never returns.
 [[noreturn]] void runGuard(int readFd) {
   prctl(PR_SET_NAME, "pltrun-guard");
+  // Its own process group: `kill -9 -PGID` of the launcher's group (a shell's kill %1)
+  // must not take the guard down with the launcher.
+  setpgid(0, 0);
   // Hold no terminal or pipe of the launcher's open: whoever reads pltrun's output sees
   // end of file when pltrun exits, not when the guard does.
   int devNull = open("/dev/null", O_RDWR);

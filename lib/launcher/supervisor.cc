@@ -48,6 +48,10 @@ int Supervisor::run(const AttemptPlanner& planAttempt) {
     group.start(specs, [&context] { context.stop(); });
     context.restart();
     context.run();
+    // Run what was queued just before the group finished (an expired timer, a signal)
+    // while the group still exists: nothing of this attempt may reach the next one.
+    context.restart();
+    context.poll();
     current = nullptr;
 
     GroupOutcome outcome = group.outcome();
@@ -74,7 +78,8 @@ int Supervisor::run(const AttemptPlanner& planAttempt) {
 }
 
 int Supervisor::reportFailure(const GroupOutcome& outcome) {
-  const WorkerFailure& root = *outcome.rootCause;
+  WorkerFailure root = *outcome.rootCause;
+  if (!options_.reportPath) root.errorFile.clear();  // a temporary file, gone when pltrun exits
   std::string report = formatFailureReport(root, outcome.others);
   if (options_.reportPath) {
     std::ofstream file(*options_.reportPath);

@@ -76,19 +76,28 @@ void WorkerGroup::onWorkerEnd(Worker& worker, ProcessEnd end) {
 }
 
 void WorkerGroup::handleSignal(int signal) {
-  if (running_ == 0) return;
   if (!isStopSignal(signal)) {
     for (auto& worker : workers_) {
       if (!worker->end) worker->process->signalGroup(signal);
     }
     return;
   }
-  // Remembered even while stopping after a failure: an interrupted job is not restarted.
-  const bool repeated = stopping_;
-  if (interruptSignal_ == 0) interruptSignal_ = signal;
+  // Remembered even when every worker has ended or the group is already stopping after a
+  // failure: an interrupted job is neither restarted nor reported as a success.
+  const bool repeated = interruptSignal_ != 0;
+  if (!repeated) interruptSignal_ = signal;
+  if (running_ == 0) return;
   if (repeated) {
-    spdlog::warn("received {} while stopping: killing the workers now", signalName(signal));
+    spdlog::warn("received {} again: killing the workers now", signalName(signal));
     killRunningWorkers();
+    return;
+  }
+  if (stopping_) {
+    // Already stopping after a failure: pass the signal on, keep the grace period running.
+    spdlog::warn("received {}: forwarded to the workers, which are already being stopped", signalName(signal));
+    for (auto& worker : workers_) {
+      if (!worker->end) worker->process->signalGroup(signal);
+    }
     return;
   }
   spdlog::warn("received {}: forwarded to the workers, SIGKILL in {} s (repeat the signal to kill now)",
@@ -103,7 +112,8 @@ void WorkerGroup::stopRunningWorkers(int signal) {
   }
   killTimer_.expires_after(settings_.termTimeout);
   killTimer_.async_wait([this](boost::system::error_code error) {
-    if (error) return;  // cancelled: every worker ended in time
+    // Cancelled (every worker ended in time), or queued just before the group finished.
+    if (error || finished_ || running_ == 0) return;
     spdlog::warn("workers still running {} s after being told to stop: sending SIGKILL",
                  settings_.termTimeout.count() / 1000.0);
     killRunningWorkers();
@@ -127,7 +137,7 @@ void WorkerGroup::afterAllEnded() {
   }
   drainTimer_.expires_after(kDrainTimeout);
   drainTimer_.async_wait([this](boost::system::error_code error) {
-    if (error) return;
+    if (error || finished_) return;
     spdlog::warn("a process that left its worker's process group still holds its output open; not waiting for it");
     for (auto& worker : workers_) {
       worker->stdoutStream->abandon();

@@ -80,9 +80,12 @@ WorkerProcess::~WorkerProcess() {
 void WorkerProcess::asyncWaitForEnd(std::function<void(ProcessEnd)> onEnd) {
   // The handle's wait gives the raw wait status; the process's own wait folds a signal
   // into a bare number, and "killed by signal 3" must not read as "exit code 3".
-  impl_->process.handle().async_wait([this, onEnd = std::move(onEnd)](bp::error_code, int status) {
+  impl_->process.handle().async_wait([this, onEnd = std::move(onEnd)](bp::error_code error, int status) {
     ProcessEnd end;
-    if (WIFSIGNALED(status)) {
+    if (error) {
+      // The status is lost (someone else reaped the worker): never report that as success.
+      end.exitCode = 255;
+    } else if (WIFSIGNALED(status)) {
       end.signal = WTERMSIG(status);
     } else {
       end.exitCode = WEXITSTATUS(status);

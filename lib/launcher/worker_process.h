@@ -33,7 +33,7 @@ class WorkerProcess {
  public:
   struct Launch {
     std::string executable;
-    std::vector<std::string> argv;     ///< argv[0] included
+    std::vector<std::string> argv;  ///< argv[0] included (Boost.Process passes `executable` as argv[0])
     std::vector<std::string> environment;  ///< "KEY=VALUE" entries
   };
 

@@ -149,12 +149,12 @@ TEST_CASE("a stop signal while stopping after a failure ends the job without a r
                              "if [ $RANK = 1 ]; then while [ ! -e " + dir.path() +
                              "/ready_0 ]; do sleep 0.01; done; exit 3; fi; trap '' TERM; touch " + dir.path() +
                              "/ready_$RANK; while :; do sleep 0.05; done";
-  ChildProcess pltrun(pltrunCommand({"--nproc-per-node", "2", "--max-restarts", "3", "--term-timeout", "60",
+  ChildProcess pltrun(pltrunCommand({"--nproc-per-node", "2", "--max-restarts", "3", "--term-timeout", "1",
                                      "/bin/sh", "-c", script}));
   REQUIRE(waitForFile(dir / "ready_0", 20s));
   REQUIRE(waitForFile(dir / "attempt_0_1", 20s));
   std::this_thread::sleep_for(300ms);  // rank 1 has failed and the group is stopping
-  pltrun.signal(SIGTERM);
+  pltrun.signal(SIGTERM);  // one signal: forwarded; the grace period still runs, then SIGKILL
   Finished run = pltrun.wait(30s);
   INFO(run.err);
   CHECK(!run.timedOut);
