@@ -48,7 +48,10 @@ std::optional<std::uint8_t> byteFor(Dialect dialect, Command command) {
 // sets `short_`; a size over the limits sets `error_`; later reads then do nothing.
 class FieldReader {
  public:
-  FieldReader(std::string_view input, const ProtocolLimits& limits) : input_(input), limits_(limits) {}
+  /// With `copy` false the reader only checks that every field is there, copying nothing:
+  /// a request arriving over many reads is measured on each, but built once.
+  FieldReader(std::string_view input, const ProtocolLimits& limits, bool copy)
+      : input_(input), limits_(limits), copy_(copy) {}
 
   bool ok() const { return !short_ && error_.empty(); }
   bool isShort() const { return short_; }
@@ -76,11 +79,16 @@ class FieldReader {
                std::to_string(limit);
       return {};
     }
+    declared_ += size;
+    if (declared_ > limits_.maxRequestSize) {
+      error_ = "a request of more than " + std::to_string(limits_.maxRequestSize) + " bytes is over the limit";
+      return {};
+    }
     if (input_.size() - position_ < size) {
       short_ = true;
       return {};
     }
-    std::string value(input_.substr(position_, size));
+    std::string value = copy_ ? std::string(input_.substr(position_, size)) : std::string();
     position_ += size;
     return value;
   }
@@ -111,7 +119,9 @@ class FieldReader {
  private:
   std::string_view input_;
   const ProtocolLimits& limits_;
+  bool copy_ = true;
   size_t position_ = 0;
+  std::uint64_t declared_ = 0;
   bool short_ = false;
   std::string error_;
 };
@@ -248,7 +258,13 @@ DecodeResult decodeRequest(Dialect dialect, std::string_view input, const Protoc
     default:
       break;
   }
-  FieldReader reader(input.substr(1), limits);
+  // First only measure (nothing copied while the request is incomplete), then build.
+  FieldReader measure(input.substr(1), limits, false);
+  Request unused;
+  unused.command = *command;
+  readArguments(measure, unused);
+  if (measure.error().empty() && measure.isShort()) return DecodeResult{};  // NeedMore
+  FieldReader reader(input.substr(1), limits, measure.error().empty());
   readArguments(reader, result.request);
   if (!reader.error().empty()) {
     result.status = DecodeStatus::Invalid;

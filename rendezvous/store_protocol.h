@@ -54,6 +54,8 @@ struct ProtocolLimits {
   std::uint64_t maxKeySize = 64 * 1024;
   std::uint64_t maxValueSize = 64ull * 1024 * 1024;
   std::uint64_t maxKeysPerRequest = 1 << 20;
+  /// A whole request: keys and values together (a MULTI_SET of many large values).
+  std::uint64_t maxRequestSize = 256ull * 1024 * 1024;
 };
 
 /// torch 2.x's VALIDATE magic number.

@@ -1,7 +1,10 @@
 #include "rendezvous/store_session.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <spdlog/spdlog.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
@@ -44,6 +47,15 @@ StoreSession::StoreSession(boost::asio::ip::tcp::socket socket, StoreServer& ser
       idleTimer_(socket_.get_executor()) {
   boost::system::error_code ignored;
   socket_.set_option(boost::asio::ip::tcp::no_delay(true), ignored);
+  // A peer whose host died sends no FIN: TCP keepalive probes find it within about 11 s,
+  // the connection closes, and its ephemeral keys go with it. Idle torch clients are not
+  // affected (their kernel answers the probes).
+  int fd = socket_.native_handle();
+  int on = 1, idle = 5, interval = 2, count = 3;
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
 }
 
 void StoreSession::start() {
@@ -77,8 +89,25 @@ void StoreSession::readMore() {
     input_.append(readBuffer_, size);
     armIdleTimer();
     processInput();
-    if (!closed_) readMore();
+    if (!closed_) readIfRoom();
   });
+}
+
+// Backpressure: a client that does not read its replies (or sends while its WAIT is
+// parked) is not read from either, so it cannot take the server's memory.
+void StoreSession::readIfRoom() {
+  const size_t replies = outbox_.size() + writing_.size();
+  const size_t requests = input_.size() - inputStart_;
+  if (parked_ && requests > kParkedInputLimit) {
+    close("sent " + std::to_string(requests) + " bytes while its WAIT was parked (a client sends only CANCEL_WAIT then)");
+    return;
+  }
+  if (replies > kReplyHighWater) {
+    readPaused_ = true;  // flush() resumes reading once the replies are written
+    return;
+  }
+  readPaused_ = false;
+  readMore();
 }
 
 void StoreSession::processInput() {
@@ -108,6 +137,7 @@ void StoreSession::processInput() {
       ++parkGeneration_;
     }
     inputStart_ += decoded.consumed;
+    ++requestsDone_;
     if (!handle(decoded.request)) return;
   }
   if (inputStart_ == input_.size()) {
@@ -270,26 +300,31 @@ void StoreSession::flush() {
       return;
     }
     flush();
+    if (readPaused_ && !writeInFlight_) readIfRoom();
   });
 }
 
 void StoreSession::armRequestTimer() {
-  // Runs from the moment a request starts arriving until it is complete, so a client that
-  // trickles bytes cannot hold a connection (and its buffer) forever.
+  // Runs from the moment a request starts arriving until it is complete (re-armed for
+  // every request), so a client that trickles bytes cannot hold a connection, and its
+  // buffer, forever.
   const bool partial = inputStart_ < input_.size() && !parked_;
+  const bool sameRequest = partial && requestTimerArmed_ && requestsDone_ == timedRequest_;
+  if (sameRequest) return;
+  ++requestTimerGeneration_;
+  requestTimerArmed_ = partial;
   if (!partial) {
-    if (requestTimerArmed_) requestTimer_.cancel();
-    requestTimerArmed_ = false;
+    requestTimer_.cancel();
     return;
   }
-  if (requestTimerArmed_) return;
-  requestTimerArmed_ = true;
+  timedRequest_ = requestsDone_;
   auto timeout = server_.options().requestTimeout;
   requestTimer_.expires_after(timeout);
   std::weak_ptr<StoreSession> weak = weak_from_this();
-  requestTimer_.async_wait([weak, timeout](boost::system::error_code error) {
+  requestTimer_.async_wait([weak, timeout, generation = requestTimerGeneration_](boost::system::error_code error) {
     auto self = weak.lock();
-    if (error || !self) return;
+    // A stale expiry (queued before the timer was re-armed or cancelled) changes nothing.
+    if (error || !self || generation != self->requestTimerGeneration_) return;
     self->close("a request started arriving but was not complete after " + std::to_string(timeout.count()) + " ms");
   });
 }

@@ -18,6 +18,11 @@ class StoreServer;
 
 class StoreSession : public std::enable_shared_from_this<StoreSession> {
  public:
+  /// Replies waiting to be written above which the connection is not read from.
+  static constexpr size_t kReplyHighWater = 16 * 1024 * 1024;
+  /// Bytes a client may send while its WAIT is parked (CANCEL_WAIT is one byte).
+  static constexpr size_t kParkedInputLimit = 4096;
+
   StoreSession(boost::asio::ip::tcp::socket socket, StoreServer& server, StoreTable::OwnerId id);
 
   void start();
@@ -32,6 +37,7 @@ class StoreSession : public std::enable_shared_from_this<StoreSession> {
   };
 
   void readMore();
+  void readIfRoom();
   void processInput();
   bool handle(const Request& request);  // false: the connection was closed
   bool handleUnauthenticated(const Request& request);
@@ -60,7 +66,11 @@ class StoreSession : public std::enable_shared_from_this<StoreSession> {
   bool authenticated_ = false;
   std::string challenge_;
   bool closed_ = false;
+  bool readPaused_ = false;
   bool requestTimerArmed_ = false;
+  std::uint64_t requestTimerGeneration_ = 0;
+  std::uint64_t requestsDone_ = 0;   ///< requests decoded so far on this connection
+  std::uint64_t timedRequest_ = 0;   ///< the request the running timer is for
   boost::asio::steady_timer requestTimer_;
   boost::asio::steady_timer idleTimer_;
 };

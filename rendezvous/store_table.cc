@@ -73,6 +73,7 @@ void StoreTable::append(const std::string& key, const std::string& suffix) {
     return;
   }
   found->second.value += suffix;
+  found->second.owner = 0;  // like any other write from another client: the key is no longer ephemeral
 }
 
 std::optional<std::string> StoreTable::get(const std::string& key) const {

@@ -61,6 +61,7 @@ void copyContext(const pltrun::Context& from, pltrun_context* to) {
   to->launched = from.launched ? 1 : 0;
 }
 
+// Negative means "no wait"; INT64_MAX means "forever" (the stores saturate deadlines).
 std::chrono::milliseconds milliseconds(int64_t value) { return std::chrono::milliseconds(value < 0 ? 0 : value); }
 
 }  // namespace

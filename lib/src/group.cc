@@ -1,6 +1,7 @@
 #include "pltrun/group.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "pltrun/error.h"
 #include "pltrun/in_memory_store.h"
@@ -9,10 +10,18 @@
 
 namespace pltrun {
 
+namespace {
+// Groups joined by this process so far: a process is one rank, so its k-th joined group
+// meets the k-th joined group of every other rank, and no other.
+std::atomic<std::uint64_t> groupsJoined{0};
+}  // namespace
+
+
 std::unique_ptr<Group> Group::join() { return join(Context::fromEnvironment()); }
 
 std::unique_ptr<Group> Group::join(const Context& context, Duration connectTimeout) {
-  if (!context.launched) return std::make_unique<Group>(context, std::make_shared<InMemoryStore>());
+  const std::string keySpace = "group_" + std::to_string(groupsJoined++);
+  if (!context.launched) return std::make_unique<Group>(context, std::make_shared<InMemoryStore>(), keySpace);
   if (!context.agentStore) {
     throw Error(ErrorCode::InvalidArgument,
                 "the launcher hosts no store for its workers (TORCHELASTIC_USE_AGENT_STORE is not True): run under "
@@ -22,13 +31,16 @@ std::unique_ptr<Group> Group::join(const Context& context, Duration connectTimeo
   options.host = context.masterAddr;
   options.port = context.masterPort;
   options.connectTimeout = connectTimeout;
-  return std::make_unique<Group>(context, std::make_shared<TcpStore>(options));
+  return std::make_unique<Group>(context, std::make_shared<TcpStore>(options), keySpace);
 }
 
-Group::Group(Context context, std::shared_ptr<Store> store)
+Group::Group(Context context, std::shared_ptr<Store> store, const std::string& keySpace)
     : context_(std::move(context)),
-      // One key space per restart: a new attempt never reads what the last one left.
-      store_(std::make_shared<PrefixStore>("pltrun/attempt_" + std::to_string(context_.restartCount), std::move(store))) {
+      // One key space per restart (and per joined group): nothing another attempt or group
+      // left behind is ever read.
+      store_(std::make_shared<PrefixStore>("pltrun/attempt_" + std::to_string(context_.restartCount) +
+                                               (keySpace.empty() ? "" : "/" + keySpace),
+                                           std::move(store))) {
   if (context_.worldSize < 1 || context_.rank < 0 || context_.rank >= context_.worldSize) {
     throw Error(ErrorCode::InvalidArgument, "group: rank " + std::to_string(context_.rank) +
                                                 " is not a rank of a world of " + std::to_string(context_.worldSize));

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "rendezvous/store_table.h"
+#include "socket_stream.h"
 #include "store_errors.h"
 
 namespace pltrun {
@@ -78,7 +79,8 @@ void InMemoryStore::wait(const std::vector<std::string>& keys, Duration timeout)
     shared_->changed.notify_all();
   });
   if (waiter == 0) return;
-  if (!shared_->changed.wait_for(lock, timeout, [&] { return ready; })) {
+  // wait_until with a saturated deadline: a "forever" timeout must not overflow.
+  if (!shared_->changed.wait_until(lock, detail::deadlineAfter(timeout), [&] { return ready; })) {
     shared_->table.cancelWaiter(waiter);
     throw detail::waitTimeout(keys, kName, timeout);
   }

@@ -10,6 +10,17 @@ namespace pltrun::detail {
 
 using Clock = std::chrono::steady_clock;
 
+/// now + timeout, saturating: a "wait forever" of milliseconds::max() must not wrap
+/// around into the past.
+inline Clock::time_point deadlineAfter(std::chrono::milliseconds timeout) {
+  const auto now = Clock::now();
+  if (timeout.count() <= 0) return now;
+  if (timeout > std::chrono::duration_cast<std::chrono::milliseconds>(Clock::time_point::max() - now)) {
+    return Clock::time_point::max();
+  }
+  return now + timeout;
+}
+
 class SocketStream {
  public:
   SocketStream() = default;

@@ -107,7 +107,7 @@ struct TcpStore::Impl {
     if (!socket.connected()) connect();
   }
 
-  Clock::time_point deadlineFor(Duration timeout) const { return Clock::now() + timeout; }
+  Clock::time_point deadlineFor(Duration timeout) const { return detail::deadlineAfter(timeout); }
 
   [[noreturn]] void fail(SocketStream::Status status, const std::string& what) {
     std::string reason = status == SocketStream::Status::Closed ? "the store closed the connection"
@@ -153,7 +153,7 @@ struct TcpStore::Impl {
     const auto start = Clock::now();
     send(request(Command::Wait, wireKeys(keys)), "WAIT " + detail::describeKeys(keys));
     std::uint8_t reply = 0;
-    auto status = socket.readExact(&reply, 1, start + timeout);
+    auto status = socket.readExact(&reply, 1, detail::deadlineAfter(timeout));
     if (status == SocketStream::Status::Ok) {
       if (reply != rdzv::kWaitStop) fail(SocketStream::Status::Failed, "WAIT (unexpected reply)");
       return;

@@ -803,6 +803,7 @@ TEST_CASE("huge lengths and counts are refused without allocating", "[store_prot
   unlimited.maxKeySize = ~0ull;
   unlimited.maxValueSize = ~0ull;
   unlimited.maxKeysPerRequest = ~0ull;
+  unlimited.maxRequestSize = ~0ull;
   CHECK(decode(Dialect::Torch2, bytes({0x01}) + le64(huge) + "abc", unlimited).status == DecodeStatus::NeedMore);
   CHECK(decode(Dialect::Torch2, bytes({0x01}) + le64(~0ull) + "abc", unlimited).status == DecodeStatus::NeedMore);
   CHECK(decode(Dialect::Torch2, bytes({0x01}) + wireString("k") + le64(huge), unlimited).status ==
@@ -954,4 +955,21 @@ TEST_CASE("reply constants have torch's values", "[store_protocol]") {
   CHECK(int(kWaitStop) == 0);
   CHECK(int(kWaitCanceled) == 1);
   CHECK(kAuthDigestSize == 32);
+}
+
+TEST_CASE("a request whose fields together pass maxRequestSize is refused before it arrives", "[store_protocol]") {
+  ProtocolLimits limits;
+  limits.maxValueSize = 1000;
+  limits.maxRequestSize = 1500;
+  // Each value is within maxValueSize, but two of them are not within maxRequestSize: the
+  // decoder says so from the declared lengths, without waiting for the bytes.
+  std::string multiSet = bytes({0x0B}) + le64(2) + wireString("a") + le64(900);
+  CHECK(decode(Dialect::Torch2, multiSet, limits).status == DecodeStatus::NeedMore);
+  multiSet += std::string(900, 'x') + wireString("b") + le64(900);
+  DecodeResult refused = decode(Dialect::Torch2, multiSet, limits);
+  CHECK(refused.status == DecodeStatus::Invalid);
+  CHECK_THAT(refused.error, Catch::Contains("1500"));
+  // One value of 900 bytes fits.
+  CHECK(decode(Dialect::Torch2, bytes({0x01}) + wireString("k") + wireString(std::string(900, 'v')), limits).status ==
+        DecodeStatus::Complete);
 }

@@ -2,8 +2,9 @@
 // The processes of one job as a group: barrier, broadcast and all-gather of small data
 // (bootstrap-size: ids, addresses, configuration) over the launcher's store, with a
 // timeout on every call. Every rank must make the same calls in the same order, as with
-// MPI collectives; each call has its own sequence number, and each restart of the job
-// its own key space, so nothing from an earlier call or attempt is ever read.
+// MPI collectives, and join their groups in the same order; each call has its own
+// sequence number, and each restart and each group its own key space, so nothing from an
+// earlier call, attempt or group is ever read.
 
 #include <chrono>
 #include <memory>
@@ -28,8 +29,9 @@ class Group {
   /// Joins with the environment's context.
   static std::unique_ptr<Group> join();
 
-  /// A group over any store (tests; programs with their own store).
-  Group(Context context, std::shared_ptr<Store> store);
+  /// A group over any store (tests; programs with their own store). Groups sharing a
+  /// store and an attempt need distinct `keySpace`s; join() numbers them itself.
+  Group(Context context, std::shared_ptr<Store> store, const std::string& keySpace = "");
 
   const Context& context() const { return context_; }
   int rank() const { return context_.rank; }
