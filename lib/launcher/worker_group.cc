@@ -77,9 +77,7 @@ void WorkerGroup::onWorkerEnd(Worker& worker, ProcessEnd end) {
 
 void WorkerGroup::handleSignal(int signal) {
   if (!isStopSignal(signal)) {
-    for (auto& worker : workers_) {
-      if (!worker->end) worker->process->signalGroup(signal);
-    }
+    signalRunningWorkers(signal);
     return;
   }
   // Remembered even when every worker has ended or the group is already stopping after a
@@ -95,9 +93,7 @@ void WorkerGroup::handleSignal(int signal) {
   if (stopping_) {
     // Already stopping after a failure: pass the signal on, keep the grace period running.
     spdlog::warn("received {}: forwarded to the workers, which are already being stopped", signalName(signal));
-    for (auto& worker : workers_) {
-      if (!worker->end) worker->process->signalGroup(signal);
-    }
+    signalRunningWorkers(signal);
     return;
   }
   spdlog::warn("received {}: forwarded to the workers, SIGKILL in {} s (repeat the signal to kill now)",
@@ -107,9 +103,7 @@ void WorkerGroup::handleSignal(int signal) {
 
 void WorkerGroup::stopRunningWorkers(int signal) {
   stopping_ = true;
-  for (auto& worker : workers_) {
-    if (!worker->end) worker->process->signalGroup(signal);
-  }
+  signalRunningWorkers(signal);
   killTimer_.expires_after(settings_.termTimeout);
   killTimer_.async_wait([this](boost::system::error_code error) {
     // Cancelled (every worker ended in time), or queued just before the group finished.
@@ -120,9 +114,11 @@ void WorkerGroup::stopRunningWorkers(int signal) {
   });
 }
 
-void WorkerGroup::killRunningWorkers() {
+void WorkerGroup::killRunningWorkers() { signalRunningWorkers(SIGKILL); }
+
+void WorkerGroup::signalRunningWorkers(int signal) {
   for (auto& worker : workers_) {
-    if (!worker->end) worker->process->signalGroup(SIGKILL);
+    if (!worker->end) worker->process->signalGroup(signal);
   }
 }
 

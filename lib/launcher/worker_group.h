@@ -65,6 +65,7 @@ class WorkerGroup {
   void onWorkerEnd(Worker& worker, ProcessEnd end);
   void stopRunningWorkers(int signal);
   void killRunningWorkers();
+  void signalRunningWorkers(int signal);
   void afterAllEnded();
   void onStreamEnd();
   void finish();

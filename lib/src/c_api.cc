@@ -62,6 +62,16 @@ void copyContext(const pltrun::Context& from, pltrun_context* to) {
 }
 
 // Negative means "no wait"; INT64_MAX means "forever" (the stores saturate deadlines).
+pltrun::SamplerOptions samplerOptions(uint64_t datasetSize, int rank, int worldSize, int dropLast, int unequalShards) {
+  pltrun::SamplerOptions options;
+  options.datasetSize = datasetSize;
+  options.rank = rank;
+  options.worldSize = worldSize;
+  options.dropLast = dropLast != 0;
+  options.unequalShards = unequalShards != 0;
+  return options;
+}
+
 std::chrono::milliseconds milliseconds(int64_t value) { return std::chrono::milliseconds(value < 0 ? 0 : value); }
 
 }  // namespace
@@ -171,14 +181,9 @@ pltrun_status pltrun_store_add(pltrun_group* group, const char* key, int64_t del
 }
 
 uint64_t pltrun_sampler_count(uint64_t dataset_size, int rank, int world_size, int drop_last, int unequal_shards) {
-  pltrun::SamplerOptions options;
-  options.datasetSize = dataset_size;
-  options.rank = rank;
-  options.worldSize = world_size;
-  options.dropLast = drop_last != 0;
-  options.unequalShards = unequal_shards != 0;
   try {
-    return pltrun::DistributedSampler(options).numSamples();
+    return pltrun::DistributedSampler(samplerOptions(dataset_size, rank, world_size, drop_last, unequal_shards))
+        .numSamples();
   } catch (const std::exception& error) {
     lastError = error.what();
     return 0;
@@ -189,14 +194,9 @@ pltrun_status pltrun_sampler_indices(uint64_t dataset_size, int rank, int world_
                                      uint64_t epoch, int drop_last, int unequal_shards, uint64_t* indices) {
   if (indices == nullptr) return invalid("pltrun_sampler_indices: indices is NULL");
   return guarded([&] {
-    pltrun::SamplerOptions options;
-    options.datasetSize = dataset_size;
-    options.rank = rank;
-    options.worldSize = world_size;
+    pltrun::SamplerOptions options = samplerOptions(dataset_size, rank, world_size, drop_last, unequal_shards);
     options.shuffle = shuffle != 0;
     options.seed = seed;
-    options.dropLast = drop_last != 0;
-    options.unequalShards = unequal_shards != 0;
     pltrun::DistributedSampler sampler(options);
     sampler.setEpoch(epoch);
     auto mine = sampler.indices();

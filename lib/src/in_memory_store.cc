@@ -115,10 +115,7 @@ std::vector<std::string> InMemoryStore::multiGet(const std::vector<std::string>&
 }
 
 void InMemoryStore::multiSet(const std::vector<std::string>& keys, const std::vector<std::string>& values) {
-  if (keys.size() != values.size()) {
-    throw Error(ErrorCode::InvalidArgument, "multiSet needs as many values as keys (" + std::to_string(keys.size()) +
-                                                " keys, " + std::to_string(values.size()) + " values)");
-  }
+  detail::requireOneValuePerKey(keys, values);
   std::lock_guard<std::mutex> lock(shared_->mutex);
   for (size_t index = 0; index < keys.size(); ++index) shared_->table.set(keys[index], values[index]);
 }

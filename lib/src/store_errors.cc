@@ -22,4 +22,11 @@ Error waitTimeout(const std::vector<std::string>& keys, const std::string& store
                                        (keys.size() == 1 ? "key " : "keys ") + describeKeys(keys) + " in " + store);
 }
 
+void requireOneValuePerKey(const std::vector<std::string>& keys, const std::vector<std::string>& values) {
+  if (keys.size() != values.size()) {
+    throw Error(ErrorCode::InvalidArgument, "multiSet needs as many values as keys (" + std::to_string(keys.size()) +
+                                                " keys, " + std::to_string(values.size()) + " values)");
+  }
+}
+
 }  // namespace pltrun::detail

@@ -275,10 +275,7 @@ std::vector<std::string> TcpStore::multiGet(const std::vector<std::string>& keys
 }
 
 void TcpStore::multiSet(const std::vector<std::string>& keys, const std::vector<std::string>& values) {
-  if (keys.size() != values.size()) {
-    throw Error(ErrorCode::InvalidArgument, "multiSet needs as many values as keys (" + std::to_string(keys.size()) +
-                                                " keys, " + std::to_string(values.size()) + " values)");
-  }
+  detail::requireOneValuePerKey(keys, values);
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->ensureConnected();
   if (impl_->dialect == rdzv::Dialect::Torch2) {

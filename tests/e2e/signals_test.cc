@@ -126,7 +126,12 @@ TEST_CASE("after kill -9 of pltrun no worker or grandchild remains", "[signals][
   Finished run = pltrun.wait(30s);
   CHECK(run.status == 128 + SIGKILL);
   std::vector<pid_t> survivors = waitUntilGone(pids, 5s);
-  INFO("survivors: " << survivors.size());
+  // Name each survivor (worker or grandchild, and its state), so a failure says which.
+  std::string described;
+  for (pid_t pid : survivors) {
+    described += " " + std::to_string(pid) + ": " + readFile("/proc/" + std::to_string(pid) + "/stat");
+  }
+  INFO("survivors: " << survivors.size() << " of " << pids.size() << " (worker, grandchild pairs)" << described);
   CHECK(survivors.empty());
   for (pid_t pid : survivors) kill(pid, SIGKILL);  // never leave them behind, even on failure
 }
