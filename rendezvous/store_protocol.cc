@@ -17,7 +17,8 @@ constexpr std::array<Command, 17> kTorch2Commands = {
 constexpr std::array<Command, 9> kTorch113Commands = {
     Command::Set,   Command::CompareSet, Command::Get,      Command::Add,      Command::Check,
     Command::Wait,  Command::GetNumKeys, Command::WatchKey, Command::DeleteKey};
-constexpr std::array<Command, 3> kExtensionCommands = {Command::AuthHello, Command::AuthProof, Command::SetEphemeral};
+constexpr std::array<Command, 4> kExtensionCommands = {Command::AuthHello, Command::AuthProof, Command::SetEphemeral,
+                                                       Command::OnCloseSet};
 
 std::optional<Command> commandFor(Dialect dialect, std::uint8_t byte) {
   if (byte >= kExtensionBase && byte - kExtensionBase < static_cast<int>(kExtensionCommands.size())) {
@@ -134,6 +135,7 @@ void readArguments(FieldReader& reader, Request& request) {
       break;
     case Command::Set:
     case Command::SetEphemeral:
+    case Command::OnCloseSet:
     case Command::Append:
       request.keys.push_back(reader.key());
       request.values.push_back(reader.value());
@@ -205,6 +207,7 @@ const char* commandName(Command command) {
     case Command::AuthHello: return "AUTH_HELLO";
     case Command::AuthProof: return "AUTH_PROOF";
     case Command::SetEphemeral: return "SET_EPHEMERAL";
+    case Command::OnCloseSet: return "ON_CLOSE_SET";
   }
   return "UNKNOWN";
 }
@@ -226,6 +229,7 @@ bool hasReply(Command command) {
     case Command::Validate:
     case Command::Set:
     case Command::SetEphemeral:
+    case Command::OnCloseSet:
     case Command::Append:
     case Command::MultiSet:
       return false;

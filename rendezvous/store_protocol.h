@@ -2,8 +2,8 @@
 // PyTorch's TCPStore wire protocol (docs/TCPSTORE_PROTOCOL.md), as pure functions: no
 // sockets, no allocation beyond the request being built. Two dialects share one request
 // model: torch 2.x (VALIDATE first, commands up to PING) and torch 1.13 (Debian bookworm's
-// python3-torch, its own numbering). pltrun's extensions (authentication, ephemeral keys)
-// use command bytes outside both ranges, so torch clients never meet them.
+// python3-torch, its own numbering). pltrun's extensions (authentication, ephemeral keys,
+// close notices) use command bytes outside both ranges, so torch clients never meet them.
 
 #include <cstdint>
 #include <optional>
@@ -38,6 +38,7 @@ enum class Command {
   AuthHello,     ///< pltrun: ask for a challenge
   AuthProof,     ///< pltrun: HMAC-SHA256(secret, challenge)
   SetEphemeral,  ///< pltrun: a key deleted when this connection closes
+  OnCloseSet,    ///< pltrun: a key set (unless it exists) when this connection closes
 };
 
 const char* commandName(Command command);
@@ -45,7 +46,9 @@ const char* commandName(Command command);
 struct Request {
   Command command = Command::Ping;
   std::vector<std::string> keys;
-  std::vector<std::string> values;  ///< SET/APPEND: 1; COMPARE_SET: expected, desired; MULTI_SET: one per key
+  /// SET/APPEND/SET_EPHEMERAL/ON_CLOSE_SET: 1; COMPARE_SET: expected, desired; MULTI_SET:
+  /// one per key
+  std::vector<std::string> values;
   std::int64_t number = 0;          ///< ADD delta; PING and VALIDATE u32 value
 };
 
@@ -98,7 +101,8 @@ void appendI64(std::string& out, std::int64_t value);
 void appendU64(std::string& out, std::uint64_t value);
 void appendBytes(std::string& out, std::string_view bytes);
 
-/// Whether the command expects a reply at all (SET, APPEND, MULTI_SET, VALIDATE do not).
+/// Whether the command expects a reply at all (SET, APPEND, MULTI_SET, VALIDATE and pltrun's
+/// SET_EPHEMERAL and ON_CLOSE_SET do not).
 bool hasReply(Command command);
 
 /// The length of an AUTH_PROOF's HMAC-SHA256 and of the server's challenge.

@@ -40,6 +40,10 @@ StoreServer::StoreServer(asio::io_context& context, StoreServerOptions options)
   if (!error) acceptor_.set_option(tcp::acceptor::reuse_address(true), error);
   if (!error) acceptor_.bind(endpoint, error);
   if (!error) acceptor_.listen(asio::socket_base::max_listen_connections, error);
+  if (error == asio::error::address_in_use) {
+    throw AddressInUse(ErrorCode::Network, "cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
+                                               ": " + error.message());
+  }
   if (error) {
     throw Error(ErrorCode::Network, "cannot listen on " + options_.host + ":" + std::to_string(options_.port) + ": " +
                                         error.message() + (options_.port != 0 ? " (choose another port, or 0 for a free one)" : ""));

@@ -12,6 +12,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "pltrun/error.h"
 #include "rendezvous/store_protocol.h"
 #include "rendezvous/store_table.h"
 
@@ -33,6 +34,12 @@ struct StoreServerOptions {
 };
 
 class StoreSession;
+
+/// Thrown by StoreServer's constructor when another process listens on the address already
+/// (an agent on the same machine that hosts the rendezvous store).
+struct AddressInUse : Error {
+  using Error::Error;
+};
 
 class StoreServer {
  public:

@@ -48,8 +48,8 @@ StoreSession::StoreSession(boost::asio::ip::tcp::socket socket, StoreServer& ser
   boost::system::error_code ignored;
   socket_.set_option(boost::asio::ip::tcp::no_delay(true), ignored);
   // A peer whose host died sends no FIN: TCP keepalive probes find it within about 11 s,
-  // the connection closes, and its ephemeral keys go with it. Idle torch clients are not
-  // affected (their kernel answers the probes).
+  // the connection closes, its ephemeral keys go with it and its close notice fires. Idle
+  // torch clients are not affected (their kernel answers the probes).
   int fd = socket_.native_handle();
   int on = 1, idle = 5, interval = 2, count = 3;
   setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
@@ -69,7 +69,7 @@ void StoreSession::close(const std::string& reason) {
   if (!reason.empty()) spdlog::warn("store: closing the connection of {}: {}", peer_, reason);
   if (parked_) table_.cancelWaiter(parked_->waiter);
   parked_.reset();
-  table_.dropOwner(id_);  // ephemeral keys go with their connection
+  table_.dropOwner(id_);  // ephemeral keys go with their connection; its close notice fires
   requestTimer_.cancel();
   idleTimer_.cancel();
   boost::system::error_code ignored;
@@ -174,6 +174,9 @@ bool StoreSession::handle(const Request& request) {
       return true;
     case Command::SetEphemeral:
       table_.setEphemeral(request.keys[0], request.values[0], id_);
+      return true;
+    case Command::OnCloseSet:
+      table_.setCloseNotice(id_, request.keys[0], request.values[0]);
       return true;
     case Command::Append:
       table_.append(request.keys[0], request.values[0]);

@@ -1,7 +1,7 @@
 #pragma once
 // One client connection of the store server: decodes requests in order, answers them from
 // the table, parks WAIT/GET/MULTI_GET until their keys exist, and cleans up (waiters,
-// ephemeral keys) when the connection ends for whatever reason.
+// ephemeral keys, then its close notice fires) when the connection ends for whatever reason.
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>

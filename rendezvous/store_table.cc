@@ -113,14 +113,31 @@ void StoreTable::cancelWaiter(WaiterId waiter) {
   waiters_.erase(found);
 }
 
+void StoreTable::setCloseNotice(OwnerId owner, const std::string& key, std::string value) {
+  if (owner == 0) return;
+  if (key.empty()) {
+    closeNotices_.erase(owner);
+    return;
+  }
+  closeNotices_[owner] = CloseNotice{key, std::move(value)};
+}
+
 void StoreTable::dropOwner(OwnerId owner) {
   auto found = ownedKeys_.find(owner);
-  if (found == ownedKeys_.end()) return;
-  for (const std::string& key : found->second) {
-    auto entry = entries_.find(key);
-    if (entry != entries_.end() && entry->second.owner == owner) entries_.erase(entry);
+  if (found != ownedKeys_.end()) {
+    for (const std::string& key : found->second) {
+      auto entry = entries_.find(key);
+      if (entry != entries_.end() && entry->second.owner == owner) entries_.erase(entry);
+    }
+    ownedKeys_.erase(found);
   }
-  ownedKeys_.erase(found);
+  auto notice = closeNotices_.find(owner);
+  if (notice == closeNotices_.end()) return;
+  // Forgotten before it is applied: the wakeups it causes may call back into the table.
+  CloseNotice applied = std::move(notice->second);
+  closeNotices_.erase(notice);
+  // Like compareSet(key, "", value), except that an existing key holding "" is kept too.
+  if (!contains(applied.key)) store(applied.key, std::move(applied.value), 0);
 }
 
 }  // namespace pltrun::rdzv

@@ -1,7 +1,7 @@
 #pragma once
 // The key-value table behind the store: values, counters, compare-and-set with torch's
-// exact semantics, waiters woken when keys appear, and keys owned by a connection
-// (ephemeral). No I/O and no locking: the server calls it from its one event-loop thread,
+// exact semantics, waiters woken when keys appear, keys owned by a connection (ephemeral)
+// and a connection's close notice. No I/O and no locking: the server calls it from its one event-loop thread,
 // the in-memory store under its own mutex.
 
 #include <cstdint>
@@ -50,13 +50,27 @@ class StoreTable {
   void cancelWaiter(WaiterId waiter);
   size_t waiterCount() const { return waiters_.size(); }
 
-  /// Deletes every key `owner` wrote with setEphemeral and still owns.
+  /// Registers `owner`'s close notice: when dropOwner(owner) runs, `key` is set to `value`
+  /// unless it exists by then (as compareSet(key, "", value), except that an existing key
+  /// holding "" is kept too), waking the key's waiters. One notice per owner: a later call
+  /// replaces the earlier one, an empty `key` clears it. Owner 0 ("nobody") never closes,
+  /// so a notice for it is ignored.
+  void setCloseNotice(OwnerId owner, const std::string& key, std::string value);
+  size_t closeNoticeCount() const { return closeNotices_.size(); }
+
+  /// The owner's connection has closed: deletes every key `owner` wrote with setEphemeral
+  /// and still owns, then applies its close notice (so a notice may name one of those
+  /// keys), and forgets the owner.
   void dropOwner(OwnerId owner);
 
  private:
   struct Entry {
     std::string value;
     OwnerId owner = 0;
+  };
+  struct CloseNotice {
+    std::string key;
+    std::string value;
   };
   struct Waiter {
     std::vector<std::string> missingKeys;  ///< to unregister a cancelled waiter
@@ -70,6 +84,7 @@ class StoreTable {
 
   std::unordered_map<std::string, Entry> entries_;
   std::unordered_map<OwnerId, std::unordered_set<std::string>> ownedKeys_;
+  std::unordered_map<OwnerId, CloseNotice> closeNotices_;
   std::unordered_map<WaiterId, Waiter> waiters_;
   std::unordered_map<std::string, std::vector<WaiterId>> waitersByKey_;
   WaiterId nextWaiter_ = 1;

@@ -30,20 +30,34 @@ std::pair<OutputRoute, OutputRoute> outputRoutes(const RunPlan& plan, const fs::
   return {out, err};
 }
 
-WorkerPlacement placementFor(const RunPlan& plan, int attempt) {
+// The static placement: everything comes from the flags.
+NodePlacement staticPlacement(const RunPlan& plan) {
+  const LaunchConfig& config = plan.config;
+  NodePlacement node;
+  node.nodeRank = config.nodeRank;
+  node.nnodes = config.nnodes;
+  node.masterAddr = config.masterAddr;
+  // Without an agent store, a fresh port per attempt when the launcher picks it: the last
+  // attempt's store may still hold the old one in TIME_WAIT.
+  node.useAgentStore = plan.agentStorePort != 0;
+  node.masterPort = plan.agentStorePort != 0 ? plan.agentStorePort
+                    : config.masterPort      ? *config.masterPort
+                                             : pickFreePort(config.masterAddr);
+  return node;
+}
+
+WorkerPlacement placementFor(const RunPlan& plan, int attempt, const NodePlacement& node) {
   const LaunchConfig& config = plan.config;
   WorkerPlacement placement;
   placement.localWorldSize = plan.layout.workerCount;
-  placement.nodeRank = config.nodeRank;
-  placement.nnodes = config.nnodes;
+  placement.nodeRank = node.nodeRank;
+  placement.nnodes = node.nnodes;
+  placement.worldSize = node.worldSize;
+  placement.firstRank = node.firstRank;
   placement.role = config.role;
-  placement.masterAddr = config.masterAddr;
-  // Without an agent store, a fresh port per attempt when the launcher picks it: the last
-  // attempt's store may still hold the old one in TIME_WAIT.
-  placement.useAgentStore = plan.agentStorePort != 0;
-  placement.masterPort = plan.agentStorePort != 0 ? plan.agentStorePort
-                         : config.masterPort      ? *config.masterPort
-                                                  : pickFreePort(config.masterAddr);
+  placement.masterAddr = node.masterAddr;
+  placement.useAgentStore = node.useAgentStore;
+  placement.masterPort = node.masterPort;
   placement.restartCount = attempt;
   placement.maxRestarts = config.maxRestarts;
   placement.runId = plan.runId;
@@ -54,12 +68,17 @@ WorkerPlacement placementFor(const RunPlan& plan, int attempt) {
 }  // namespace
 
 std::vector<WorkerSpec> workerSpecsForAttempt(const RunPlan& plan, int attempt) {
-  WorkerPlacement placement = placementFor(plan, attempt);
+  return workerSpecsFor(plan, attempt, staticPlacement(plan));
+}
+
+std::vector<WorkerSpec> workerSpecsFor(const RunPlan& plan, int attempt, const NodePlacement& node) {
+  WorkerPlacement placement = placementFor(plan, attempt, node);
   const int workers = plan.layout.workerCount;
-  const int firstRank = plan.config.nodeRank * workers;
+  const int firstRank = node.firstRank >= 0 ? node.firstRank : node.nodeRank * workers;
+  const int worldSize = node.worldSize > 0 ? node.worldSize : workers * node.nnodes;
   spdlog::info("run {}{}: starting {} workers (ranks {}-{} of {}) on {}, master {}:{}", plan.runId,
                attempt > 0 ? " attempt " + std::to_string(attempt) : "", workers, firstRank, firstRank + workers - 1,
-               workers * plan.config.nnodes, plan.host, placement.masterAddr, placement.masterPort);
+               worldSize, plan.host, placement.masterAddr, placement.masterPort);
   std::vector<WorkerSpec> specs;
   for (int localRank = 0; localRank < workers; ++localRank) {
     fs::path workerDirectory = plan.directory.workerDirectory(attempt, localRank);

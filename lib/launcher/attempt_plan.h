@@ -25,6 +25,21 @@ struct RunPlan {
   int agentStorePort = 0;  ///< the launcher's store for the workers; 0 when there is none
 };
 
+/// This node's place in the job for one attempt: from the flags (static), or from the
+/// rendezvous round (elastic).
+struct NodePlacement {
+  int nodeRank = 0;
+  int nnodes = 1;
+  int worldSize = 0;   ///< 0: every node runs as many workers as this one
+  int firstRank = -1;  ///< -1: nodeRank * workers per node
+  std::string masterAddr;
+  int masterPort = 0;
+  bool useAgentStore = false;
+};
+
+/// The workers of attempt `attempt` placed as `node` says.
+std::vector<WorkerSpec> workerSpecsFor(const RunPlan& plan, int attempt, const NodePlacement& node);
+
 /// The workers of attempt `attempt` (0 first, N for the N-th restart). Without an agent
 /// store and a given --master-port, each attempt gets a fresh free port.
 std::vector<WorkerSpec> workerSpecsForAttempt(const RunPlan& plan, int attempt);

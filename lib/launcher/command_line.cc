@@ -1,9 +1,10 @@
 #include "launcher/command_line.h"
 
 #include <CLI/CLI.hpp>
-#include <cmath>
+#include <algorithm>
 
 #include "pltrun/error.h"
+#include "launcher/rendezvous_flags.h"
 #include "launcher/text_parsing.h"
 
 namespace pltrun {
@@ -59,14 +60,9 @@ long long integerIn(const std::string& flag, const std::string& value, long long
 }
 
 std::chrono::milliseconds secondsFlag(const std::string& flag, const std::string& value) {
-  // Plain decimal only: strtod alone would also take "0x10", "inf" or "1e3".
-  const bool decimal = !value.empty() && value.find_first_not_of("0123456789.") == std::string::npos &&
-                       std::count(value.begin(), value.end(), '.') <= 1 && value != ".";
-  double seconds = decimal ? std::strtod(value.c_str(), nullptr) : -1;
-  if (!decimal || seconds > 1e7) {
-    throwInvalidFlag(flag, value, "expected a number of seconds like 30 or 0.5");
-  }
-  return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+  auto duration = parseSeconds(value);
+  if (!duration) throwInvalidFlag(flag, value, "expected a number of seconds like 30 or 0.5");
+  return *duration;
 }
 
 void validateNproc(const std::string& value) {
@@ -74,60 +70,105 @@ void validateNproc(const std::string& value) {
   integerIn("--nproc-per-node", value, 1, 4096, "expected a positive integer, gpu, cpu or auto");
 }
 
-// "N" or "MIN:MAX". Ranges (elastic jobs) need the c10d rendezvous, which this launcher
-// does not run yet; a fixed range like "2:2" is the same as "2".
-int parseNnodes(const std::string& value) {
-  constexpr const char* kAccepted = "expected a node count like 2 (or MIN:MAX with MIN = MAX)";
-  auto parts = splitText(value, ':');
-  if (parts.size() > 2) throwInvalidFlag("--nnodes", value, kAccepted);
-  auto count = [&](std::string_view part) {
-    auto number = parseInteger(trimSpaces(part));
-    if (!number || *number < 1 || *number > 100000) throwInvalidFlag("--nnodes", value, kAccepted);
-    return *number;
-  };
-  long long low = count(parts[0]);
-  long long high = parts.size() == 2 ? count(parts[1]) : low;
-  if (low != high) {
-    throwInvalidFlag("--nnodes", value,
-                     "elastic ranges need the c10d rendezvous, which is not available yet; give a "
-                     "fixed node count");
+// Without --rdzv-backend the rendezvous is static, as torchrun's, unless the job can only
+// be elastic: a node-count range, or an endpoint to meet at on several nodes.
+RendezvousBackend chooseBackend(const RawFlags& raw, const RendezvousSettings& rdzv) {
+  if (!raw.rdzvBackend.empty()) return parseRendezvousBackend("--rdzv-backend", raw.rdzvBackend);
+  const bool elastic = rdzv.minNodes < rdzv.maxNodes;
+  const bool meets = !raw.rdzvEndpoint.empty() && rdzv.maxNodes > 1;
+  return elastic || meets ? RendezvousBackend::C10d : RendezvousBackend::Static;
+}
+
+// --rdzv-endpoint. On one node there is nobody to meet (torch's documented single-node form
+// is "--rdzv-backend=c10d --rdzv-endpoint=localhost:0"): checked, stored, unused. With an
+// explicit static backend on several nodes it is rank 0's store, as torchrun reads it: it
+// replaces --master-addr and --master-port.
+void applyEndpoint(const RawFlags& raw, LaunchConfig& config) {
+  RendezvousSettings& rdzv = config.rdzv;
+  const bool multiNode = rdzv.maxNodes > 1;
+  if (raw.rdzvEndpoint.empty()) {
+    if (!multiNode || rdzv.backend != RendezvousBackend::C10d) return;
+    if (!raw.rdzvBackend.empty()) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "--rdzv-backend c10d with several nodes needs --rdzv-endpoint HOST[:PORT], the same on every node");
+    }
+    throw Error(ErrorCode::InvalidArgument,
+                "--nnodes " + raw.nnodes +
+                    ": a node-count range uses the c10d rendezvous, which needs --rdzv-endpoint HOST[:PORT], the "
+                    "same on every node");
   }
-  return static_cast<int>(low);
+  if (multiNode && rdzv.backend == RendezvousBackend::Static) {
+    Endpoint endpoint = parseEndpoint("--rdzv-endpoint", raw.rdzvEndpoint, -1);
+    if (endpoint.port < 0) {
+      throwInvalidFlag("--rdzv-endpoint", raw.rdzvEndpoint,
+                       "a static rendezvous needs HOST:PORT, rank 0's node and a fixed port");
+    }
+    config.masterAddr = endpoint.host;
+    if (endpoint.port == 0) {
+      config.masterPort.reset();  // refused below: the other nodes could not know the port
+    } else {
+      config.masterPort = endpoint.port;
+    }
+    return;
+  }
+  Endpoint endpoint = parseEndpoint("--rdzv-endpoint", raw.rdzvEndpoint, kDefaultRendezvousPort);
+  rdzv.endpointHost = endpoint.host;
+  rdzv.endpointPort = endpoint.port;
 }
 
 void applyNodeFlags(const RawFlags& raw, LaunchConfig& config) {
-  if (!raw.nnodes.empty()) config.nnodes = parseNnodes(raw.nnodes);
-  if (!raw.nodeRank.empty()) {
-    config.nodeRank = static_cast<int>(integerIn("--node-rank", raw.nodeRank, 0, config.nnodes - 1,
-                                                 "expected 0.." + std::to_string(config.nnodes - 1) +
-                                                     " (one less than --nnodes)"));
+  RendezvousSettings& rdzv = config.rdzv;
+  if (!raw.nnodes.empty()) {
+    NodeRange range = parseNodeRange("--nnodes", raw.nnodes);
+    rdzv.minNodes = range.minNodes;
+    rdzv.maxNodes = range.maxNodes;
   }
+  config.nnodes = rdzv.maxNodes;  // static: the fixed count; c10d: the most the job can have
+  if (raw.standalone && rdzv.maxNodes != 1) {
+    throwInvalidFlag("--nnodes", raw.nnodes, "--standalone runs exactly one node");
+  }
+  rdzv.backend = chooseBackend(raw, rdzv);
+  if (rdzv.backend == RendezvousBackend::Static && rdzv.minNodes < rdzv.maxNodes) {
+    throwInvalidFlag("--nnodes", raw.nnodes,
+                     "a static rendezvous needs a fixed node count; use --rdzv-backend c10d --rdzv-endpoint "
+                     "HOST[:PORT]");
+  }
+  const bool multiNodeC10d = rdzv.backend == RendezvousBackend::C10d && rdzv.maxNodes > 1;
+
+  // --master-addr and --master-port belong to the static rendezvous; with c10d they are
+  // checked and kept, and unused, as torchrun ignores them (the rendezvous decides).
   if (!raw.masterAddr.empty()) config.masterAddr = raw.masterAddr;
   if (!raw.masterPort.empty()) {
     int port = static_cast<int>(integerIn("--master-port", raw.masterPort, 0, 65535,
                                           "expected a TCP port 1..65535, or 0 to pick a free one"));
     if (port != 0) config.masterPort = port;
   }
-  if (!raw.rdzvBackend.empty() && raw.rdzvBackend != "static" && raw.rdzvBackend != "c10d") {
-    throwInvalidFlag("--rdzv-backend", raw.rdzvBackend, "expected static or c10d");
-  }
-  // torch's documented single-node form is "--rdzv-backend=c10d --rdzv-endpoint=localhost:0":
-  // on one node there is nobody to meet, so the endpoint is not needed.
-  if (!raw.rdzvEndpoint.empty() && config.nnodes > 1) {
-    throwInvalidFlag("--rdzv-endpoint", raw.rdzvEndpoint,
-                     "multi-node c10d rendezvous is not available yet; use --master-addr and --master-port");
+  applyEndpoint(raw, config);
+  if (!raw.rdzvConf.empty()) applyRendezvousConf(raw.rdzvConf, rdzv);
+  if (!raw.localAddr.empty()) rdzv.localAddr = raw.localAddr;
+
+  if (!raw.nodeRank.empty()) {
+    const int last = config.nnodes - 1;
+    if (multiNodeC10d) {
+      // torchrun ignores --node-rank with c10d; pltrun keeps it as a preference.
+      rdzv.nodeRankHint = static_cast<int>(
+          integerIn("--node-rank", raw.nodeRank, 0, last,
+                    "expected 0.." + std::to_string(last) + " (one less than the largest --nnodes); a hint with c10d"));
+    } else {
+      config.nodeRank = static_cast<int>(integerIn(
+          "--node-rank", raw.nodeRank, 0, last, "expected 0.." + std::to_string(last) + " (one less than --nnodes)"));
+    }
   }
   if (raw.standalone) {
-    if (config.nnodes != 1) throwInvalidFlag("--nnodes", raw.nnodes, "--standalone runs exactly one node");
     config.standalone = true;
     config.masterAddr = "127.0.0.1";
     config.masterPort.reset();
   }
-  if (config.nnodes > 1 && !config.masterPort) {
+  if (config.nnodes > 1 && rdzv.backend == RendezvousBackend::Static && !config.masterPort) {
     throw Error(ErrorCode::InvalidArgument,
                 "--nnodes " + std::to_string(config.nnodes) +
-                    ": a multi-node static job needs --master-addr and --master-port, the same on "
-                    "every node");
+                    ": a multi-node static job needs --master-addr and --master-port, the same on every node (or "
+                    "--rdzv-backend c10d --rdzv-endpoint HOST[:PORT])");
   }
 }
 
@@ -185,17 +226,17 @@ std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const 
   RawFlags raw;
   addValued(app, "nproc-per-node", raw.nprocPerNode, "workers on this node: N, gpu, cpu or auto (default 1)");
   addValued(app, "devices", raw.devices, "Lightning's devices: 3 = first three GPUs, \"1, 3\" = GPUs 1 and 3, -1 = all, 0 = none");
-  addValued(app, "nnodes", raw.nnodes, "number of nodes (default 1)");
-  addValued(app, "node-rank", raw.nodeRank, "this node's rank, 0..nnodes-1 (default 0)");
-  addValued(app, "master-addr", raw.masterAddr, "address of the rank-0 node (default 127.0.0.1)");
-  addValued(app, "master-port", raw.masterPort, "port of rank 0's store (default: a free port)");
+  addValued(app, "nnodes", raw.nnodes, "number of nodes: N, or MIN:MAX for an elastic job (c10d rendezvous) (default 1)");
+  addValued(app, "node-rank", raw.nodeRank, "this node's rank, 0..nnodes-1 (static; default 0); with c10d a hint, 0..MAX-1");
+  addValued(app, "master-addr", raw.masterAddr, "static: address of the rank-0 node (default 127.0.0.1); ignored with c10d");
+  addValued(app, "master-port", raw.masterPort, "static: port of rank 0's store (default: a free port); ignored with c10d");
   addValued(app, "max-restarts", raw.maxRestarts, "restarts of the worker group after a failure (default 0)");
-  addValued(app, "rdzv-id", raw.runId, "the job's id, TORCHELASTIC_RUN_ID (default: random)");
+  addValued(app, "rdzv-id", raw.runId, "the job's id, the same on every node; TORCHELASTIC_RUN_ID (default: random)");
   addValued(app, "run-id", raw.runId, "same as --rdzv-id");
-  addValued(app, "rdzv-backend", raw.rdzvBackend, "static or c10d (single node: the same)");
-  addValued(app, "rdzv-endpoint", raw.rdzvEndpoint, "accepted for a single node (nothing to meet there)");
-  addValued(app, "rdzv-conf", raw.rdzvConf, "accepted for torchrun compatibility; unused on a single node");
-  addValued(app, "local-addr", raw.localAddr, "accepted for torchrun compatibility; unused on a single node");
+  addValued(app, "rdzv-backend", raw.rdzvBackend, "static (fixed node count; --master-addr/--master-port) or c10d (elastic; nodes meet at --rdzv-endpoint). Default: static, c10d with --nnodes MIN:MAX or with --rdzv-endpoint on several nodes");
+  addValued(app, "rdzv-endpoint", raw.rdzvEndpoint, "c10d: HOST[:PORT] where the nodes meet, the same on every node (default port 29400; IPv6 as [ADDR]:PORT); unused on one node");
+  addValued(app, "rdzv-conf", raw.rdzvConf, "c10d settings KEY=VALUE,...: join_timeout, last_call_timeout, close_timeout, keep_alive_interval, read_timeout (seconds), keep_alive_max_attempt, is_host");
+  addValued(app, "local-addr", raw.localAddr, "this node's address as the other nodes reach it (default: detected)");
   addValued(app, "role", raw.role, "ROLE_NAME of the workers (default 'default')");
   addValued(app, "log-dir", raw.logDir, "keep every worker's output under DIR/RUN_ID/attempt_N/LOCAL_RANK/");
   addValued(app, "redirects", raw.redirects, "streams kept out of the console: 0 none, 1 out, 2 err, 3 both, or 0:1,1:2", "-r");

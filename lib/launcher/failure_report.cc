@@ -4,6 +4,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "launcher/console_writer.h"
+
 namespace pltrun {
 namespace {
 
@@ -101,6 +103,23 @@ nlohmann::json failureReportJson(const WorkerFailure& root, const std::vector<Wo
   nlohmann::json document = {{"root_cause", failureJson(root)}, {"others", nlohmann::json::array()}};
   for (const WorkerFailure& other : others) document["others"].push_back(failureJson(other));
   return document;
+}
+
+}  // namespace pltrun
+
+namespace pltrun {
+
+int printFailureReport(WorkerFailure rootCause, const std::vector<WorkerFailure>& others,
+                       const std::optional<std::string>& jsonPath) {
+  if (!jsonPath) rootCause.errorFile.clear();  // a temporary file, gone when pltrun exits
+  std::string report = formatFailureReport(rootCause, others);
+  if (jsonPath) {
+    std::ofstream file(*jsonPath);
+    file << failureReportJson(rootCause, others).dump(2) << "\n";
+    if (file) report += "  report: " + *jsonPath + "\n";
+  }
+  writeAll(2, report.data(), report.size());
+  return rootCause.end.shellStatus();
 }
 
 }  // namespace pltrun

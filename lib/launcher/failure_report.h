@@ -42,6 +42,11 @@ std::optional<RecordedError> readErrorFile(const std::string& path);
 /// The human-readable report: what failed, where, how, and the error or last stderr lines.
 std::string formatFailureReport(const WorkerFailure& rootCause, const std::vector<WorkerFailure>& others);
 
+/// Prints the report to stderr and, when `jsonPath` is given, writes its JSON there (the
+/// path is then named in the report). Returns the root cause's shell status.
+int printFailureReport(WorkerFailure rootCause, const std::vector<WorkerFailure>& others,
+                       const std::optional<std::string>& jsonPath);
+
 nlohmann::json failureReportJson(const WorkerFailure& rootCause, const std::vector<WorkerFailure>& others);
 
 }  // namespace pltrun

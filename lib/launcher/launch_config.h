@@ -18,6 +18,31 @@ enum class ProgramKind {
   NoPython,  ///< `--no-python`: PROGRAM is executed directly, whatever its name
 };
 
+/// How the nodes of a job meet.
+enum class RendezvousBackend {
+  Static,  ///< fixed node count; rank 0's node at --master-addr:--master-port
+  C10d,    ///< torchrun's dynamic rendezvous: nodes meet at --rdzv-endpoint, MIN..MAX of them
+};
+
+/// The c10d rendezvous (elastic multi-node jobs); used when backend == C10d and maxNodes > 1.
+/// Times come from --rdzv-conf (seconds there, decimals allowed); the defaults are torchrun's.
+struct RendezvousSettings {
+  RendezvousBackend backend = RendezvousBackend::Static;
+  int minNodes = 1;
+  int maxNodes = 1;
+  std::string endpointHost;                           ///< --rdzv-endpoint host (IPv6 without brackets)
+  int endpointPort = 29400;                           ///< torchrun's default; 0 = the hosting agent picks a free port
+  std::chrono::milliseconds joinTimeout{600000};      ///< join_timeout (alias: timeout)
+  std::chrono::milliseconds lastCallTimeout{30000};   ///< last_call_timeout
+  std::chrono::milliseconds closeTimeout{30000};      ///< close_timeout
+  std::chrono::milliseconds keepAliveInterval{5000};  ///< keep_alive_interval (alias: heartbeat_timeout)
+  int keepAliveMaxAttempt = 3;                        ///< keep_alive_max_attempt
+  std::chrono::milliseconds readTimeout{60000};       ///< read_timeout: one store operation
+  std::optional<bool> isHost;                         ///< is_host; empty = decide by address
+  std::optional<int> nodeRankHint;                    ///< --node-rank given with c10d
+  std::string localAddr;                              ///< --local-addr; empty = detect
+};
+
 struct LaunchConfig {
   // What to run.
   std::string program;
@@ -29,7 +54,8 @@ struct LaunchConfig {
   std::optional<std::string> nprocPerNode;  ///< empty: 1, or the number of --devices
   std::optional<std::string> devices;
 
-  // Where this node sits in the job (static rendezvous).
+  // Where this node sits in the job (static rendezvous). With c10d, nnodes is rdzv.maxNodes
+  // and nodeRank stays 0: the rendezvous assigns the real rank.
   int nnodes = 1;
   int nodeRank = 0;
   std::string masterAddr = "127.0.0.1";
@@ -41,6 +67,8 @@ struct LaunchConfig {
   /// (TORCHELASTIC_USE_AGENT_STORE=True), so no worker opens a port. false
   /// (--no-agent-store): rank 0 hosts it, as torchrun's static launch does.
   bool agentStore = true;
+  /// --nnodes MIN:MAX, --rdzv-backend, --rdzv-endpoint, --rdzv-conf, --local-addr.
+  RendezvousSettings rdzv;
 
   // Supervision.
   int maxRestarts = 0;

@@ -8,10 +8,12 @@
 #include <random>
 
 #include "launcher/attempt_plan.h"
+#include "launcher/elastic_agent.h"
 #include "launcher/gpu_inventory.h"
 #include "launcher/orphan_guard.h"
 #include "launcher/run_directory.h"
 #include "launcher/supervisor.h"
+#include "pltrun/error.h"
 #include "rendezvous/store_server.h"
 
 extern char** environ;
@@ -84,6 +86,10 @@ int runLauncher(const LaunchConfig& config) {
   }
   const WorkerLayout layout = resolveWorkerLayout(config.nprocPerNode, config.devices, gpuIds, usableCpuCount());
   const std::string runId = config.runId.empty() ? randomRunId() : config.runId;
+  if (config.rdzv.backend == RendezvousBackend::C10d && config.rdzv.maxNodes > 1) {
+    // torchrun's default id is "none": agents started without --rdzv-id still meet.
+    return runElasticAgent(ElasticJob{config, inherited, command, layout, config.runId.empty() ? "none" : config.runId});
+  }
   const RunDirectory directory(config, runId);
   OrphanGuard guard;  // before any worker exists
   boost::asio::io_context context;

@@ -28,13 +28,14 @@ void createDirectories(const fs::path& path) {
 
 }  // namespace
 
-RunDirectory::RunDirectory(const LaunchConfig& config, const std::string& runId) {
+RunDirectory::RunDirectory(const LaunchConfig& config, const std::string& runId, const std::string& nodeDirectory) {
   std::optional<std::string> logDir = config.logDir;
   if (!logDir && (config.redirects.any() || config.tee.any())) {
     logDir = makeTemporaryDirectory("pltrun-logs").string();
   }
   if (logDir) {
     root_ = fs::path(*logDir) / runId;
+    if (!nodeDirectory.empty()) root_ /= nodeDirectory;
     keepsLogs_ = true;
     createDirectories(root_);
   } else {

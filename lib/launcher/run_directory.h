@@ -13,7 +13,9 @@ namespace pltrun {
 class RunDirectory {
  public:
   /// Creates the directory; throws Error(System) when it cannot.
-  RunDirectory(const LaunchConfig& config, const std::string& runId);
+  /// `nodeDirectory`, when given, is one more level under RUN_ID: each agent of an elastic
+  /// job gets its own, so agents sharing a machine and a --log-dir never mix their files.
+  RunDirectory(const LaunchConfig& config, const std::string& runId, const std::string& nodeDirectory = "");
   ~RunDirectory();
   RunDirectory(const RunDirectory&) = delete;
   RunDirectory& operator=(const RunDirectory&) = delete;

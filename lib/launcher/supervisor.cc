@@ -4,8 +4,6 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/signal_set.hpp>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "launcher/console_writer.h"
 
@@ -42,7 +40,11 @@ int Supervisor::run(const AttemptPlanner& planAttempt) {
 
   const auto started = std::chrono::steady_clock::now();
   for (int attempt = 0;; ++attempt) {
-    WorkerGroup group(context, console, guard_, GroupSettings{attempt, options_.termTimeout, options_.host});
+    GroupSettings settings;
+    settings.attempt = attempt;
+    settings.termTimeout = options_.termTimeout;
+    settings.host = options_.host;
+    WorkerGroup group(context, console, guard_, settings);
     current = &group;
     const std::vector<WorkerSpec> specs = planAttempt(attempt);
     group.start(specs, [&context] { context.stop(); });
@@ -78,16 +80,7 @@ int Supervisor::run(const AttemptPlanner& planAttempt) {
 }
 
 int Supervisor::reportFailure(const GroupOutcome& outcome) {
-  WorkerFailure root = *outcome.rootCause;
-  if (!options_.reportPath) root.errorFile.clear();  // a temporary file, gone when pltrun exits
-  std::string report = formatFailureReport(root, outcome.others);
-  if (options_.reportPath) {
-    std::ofstream file(*options_.reportPath);
-    file << failureReportJson(root, outcome.others).dump(2) << "\n";
-    if (file) report += "  report: " + *options_.reportPath + "\n";
-  }
-  writeAll(2, report.data(), report.size());
-  return root.end.shellStatus();
+  return printFailureReport(*outcome.rootCause, outcome.others, options_.reportPath);
 }
 
 }  // namespace pltrun

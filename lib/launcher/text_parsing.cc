@@ -1,6 +1,10 @@
 #include "launcher/text_parsing.h"
 
+#include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <string>
 
 namespace pltrun {
 
@@ -17,6 +21,17 @@ std::optional<long long> parseInteger(std::string_view text) {
   auto [stop, error] = std::from_chars(text.data(), end, value);
   if (text.empty() || error != std::errc() || stop != end) return std::nullopt;
   return value;
+}
+
+std::optional<std::chrono::milliseconds> parseSeconds(std::string_view text) {
+  // Plain decimal only: strtod alone would also take "0x10", "inf" or "1e3".
+  const bool decimal = !text.empty() && text.find_first_not_of("0123456789.") == std::string_view::npos &&
+                       std::count(text.begin(), text.end(), '.') <= 1 && text != ".";
+  if (!decimal) return std::nullopt;
+  const std::string copy(text);  // strtod needs a terminated string
+  const double seconds = std::strtod(copy.c_str(), nullptr);
+  if (seconds > 1e7) return std::nullopt;
+  return std::chrono::milliseconds(std::llround(seconds * 1000));
 }
 
 std::vector<std::string_view> splitText(std::string_view text, char separator) {

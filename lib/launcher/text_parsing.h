@@ -2,6 +2,7 @@
 // Small strict parsers shared by every flag parser: they accept exactly the text asked
 // for (no trailing junk, no silent wrap-around), so a typo becomes an error, not a value.
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,12 +19,15 @@ namespace pltrun {
   throw Error(ErrorCode::InvalidArgument, flag + ": '" + value + "' is not valid: " + accepted);
 }
 
-
 /// Leading and trailing spaces and tabs removed.
 std::string_view trimSpaces(std::string_view text);
 
 /// The whole text as a base-10 integer (an optional leading '-'), or nothing.
 std::optional<long long> parseInteger(std::string_view text);
+
+/// A plain decimal number of seconds ("30", "0.5", "2."; no sign, exponent, hex, inf or
+/// nan, at most 1e7) as milliseconds, rounded to the nearest; nothing for anything else.
+std::optional<std::chrono::milliseconds> parseSeconds(std::string_view text);
 
 /// Splits at every `separator`, keeping empty pieces so callers can reject them.
 std::vector<std::string_view> splitText(std::string_view text, char separator);

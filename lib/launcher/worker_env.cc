@@ -8,8 +8,9 @@ bool setsOmpNumThreads(const Environment& inherited, int localWorldSize) {
 
 Environment buildWorkerEnv(const Environment& inherited, const WorkerPlacement& placement) {
   Environment env = inherited;
-  const int worldSize = placement.localWorldSize * placement.nnodes;
-  const int rank = placement.nodeRank * placement.localWorldSize + placement.localRank;
+  const int worldSize = placement.worldSize > 0 ? placement.worldSize : placement.localWorldSize * placement.nnodes;
+  const int firstRank = placement.firstRank >= 0 ? placement.firstRank : placement.nodeRank * placement.localWorldSize;
+  const int rank = firstRank + placement.localRank;
   const auto text = [](int value) { return std::to_string(value); };
 
   env["LOCAL_RANK"] = text(placement.localRank);

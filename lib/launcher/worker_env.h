@@ -15,7 +15,11 @@ struct WorkerPlacement {
   int localRank = 0;
   int localWorldSize = 1;  ///< workers on this node
   int nodeRank = 0;        ///< torchrun's group rank
-  int nnodes = 1;          ///< torchrun's group world size; every node runs localWorldSize
+  int nnodes = 1;          ///< torchrun's group world size
+  /// Elastic jobs, where nodes may run different worker counts: the job's worker count and
+  /// this node's first global rank. 0 / -1: every node runs localWorldSize workers.
+  int worldSize = 0;
+  int firstRank = -1;
   std::string role = "default";
   std::string masterAddr = "127.0.0.1";
   int masterPort = 0;

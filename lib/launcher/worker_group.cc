@@ -56,6 +56,7 @@ void WorkerGroup::start(const std::vector<WorkerSpec>& specs, std::function<void
   openStreams_ = 2 * workers_.size();
   for (auto& worker : workers_) {
     Worker* raw = worker.get();
+    if (settings_.onWorkerStarted) settings_.onWorkerStarted(raw->spec, raw->pid);
     raw->process->asyncWaitForEnd([this, raw](ProcessEnd end) { onWorkerEnd(*raw, end); });
     raw->stdoutStream->start([this] { onStreamEnd(); });
     raw->stderrStream->start([this] { onStreamEnd(); });
@@ -66,6 +67,7 @@ void WorkerGroup::onWorkerEnd(Worker& worker, ProcessEnd end) {
   worker.end = end;
   worker.endTime = std::chrono::system_clock::now();
   --running_;
+  if (settings_.onWorkerExited) settings_.onWorkerExited(worker.spec, worker.pid, end);
   if (!end.succeeded() && !stopping_) {
     rootCause_ = &worker;
     spdlog::warn("rank {} (pid {}) ended with {}; stopping the other workers", worker.spec.rank, worker.pid,
@@ -99,6 +101,11 @@ void WorkerGroup::handleSignal(int signal) {
   spdlog::warn("received {}: forwarded to the workers, SIGKILL in {} s (repeat the signal to kill now)",
                signalName(signal), settings_.termTimeout.count() / 1000.0);
   stopRunningWorkers(signal);
+}
+
+void WorkerGroup::stop() {
+  if (running_ == 0 || stopping_) return;
+  stopRunningWorkers(SIGTERM);
 }
 
 void WorkerGroup::stopRunningWorkers(int signal) {

@@ -34,6 +34,9 @@ struct GroupSettings {
   int attempt = 0;
   std::chrono::milliseconds termTimeout{30000};
   std::string host;
+  /// Optional observers (the elastic agent's event log).
+  std::function<void(const WorkerSpec&, pid_t)> onWorkerStarted;
+  std::function<void(const WorkerSpec&, pid_t, const ProcessEnd&)> onWorkerExited;
 };
 
 struct GroupOutcome {
@@ -56,6 +59,10 @@ class WorkerGroup {
   /// A signal the launcher received: SIGUSR1/SIGUSR2 are forwarded; a stop signal is
   /// forwarded, then SIGKILL follows after the grace period, or at once if repeated.
   void handleSignal(int signal);
+
+  /// Stops the workers that still run (SIGTERM, the grace period, SIGKILL) because the job
+  /// re-forms elsewhere: neither a failure nor an interruption of this group.
+  void stop();
 
   GroupOutcome outcome() const;
 

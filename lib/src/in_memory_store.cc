@@ -28,7 +28,7 @@ InMemoryStore::InMemoryStore(std::shared_ptr<Shared> shared) : shared_(std::move
 
 InMemoryStore::~InMemoryStore() {
   std::lock_guard<std::mutex> lock(shared_->mutex);
-  shared_->table.dropOwner(owner_);
+  shared_->table.dropOwner(owner_);  // its ephemeral keys go, then its close notice fires
 }
 
 std::unique_ptr<InMemoryStore> InMemoryStore::connect() const {
@@ -45,6 +45,11 @@ void InMemoryStore::set(const std::string& key, const std::string& value) {
 void InMemoryStore::setEphemeral(const std::string& key, const std::string& value) {
   std::lock_guard<std::mutex> lock(shared_->mutex);
   shared_->table.setEphemeral(key, value, owner_);
+}
+
+void InMemoryStore::setCloseNotice(const std::string& key, const std::string& value) {
+  std::lock_guard<std::mutex> lock(shared_->mutex);
+  shared_->table.setCloseNotice(owner_, key, value);
 }
 
 std::string InMemoryStore::get(const std::string& key, Duration timeout) {

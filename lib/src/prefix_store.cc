@@ -32,5 +32,8 @@ void PrefixStore::multiSet(const std::vector<std::string>& keys, const std::vect
 void PrefixStore::setEphemeral(const std::string& key, const std::string& value) {
   store_->setEphemeral(prefixed(key), value);
 }
+void PrefixStore::setCloseNotice(const std::string& key, const std::string& value) {
+  store_->setCloseNotice(key.empty() ? key : prefixed(key), value);
+}
 
 }  // namespace pltrun

@@ -191,6 +191,19 @@ void TcpStore::setEphemeral(const std::string& key, const std::string& value) {
   impl_->send(request(Command::SetEphemeral, {impl_->wireKey(key)}, {value}), "SET_EPHEMERAL '" + key + "'");
 }
 
+void TcpStore::setCloseNotice(const std::string& key, const std::string& value) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (key.empty()) {
+    // A new connection holds no notice: nothing to clear while disconnected. On the wire
+    // the empty key clears, so it travels without the key prefix.
+    if (!impl_->socket.connected()) return;
+    impl_->send(request(Command::OnCloseSet, {std::string()}, {std::string()}), "ON_CLOSE_SET (clear)");
+    return;
+  }
+  impl_->ensureConnected();
+  impl_->send(request(Command::OnCloseSet, {impl_->wireKey(key)}, {value}), "ON_CLOSE_SET '" + key + "'");
+}
+
 std::string TcpStore::get(const std::string& key, Duration timeout) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->ensureConnected();

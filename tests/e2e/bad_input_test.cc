@@ -22,7 +22,8 @@ TEST_CASE("every unparsable flag value exits 2 with one line naming flag and val
       {"--nnodes", "1:4"},          {"--node-rank", "3"},       {"--master-port", "70000"},
       {"--max-restarts", "-1"},     {"--term-timeout", "soon"}, {"--redirects", "7"},
       {"--tee", "0:9"},             {"--local-ranks-filter", "0,0"}, {"--devices", "1,1"},
-      {"--rdzv-backend", "etcd"},   {"--monitor-interval", "x"},
+      {"--rdzv-backend", "etcd"},   {"--monitor-interval", "x"},      {"--nnodes", "3:2"},
+      {"--rdzv-conf", "bogus=1"},   {"--rdzv-endpoint", "node0:99999"},
   };
   for (const auto& flag : cases) {
     Finished run = runPltrun({flag[0], flag[1], "true"}, {"PLTRUN_FAKE_GPUS=4"});
@@ -34,6 +35,22 @@ TEST_CASE("every unparsable flag value exits 2 with one line naming flag and val
     std::replace(bare.begin(), bare.end(), '_', '-');
     CHECK(run.err.find(bare) != std::string::npos);
     CHECK(run.err.find(flag[1]) != std::string::npos);
+  }
+}
+
+TEST_CASE("an elastic job without --rdzv-endpoint exits 2 saying what to add", "[bad-input]") {
+  const std::vector<std::vector<std::string>> cases = {
+      {"--nnodes", "1:2", "true"},
+      {"--rdzv-backend", "c10d", "--nnodes", "2", "true"},
+      {"--rdzv-backend", "static", "--nnodes", "1:2", "--rdzv-endpoint", "node0", "true"},
+  };
+  for (const auto& arguments : cases) {
+    Finished run = runPltrun(arguments, {"PLTRUN_FAKE_GPUS=4"});
+    INFO(arguments[0] << " " << arguments[1] << " -> " << run.err);
+    CHECK(run.status == 2);
+    CHECK(lineCount(run.err) == 1);
+    CHECK(run.err.rfind("pltrun: error: ", 0) == 0);
+    CHECK(run.err.find("--rdzv-endpoint HOST[:PORT]") != std::string::npos);
   }
 }
 

@@ -23,8 +23,9 @@
 // Invariants checked after each input (a violation traps, which libFuzzer reports):
 //   - the server closes every connection whose client has finished sending, within a
 //     generous bound (no session stuck, e.g. a parked request that outlives its client);
-//   - server.connectionCount() is 0 and server.table().waiterCount() is 0 (no leaked
-//     sessions, no waiters of closed connections);
+//   - server.connectionCount() is 0, server.table().waiterCount() is 0 and
+//     server.table().closeNoticeCount() is 0 (no leaked sessions, no waiters of closed
+//     connections, every close notice fired or cleared);
 //   - the correct authentication handshake is accepted.
 // The tables are then cleared so that an input does not depend on the ones before it.
 
@@ -287,6 +288,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, size_t size) {
       "the server did not close a connection whose client had finished sending");
   if (server.connectionCount() != 0) fail("sessions left after every connection closed");
   if (server.table().waiterCount() != 0) fail("waiters left after every connection closed");
+  if (server.table().closeNoticeCount() != 0) fail("close notices left after every connection closed");
 
   for (Client& client : clients) ::close(client.fd);
   settle(clients);

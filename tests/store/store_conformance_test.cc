@@ -21,6 +21,15 @@ std::string uniqueKey(const std::string& stem) {
   return stem + "-" + std::to_string(counter++);
 }
 
+// Ends the client `owner` and returns once the store has handled its going: the ephemeral
+// `marker` it set vanishes in the same step that applies its close notice.
+void closeAndSettle(std::unique_ptr<Store>& owner, Store& watcher, const std::string& marker) {
+  owner.reset();
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (watcher.check({marker}) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(2ms);
+  REQUIRE_FALSE(watcher.check({marker}));
+}
+
 ErrorCode errorCodeOf(const std::function<void()>& action) {
   try {
     action();
@@ -166,7 +175,7 @@ TEMPLATE_TEST_CASE("many clients adding at once lose no update", "[store][confor
 
 TEMPLATE_TEST_CASE("ephemeral keys vanish when their client goes", "[store][conformance]", STORES) {
   TestType fixture;
-  if (!TestType::kEphemeral) return;  // torch's server has no such keys: nothing to check
+  if (!TestType::kExtensions) return;  // torch's server has no such keys: nothing to check
   auto watcher = fixture.client();
   const std::string key = uniqueKey("alive");
   {
@@ -178,4 +187,105 @@ TEMPLATE_TEST_CASE("ephemeral keys vanish when their client goes", "[store][conf
   auto deadline = std::chrono::steady_clock::now() + 5s;
   while (watcher->check({key}) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
   CHECK_FALSE(watcher->check({key}));
+}
+
+// Close notices: the store sets a key when its client goes (pltrun's extension).
+
+TEMPLATE_TEST_CASE("a close notice wakes a waiting client when its owner goes", "[store][conformance]", STORES) {
+  TestType fixture;
+  if (!TestType::kExtensions) return;  // torch's server has no close notices: nothing to check
+  auto watcher = fixture.client();
+  auto owner = fixture.client();
+  const std::string key = uniqueKey("round-ended"), marker = uniqueKey("marker");
+  const std::string notice = R"({"reason":"node_lost","node":3})";
+  owner->setCloseNotice(key, notice);
+  owner->setEphemeral(marker, "");
+  CHECK(watcher->get(marker, 5s).empty());  // the owner's requests so far have been served...
+  CHECK_FALSE(watcher->check({key}));       // ... and the notice waits for the owner to go
+
+  std::thread closer([&] {
+    std::this_thread::sleep_for(100ms);  // the watcher's wait is under way by then
+    owner.reset();
+  });
+  auto start = std::chrono::steady_clock::now();
+  std::string value;
+  CHECK_NOTHROW(value = watcher->get(key, 10s));
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  closer.join();
+  CHECK(value == notice);
+  CHECK(elapsed < 5s);
+  // A plain key from now on: another client sees it, and it outlives everyone.
+  auto other = fixture.client();
+  CHECK(other->get(key, 5s) == notice);
+}
+
+TEMPLATE_TEST_CASE("a close notice does not overwrite an existing key", "[store][conformance]", STORES) {
+  TestType fixture;
+  if (!TestType::kExtensions) return;
+  auto watcher = fixture.client();
+  auto owner = fixture.client();
+  const std::string key = uniqueKey("exists"), marker = uniqueKey("marker");
+  watcher->set(key, "round completed");
+  owner->setCloseNotice(key, "node_lost");
+  owner->setEphemeral(marker, "");
+  CHECK(watcher->get(marker, 5s).empty());
+  closeAndSettle(owner, *watcher, marker);
+  CHECK(watcher->get(key, 5s) == "round completed");
+}
+
+TEMPLATE_TEST_CASE("a key set by any client before the owner goes wins over its close notice", "[store][conformance]",
+                   STORES) {
+  TestType fixture;
+  if (!TestType::kExtensions) return;
+  auto watcher = fixture.client();
+  auto owner = fixture.client();
+  auto writer = fixture.client();
+  const std::string key = uniqueKey("written"), own = uniqueKey("own"), marker = uniqueKey("marker");
+  owner->setCloseNotice(key, "node_lost");
+  writer->set(key, "written by another client");
+  CHECK(writer->get(key, 5s) == "written by another client");  // served before the owner goes
+  owner->setEphemeral(marker, "");
+  CHECK(watcher->get(marker, 5s).empty());
+  closeAndSettle(owner, *watcher, marker);
+  CHECK(watcher->get(key, 5s) == "written by another client");
+
+  // The owner writing the key itself counts too.
+  auto second = fixture.client();
+  second->setCloseNotice(own, "node_lost");
+  second->set(own, "written by the owner");
+  second->setEphemeral(marker, "");
+  CHECK(watcher->get(marker, 5s).empty());
+  closeAndSettle(second, *watcher, marker);
+  CHECK(watcher->get(own, 5s) == "written by the owner");
+}
+
+TEMPLATE_TEST_CASE("a replaced close notice fires only the latest", "[store][conformance]", STORES) {
+  TestType fixture;
+  if (!TestType::kExtensions) return;
+  auto watcher = fixture.client();
+  auto owner = fixture.client();
+  const std::string first = uniqueKey("first"), second = uniqueKey("second"), marker = uniqueKey("marker");
+  owner->setCloseNotice(first, "1");
+  owner->setCloseNotice(second, "2");
+  owner->setEphemeral(marker, "");
+  CHECK(watcher->get(marker, 5s).empty());
+  closeAndSettle(owner, *watcher, marker);
+  CHECK(watcher->get(second, 5s) == "2");
+  CHECK_FALSE(watcher->check({first}));
+}
+
+TEMPLATE_TEST_CASE("a cleared close notice (empty key) fires nothing", "[store][conformance]", STORES) {
+  TestType fixture;
+  if (!TestType::kExtensions) return;
+  auto watcher = fixture.client();
+  auto owner = fixture.client();
+  const std::string key = uniqueKey("cleared"), marker = uniqueKey("marker");
+  const std::int64_t before = watcher->numKeys();
+  owner->setCloseNotice(key, "node_lost");
+  owner->setCloseNotice("", "");
+  owner->setEphemeral(marker, "");
+  CHECK(watcher->get(marker, 5s).empty());
+  closeAndSettle(owner, *watcher, marker);
+  CHECK_FALSE(watcher->check({key}));
+  CHECK(watcher->numKeys() == before);  // nothing else was set either (no key "" or "/")
 }

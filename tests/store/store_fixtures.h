@@ -1,7 +1,7 @@
 #pragma once
 // The Store implementations the conformance suite runs against. Each fixture makes any
-// number of clients of one store; `kEphemeral` says whether the store behind it honours
-// setEphemeral (torch's own server does not).
+// number of clients of one store; `kExtensions` says whether the store behind it honours
+// pltrun's extensions, setEphemeral and setCloseNotice (torch's own server does not).
 
 #include <memory>
 #include <string>
@@ -15,13 +15,13 @@
 namespace pltrun::test {
 
 struct InMemoryFixture {
-  static constexpr bool kEphemeral = true;
+  static constexpr bool kExtensions = true;
   InMemoryStore root;
   std::unique_ptr<Store> client() { return root.connect(); }
 };
 
 struct PrefixFixture {
-  static constexpr bool kEphemeral = true;
+  static constexpr bool kExtensions = true;
   InMemoryStore root;
   std::unique_ptr<Store> client() {
     return std::make_unique<PrefixStore>("job/round1", std::shared_ptr<Store>(root.connect()));
@@ -30,7 +30,7 @@ struct PrefixFixture {
 
 template <StoreDialect kDialect>
 struct TcpFixture {
-  static constexpr bool kEphemeral = true;
+  static constexpr bool kExtensions = true;
   ServerThread server;
   std::unique_ptr<Store> client() { return std::make_unique<TcpStore>(server.clientOptions(kDialect)); }
 };
@@ -38,7 +38,7 @@ using TcpTorch2Fixture = TcpFixture<StoreDialect::Torch2>;
 using TcpTorch113Fixture = TcpFixture<StoreDialect::Torch113>;
 
 struct TcpWithSecretFixture {
-  static constexpr bool kEphemeral = true;
+  static constexpr bool kExtensions = true;
   ServerThread server{[] {
     rdzv::StoreServerOptions options;
     options.secret = "correct horse battery staple";
@@ -53,7 +53,7 @@ struct TcpWithSecretFixture {
 
 /// pltrun's client against PyTorch's own TCPStore server (Debian's torch 1.13).
 struct TorchServerFixture {
-  static constexpr bool kEphemeral = false;
+  static constexpr bool kExtensions = false;
   TorchStoreServer server;
   std::unique_ptr<Store> client() {
     TcpStoreOptions options;

@@ -140,6 +140,77 @@ TEST_CASE("a client killed mid-wait is cleaned up and others keep being served",
   CHECK_FALSE(other.check({"mine"}));
 }
 
+TEST_CASE("a close notice fires however its connection ends", "[store][server]") {
+  ServerThread server;
+  TcpStore watcher(server.clientOptions());
+  const std::string notice = R"({"reason":"node_lost"})";
+  RawConnection client(server.port());
+  client.send(encode(rdzv::Dialect::Torch2, rdzv::Command::Validate));
+  // The raw client names wire keys: TcpStore's "ended" travels as "/ended".
+  client.send(encode(rdzv::Dialect::Torch2, rdzv::Command::OnCloseSet, {"/ended"}, {notice}));
+  client.send(encode(rdzv::Dialect::Torch2, rdzv::Command::SetEphemeral, {"/registered"}, {""}));
+  REQUIRE(watcher.get("registered", 5s).empty());
+  CHECK_FALSE(watcher.check({"ended"}));
+
+  std::string why;
+  SECTION("killed (a reset)") {
+    why = "reset";
+    client.abort();
+  }
+  SECTION("closed by the server on a malformed request") {
+    why = "malformed";
+    client.send(std::string("\x55garbage", 8));
+    CHECK(client.closedByServer());
+  }
+  SECTION("closed by the server on a bad ADD") {
+    why = "bad ADD";
+    watcher.set("text", "abc");
+    client.send(encode(rdzv::Dialect::Torch2, rdzv::Command::Add, {"/text"}) + std::string(8, '\0'));
+    CHECK(client.closedByServer());
+  }
+  CAPTURE(why);
+  auto start = std::chrono::steady_clock::now();
+  CHECK(watcher.get("ended", 5s) == notice);
+  CHECK(std::chrono::steady_clock::now() - start < 2s);
+  CHECK(eventually([&] { return server.connections() == 1 && server.waiters() == 0; }));
+}
+
+TEST_CASE("a close notice fires when the server closes an idle client, and a reconnect does not register it "
+          "again",
+          "[store][server]") {
+  rdzv::StoreServerOptions options;
+  options.idleTimeout = 400ms;
+  ServerThread server(options);
+  auto owner = std::make_unique<TcpStore>(server.clientOptions());
+  TcpStore watcher(server.clientOptions());  // parked in a wait, so never idle
+  owner->setCloseNotice("ended", "idle");
+  CHECK(watcher.get("ended", 10s) == "idle");
+
+  TcpStore checker(server.clientOptions());
+  CHECK(checker.deleteKey("ended"));
+  // The owner's connection is gone: its next call fails, and the one after reconnects.
+  CHECK_THROWS_AS(owner->ping(), Error);
+  owner->setEphemeral("marker", "");
+  CHECK(checker.get("marker", 5s).empty());
+  owner.reset();
+  REQUIRE(eventually([&] { return !checker.check({"marker"}); }));
+  CHECK_FALSE(checker.check({"ended"}));  // the notice fired once, with the old connection
+}
+
+TEST_CASE("clearing a close notice while disconnected does not connect", "[store][server]") {
+  ServerThread server;
+  TcpStoreOptions options = server.clientOptions();
+  options.connectTimeout = 300ms;
+  TcpStore client(options);
+  client.setCloseNotice("ended", "lost");
+  server.stop();
+  CHECK_THROWS_AS(client.ping(), Error);  // the client learns that its connection is gone
+  auto start = std::chrono::steady_clock::now();
+  CHECK_NOTHROW(client.setCloseNotice("", ""));  // nothing to clear: no connection, no retries
+  CHECK(std::chrono::steady_clock::now() - start < 250ms);
+  CHECK_THROWS_AS(client.setCloseNotice("ended", "lost"), Error);  // registering needs the store
+}
+
 TEST_CASE("a stopped server gives a waiting client a network error, not a hang", "[store][server]") {
   ServerThread server;
   TcpStore client(server.clientOptions());
@@ -288,6 +359,12 @@ TEST_CASE("with a shared secret, only clients that prove it are served", "[store
   }
   // The secret never crosses the wire: only a challenge and an HMAC do (see the session).
   CHECK(trusted.get("k", 5s) == "v");
+
+  // A close notice is refused before authentication too, and so never fires.
+  RawConnection raw(server.port());
+  raw.send(encode(rdzv::Dialect::Torch2, rdzv::Command::OnCloseSet, {"/unauthenticated"}, {"x"}));
+  CHECK(raw.closedByServer());  // the server has handled the close by then
+  CHECK_FALSE(trusted.check({"unauthenticated"}));
 }
 
 TEST_CASE("pltrun-store prints its port, serves, and stops on SIGTERM", "[store][server][executable]") {

@@ -21,6 +21,7 @@ using pltrun::ErrorCode;
 using pltrun::InformationRequest;
 using pltrun::LaunchConfig;
 using pltrun::ProgramKind;
+using pltrun::RendezvousBackend;
 using pltrun_test::ScopedEnv;
 using Catch::Matchers::Contains;
 
@@ -82,6 +83,15 @@ TEST_CASE("defaults when only PROGRAM is given", "[command_line]") {
   CHECK_FALSE(config.localRanksFilter.has_value());
   CHECK(config.prefixOutput);
   CHECK_FALSE(config.quiet);
+  CHECK(config.rdzv.backend == RendezvousBackend::Static);
+  CHECK(config.rdzv.minNodes == 1);
+  CHECK(config.rdzv.maxNodes == 1);
+  CHECK(config.rdzv.endpointHost.empty());
+  CHECK(config.rdzv.endpointPort == 29400);
+  CHECK(config.rdzv.joinTimeout == std::chrono::seconds(600));
+  CHECK_FALSE(config.rdzv.isHost.has_value());
+  CHECK_FALSE(config.rdzv.nodeRankHint.has_value());
+  CHECK(config.rdzv.localAddr.empty());
 }
 
 TEST_CASE("flag --nproc-per-node accepts both spellings and both value forms", "[command_line]") {
@@ -251,8 +261,11 @@ TEST_CASE("flag --nnodes", "[command_line]") {
     CHECK(config.nnodes == 2);
     CHECK(config.masterPort == 29500);
   }
-  SECTION("an elastic range is rejected, saying so") {
-    requireInvalid({"--nnodes", "1:3", "--master-port", "29500", "p"}, {"--nnodes", "'1:3'", "elastic"});
+  SECTION("a range is an elastic c10d job, which needs an endpoint") {
+    requireInvalid({"--nnodes", "1:3", "--master-port", "29500", "p"}, {"--nnodes 1:3", "--rdzv-endpoint"});
+  }
+  SECTION("MIN greater than MAX names both") {
+    requireInvalid({"--nnodes", "3:2", "--rdzv-endpoint", "node0", "p"}, {"--nnodes", "'3:2'", "MIN 3", "MAX 2"});
   }
   SECTION("bad counts") {
     for (std::string value : {"0", "-2", "two", "1:2:3", ":2", "2:"}) {
@@ -283,6 +296,7 @@ TEST_CASE("flag --standalone", "[command_line]") {
   }
   SECTION("with more than one node is an error") {
     requireInvalid({"--standalone", "--nnodes", "2", "--master-port", "29500", "p"}, {"--standalone"});
+    requireInvalid({"--standalone", "--nnodes", "1:2", "--rdzv-endpoint", "node0", "p"}, {"--standalone", "'1:2'"});
   }
 }
 
@@ -338,9 +352,257 @@ TEST_CASE("flag --role, --log-dir, --no-prefix and --quiet", "[command_line]") {
 }
 
 TEST_CASE("flag --rdzv-backend accepts static and c10d only", "[command_line]") {
-  CHECK_NOTHROW(parseConfig({"--rdzv-backend", "static", "p"}));
-  CHECK_NOTHROW(parseConfig({"--rdzv_backend=c10d", "p"}));
-  requireInvalid({"--rdzv-backend", "etcd", "p"}, {"--rdzv-backend", "'etcd'"});
+  CHECK(parseConfig({"--rdzv-backend", "static", "p"}).rdzv.backend == RendezvousBackend::Static);
+  CHECK(parseConfig({"--rdzv_backend=c10d", "p"}).rdzv.backend == RendezvousBackend::C10d);
+  requireInvalid({"--rdzv-backend", "etcd", "p"}, {"--rdzv-backend", "'etcd'", "static and c10d"});
+  requireInvalid({"--rdzv-backend", "etcd-v2", "p"}, {"--rdzv-backend", "'etcd-v2'", "static and c10d"});
+  requireInvalid({"--rdzv-backend", "tcp", "p"}, {"--rdzv-backend", "'tcp'"});
+}
+
+TEST_CASE("c10d on one node keeps the single-node launch", "[command_line]") {
+  SECTION("torch's documented form: c10d at localhost:0") {
+    LaunchConfig config = parseConfig({"--rdzv-backend=c10d", "--rdzv-endpoint=localhost:0", "p"});
+    CHECK(config.rdzv.backend == RendezvousBackend::C10d);
+    CHECK(config.nnodes == 1);
+    CHECK(config.rdzv.maxNodes == 1);
+    CHECK(config.rdzv.endpointHost == "localhost");
+    CHECK(config.rdzv.endpointPort == 0);
+    CHECK_FALSE(config.masterPort.has_value());
+  }
+  SECTION("no endpoint needed") {
+    LaunchConfig config = parseConfig({"--rdzv-backend", "c10d", "--nnodes", "1:1", "p"});
+    CHECK(config.rdzv.backend == RendezvousBackend::C10d);
+    CHECK(config.nnodes == 1);
+  }
+  SECTION("an endpoint without a backend on one node stays static") {
+    LaunchConfig config = parseConfig({"--rdzv-endpoint", "node0:1234", "p"});
+    CHECK(config.rdzv.backend == RendezvousBackend::Static);
+    CHECK(config.nnodes == 1);
+  }
+  SECTION("--node-rank is still 0..0") {
+    CHECK(parseConfig({"--rdzv-backend", "c10d", "--node-rank", "0", "p"}).nodeRank == 0);
+    requireInvalid({"--rdzv-backend", "c10d", "--node-rank", "1", "p"}, {"--node-rank", "'1'"});
+  }
+  SECTION("a malformed endpoint is still an error") {
+    requireInvalid({"--rdzv-endpoint", "node:99999", "p"}, {"--rdzv-endpoint", "'node:99999'"});
+    requireInvalid({"--rdzv-backend", "c10d", "--rdzv-endpoint", "[::1", "p"}, {"--rdzv-endpoint", "'[::1'"});
+  }
+}
+
+TEST_CASE("an elastic job: --nnodes MIN:MAX with c10d", "[command_line]") {
+  SECTION("the backend becomes c10d on its own") {
+    LaunchConfig config = parseConfig({"--nnodes", "1:3", "--rdzv-endpoint", "node0:29500", "p"});
+    CHECK(config.rdzv.backend == RendezvousBackend::C10d);
+    CHECK(config.rdzv.minNodes == 1);
+    CHECK(config.rdzv.maxNodes == 3);
+    CHECK(config.nnodes == 3);
+    CHECK(config.nodeRank == 0);
+    CHECK(config.rdzv.endpointHost == "node0");
+    CHECK(config.rdzv.endpointPort == 29500);
+  }
+  SECTION("explicit c10d, torchrun's default port, both spellings") {
+    LaunchConfig config = parseConfig({"--rdzv_backend=c10d", "--nnodes=2:4", "--rdzv_endpoint=node0", "p"});
+    CHECK(config.rdzv.backend == RendezvousBackend::C10d);
+    CHECK(config.rdzv.minNodes == 2);
+    CHECK(config.rdzv.maxNodes == 4);
+    CHECK(config.nnodes == 4);
+    CHECK(config.rdzv.endpointHost == "node0");
+    CHECK(config.rdzv.endpointPort == 29400);
+  }
+  SECTION("IPv6 endpoints") {
+    LaunchConfig bracketed = parseConfig({"--nnodes", "1:2", "--rdzv-endpoint", "[fd00::5]:1234", "p"});
+    CHECK(bracketed.rdzv.endpointHost == "fd00::5");
+    CHECK(bracketed.rdzv.endpointPort == 1234);
+    LaunchConfig bare = parseConfig({"--nnodes", "1:2", "--rdzv-endpoint", "fd00::5", "p"});
+    CHECK(bare.rdzv.endpointHost == "fd00::5");
+    CHECK(bare.rdzv.endpointPort == 29400);
+  }
+  SECTION("a fixed count with an endpoint is c10d too") {
+    LaunchConfig config = parseConfig({"--nnodes", "2", "--rdzv-endpoint", "node0:29400", "p"});
+    CHECK(config.rdzv.backend == RendezvousBackend::C10d);
+    CHECK(config.rdzv.minNodes == 2);
+    CHECK(config.rdzv.maxNodes == 2);
+    CHECK(config.nnodes == 2);
+  }
+  SECTION("without an endpoint: one line saying what to add") {
+    requireInvalid({"--nnodes", "1:3", "p"}, {"--nnodes 1:3", "--rdzv-endpoint HOST[:PORT], the same on every node"});
+    requireInvalid(
+        {"--rdzv-backend", "c10d", "--nnodes", "2", "--master-port", "29500", "p"},
+        {"--rdzv-backend c10d with several nodes needs --rdzv-endpoint HOST[:PORT], the same on every node"});
+    requireInvalid({"--rdzv-backend", "c10d", "--nnodes", "1:2", "p"}, {"--rdzv-backend c10d", "--rdzv-endpoint"});
+  }
+  SECTION("an explicit static backend cannot take a range") {
+    requireInvalid({"--rdzv-backend", "static", "--nnodes", "1:3", "--rdzv-endpoint", "node0", "p"},
+                   {"--nnodes", "'1:3'", "a static rendezvous needs a fixed node count",
+                    "--rdzv-backend c10d --rdzv-endpoint HOST[:PORT]"});
+  }
+  SECTION("--master-addr and --master-port are accepted") {
+    LaunchConfig config = parseConfig(
+        {"--nnodes", "1:2", "--rdzv-endpoint", "node0", "--master-addr", "10.0.0.9", "--master-port", "1234", "p"});
+    CHECK(config.rdzv.backend == RendezvousBackend::C10d);
+    CHECK(config.rdzv.endpointHost == "node0");
+  }
+  SECTION("no --master-port needed") {
+    CHECK_NOTHROW(parseConfig({"--nnodes", "2:2", "--rdzv-backend", "c10d", "--rdzv-endpoint", "n:1", "p"}));
+  }
+  SECTION("a bad endpoint") {
+    requireInvalid({"--nnodes", "1:2", "--rdzv-endpoint", ":29400", "p"}, {"--rdzv-endpoint", "':29400'", "host"});
+    requireInvalid({"--nnodes", "1:2", "--rdzv-endpoint", "node0:http", "p"}, {"--rdzv-endpoint", "'node0:http'"});
+  }
+}
+
+TEST_CASE("flag --node-rank with c10d is a hint below MAX", "[command_line]") {
+  const std::vector<std::string> elastic{"--nnodes", "1:4", "--rdzv-endpoint", "node0"};
+  auto with = [&](std::initializer_list<std::string> more) {
+    std::vector<std::string> arguments = elastic;
+    arguments.insert(arguments.end(), more);
+    arguments.push_back("p");
+    return arguments;
+  };
+  SECTION("stored as the hint; the node rank stays 0") {
+    LaunchConfig config = parseConfig(with({"--node-rank", "3"}));
+    CHECK(config.rdzv.nodeRankHint == 3);
+    CHECK(config.nodeRank == 0);
+    CHECK(parseConfig(with({"--node_rank=0"})).rdzv.nodeRankHint == 0);
+  }
+  SECTION("absent: no hint") { CHECK_FALSE(parseConfig(with({})).rdzv.nodeRankHint.has_value()); }
+  SECTION("out of range") {
+    requireInvalid(with({"--node-rank", "4"}), {"--node-rank", "'4'", "0..3"});
+    requireInvalid(with({"--node-rank", "-1"}), {"--node-rank", "'-1'"});
+    requireInvalid(with({"--node-rank", "x"}), {"--node-rank", "'x'"});
+  }
+  SECTION("static multi-node keeps the node rank itself") {
+    LaunchConfig config = parseConfig({"--nnodes", "3", "--node-rank", "2", "--master-port", "1", "p"});
+    CHECK(config.nodeRank == 2);
+    CHECK_FALSE(config.rdzv.nodeRankHint.has_value());
+  }
+}
+
+TEST_CASE("flag --rdzv-endpoint with an explicit static backend is rank 0's address", "[command_line]") {
+  SECTION("it replaces --master-addr and --master-port, as in torchrun") {
+    LaunchConfig config = parseConfig({"--rdzv-backend", "static", "--nnodes", "2", "--node-rank", "1",
+                                       "--rdzv-endpoint", "node0:29600", "--master-addr", "x", "p"});
+    CHECK(config.rdzv.backend == RendezvousBackend::Static);
+    CHECK(config.masterAddr == "node0");
+    CHECK(config.masterPort == 29600);
+    CHECK(config.nodeRank == 1);
+  }
+  SECTION("it needs a port") {
+    requireInvalid({"--rdzv-backend", "static", "--nnodes", "2", "--rdzv-endpoint", "node0", "p"},
+                   {"--rdzv-endpoint", "'node0'", "HOST:PORT"});
+    requireInvalid({"--rdzv-backend", "static", "--nnodes", "2", "--rdzv-endpoint", "node0:0", "p"},
+                   {"--master-port"});
+  }
+}
+
+TEST_CASE("flag --rdzv-conf sets the c10d settings", "[command_line]") {
+  using std::chrono::milliseconds;
+  SECTION("with an elastic job") {
+    LaunchConfig config = parseConfig({"--nnodes", "1:2", "--rdzv-endpoint", "node0", "--rdzv-conf",
+                                       "join_timeout=900,last_call_timeout=0.5,is_host=false", "p"});
+    CHECK(config.rdzv.joinTimeout == milliseconds(900000));
+    CHECK(config.rdzv.lastCallTimeout == milliseconds(500));
+    CHECK(config.rdzv.isHost == false);
+    CHECK(config.rdzv.closeTimeout == milliseconds(30000));
+  }
+  SECTION("underscore spelling, and checked on one node too") {
+    CHECK(parseConfig({"--rdzv_conf=read_timeout=7", "p"}).rdzv.readTimeout == milliseconds(7000));
+    CHECK_NOTHROW(parseConfig({"--rdzv-conf", "use_libuv=0", "p"}));
+    requireInvalid({"--rdzv-conf", "bogus=1", "p"},
+                   {"--rdzv-conf", "'bogus=1'", "unknown key 'bogus'", "join_timeout"});
+    requireInvalid({"--rdzv-conf", "join_timeout", "p"}, {"--rdzv-conf", "KEY=VALUE"});
+    requireInvalid({"--rdzv-conf", "join_timeout=0", "p"}, {"--rdzv-conf", "'join_timeout=0'"});
+  }
+}
+
+TEST_CASE("flag --local-addr is kept", "[command_line]") {
+  CHECK(parseConfig({"--local-addr", "10.1.2.3", "p"}).rdzv.localAddr == "10.1.2.3");
+  CHECK(parseConfig({"--local_addr=node7", "--nnodes", "1:2", "--rdzv-endpoint", "node0", "p"}).rdzv.localAddr ==
+        "node7");
+}
+
+TEST_CASE("PET_* variables are the defaults of the rendezvous flags", "[command_line]") {
+  ScopedEnv nnodes("PET_NNODES", std::nullopt);
+  ScopedEnv backend("PET_RDZV_BACKEND", std::nullopt);
+  ScopedEnv endpoint("PET_RDZV_ENDPOINT", std::nullopt);
+  ScopedEnv conf("PET_RDZV_CONF", std::nullopt);
+  ScopedEnv id("PET_RDZV_ID", std::nullopt);
+  ScopedEnv nodeRank("PET_NODE_RANK", std::nullopt);
+  ScopedEnv localAddr("PET_LOCAL_ADDR", std::nullopt);
+  ScopedEnv maxRestarts("PET_MAX_RESTARTS", std::nullopt);
+  ScopedEnv masterAddr("PET_MASTER_ADDR", std::nullopt);
+  ScopedEnv masterPort("PET_MASTER_PORT", std::nullopt);
+
+  SECTION("Kubeflow's elastic PyTorchJob: PET_NNODES=1:3 and PET_RDZV_ENDPOINT") {
+    ScopedEnv setNnodes("PET_NNODES", std::string("1:3"));
+    ScopedEnv setEndpoint("PET_RDZV_ENDPOINT", std::string("job-master-0:23456"));
+    ScopedEnv setBackend("PET_RDZV_BACKEND", std::string("c10d"));
+    ScopedEnv setConf("PET_RDZV_CONF", std::string("join_timeout=60,is_host=0"));
+    ScopedEnv setId("PET_RDZV_ID", std::string("job-7"));
+    ScopedEnv setRank("PET_NODE_RANK", std::string("2"));
+    ScopedEnv setLocal("PET_LOCAL_ADDR", std::string("job-worker-1"));
+    ScopedEnv setRestarts("PET_MAX_RESTARTS", std::string("5"));
+    LaunchConfig config = parseConfig({"p"});
+    CHECK(config.rdzv.backend == RendezvousBackend::C10d);
+    CHECK(config.rdzv.minNodes == 1);
+    CHECK(config.rdzv.maxNodes == 3);
+    CHECK(config.nnodes == 3);
+    CHECK(config.rdzv.endpointHost == "job-master-0");
+    CHECK(config.rdzv.endpointPort == 23456);
+    CHECK(config.rdzv.joinTimeout == std::chrono::seconds(60));
+    CHECK(config.rdzv.isHost == false);
+    CHECK(config.runId == "job-7");
+    CHECK(config.rdzv.nodeRankHint == 2);
+    CHECK(config.rdzv.localAddr == "job-worker-1");
+    CHECK(config.maxRestarts == 5);
+  }
+  SECTION("PET_NNODES=1:3 and PET_RDZV_ENDPOINT alone infer c10d") {
+    ScopedEnv setNnodes("PET_NNODES", std::string("1:3"));
+    ScopedEnv setEndpoint("PET_RDZV_ENDPOINT", std::string("[::1]:29500"));
+    LaunchConfig config = parseConfig({"p"});
+    CHECK(config.rdzv.backend == RendezvousBackend::C10d);
+    CHECK(config.rdzv.maxNodes == 3);
+    CHECK(config.rdzv.endpointHost == "::1");
+    CHECK(config.rdzv.endpointPort == 29500);
+  }
+  SECTION("PET_NNODES=1:3 without an endpoint is the same error as the flag") {
+    ScopedEnv setNnodes("PET_NNODES", std::string("1:3"));
+    requireInvalid({"p"}, {"--nnodes 1:3", "--rdzv-endpoint"});
+  }
+  SECTION("flags win over the variables") {
+    ScopedEnv setNnodes("PET_NNODES", std::string("1:3"));
+    ScopedEnv setEndpoint("PET_RDZV_ENDPOINT", std::string("envhost"));
+    LaunchConfig config = parseConfig({"--nnodes", "2:5", "--rdzv-endpoint", "flaghost:1", "p"});
+    CHECK(config.rdzv.minNodes == 2);
+    CHECK(config.rdzv.maxNodes == 5);
+    CHECK(config.rdzv.endpointHost == "flaghost");
+  }
+  SECTION("bad values in the variables name the flag") {
+    ScopedEnv setConf("PET_RDZV_CONF", std::string("nope=1"));
+    requireInvalid({"p"}, {"--rdzv-conf", "'nope=1'"});
+  }
+  SECTION("Kubeflow's static PyTorchJob still works") {
+    ScopedEnv setNnodes("PET_NNODES", std::string("2"));
+    ScopedEnv setRank("PET_NODE_RANK", std::string("1"));
+    ScopedEnv setAddr("PET_MASTER_ADDR", std::string("job-master-0"));
+    ScopedEnv setPort("PET_MASTER_PORT", std::string("23456"));
+    LaunchConfig config = parseConfig({"p"});
+    CHECK(config.rdzv.backend == RendezvousBackend::Static);
+    CHECK(config.nnodes == 2);
+    CHECK(config.nodeRank == 1);
+    CHECK(config.masterAddr == "job-master-0");
+    CHECK(config.masterPort == 23456);
+  }
+}
+
+TEST_CASE("the help describes the c10d flags", "[command_line]") {
+  auto result = parse({"--help"});
+  REQUIRE(std::holds_alternative<InformationRequest>(result));
+  const std::string& text = std::get<InformationRequest>(result).text;
+  CHECK_THAT(text, Contains("MIN:MAX"));
+  CHECK_THAT(text, Contains("--rdzv-endpoint"));
+  CHECK_THAT(text, Contains("join_timeout"));
+  CHECK_THAT(text, !Contains("unused on a single node"));
 }
 
 TEST_CASE("flag --help and --version are information requests", "[command_line]") {

@@ -11,7 +11,8 @@
 //              12 CANCEL_WAIT, 13 PING u32, 14-16 the libuv server's queues
 //   torch 1.13: 0 SET, 1 COMPARE_SET, 2 GET, 3 ADD, 4 CHECK, 5 WAIT, 6 GETNUMKEYS,
 //              7 WATCH_KEY, 8 DELETE_KEY
-//   pltrun, both: 0xA0 AUTH_HELLO, 0xA1 AUTH_PROOF (32 raw bytes), 0xA2 SET_EPHEMERAL
+//   pltrun, both: 0xA0 AUTH_HELLO, 0xA1 AUTH_PROOF (32 raw bytes), 0xA2 SET_EPHEMERAL,
+//                 0xA3 ON_CLOSE_SET (key, value; an empty key clears)
 // The expected bytes below are spelled out by hand (or by the shift-based helpers in this
 // file), never produced by the append* functions under test. They follow
 // docs/TCPSTORE_PROTOCOL.md: framing §1.1, the 1.13 table §2.1, the 2.x table §3.2, the 2.x
@@ -146,6 +147,9 @@ std::vector<Request> sharedRequests() {
       makeRequest(Command::AuthProof, {}, {std::string(32, '\0')}),
       makeRequest(Command::SetEphemeral, {"eph"}, {"v"}),
       makeRequest(Command::SetEphemeral, {kNulKey}, {""}),
+      makeRequest(Command::OnCloseSet, {"/round-3/ended"}, {R"({"reason":"node_lost"})"}),
+      makeRequest(Command::OnCloseSet, {kNulKey}, {kNulValue}),
+      makeRequest(Command::OnCloseSet, {""}, {""}),  // clears the notice
   };
 }
 
@@ -227,13 +231,13 @@ TEST_CASE("the round trip covers every command each dialect serves", "[store_pro
   for (Command command : {Command::Validate, Command::Set, Command::CompareSet, Command::Get, Command::Add,
                           Command::Check, Command::Wait, Command::GetNumKeys, Command::DeleteKey, Command::Append,
                           Command::MultiGet, Command::MultiSet, Command::CancelWait, Command::Ping,
-                          Command::AuthHello, Command::AuthProof, Command::SetEphemeral}) {
+                          Command::AuthHello, Command::AuthProof, Command::SetEphemeral, Command::OnCloseSet}) {
     CAPTURE(command);
     CHECK(covered(Dialect::Torch2, command));
   }
   for (Command command : {Command::Set, Command::CompareSet, Command::Get, Command::Add, Command::Check,
                           Command::Wait, Command::GetNumKeys, Command::DeleteKey, Command::AuthHello,
-                          Command::AuthProof, Command::SetEphemeral}) {
+                          Command::AuthProof, Command::SetEphemeral, Command::OnCloseSet}) {
     CAPTURE(command);
     CHECK(covered(Dialect::Torch113, command));
   }
@@ -550,6 +554,43 @@ TEST_CASE("pltrun's extension commands have the same bytes in both dialects", "[
       CHECK(hex(encodeRequest(d, request)) == hex(wire));
       checkDecodesTo(d, wire, request);
     }
+    {
+      // ON_CLOSE_SET: key and value, length-prefixed, as SET.
+      const std::string wire = bytes({0xA3, 2, 0, 0, 0, 0, 0, 0, 0, '/', 'k', 3, 0, 0, 0, 0, 0, 0, 0, 'v', 0x00, 'w'});
+      Request request = makeRequest(Command::OnCloseSet, {"/k"}, {std::string("v\0w", 3)});
+      CHECK(hex(encodeRequest(d, request)) == hex(wire));
+      checkDecodesTo(d, wire, request);
+    }
+    {
+      // ON_CLOSE_SET with an empty key (the clear): two zero lengths.
+      const std::string wire = bytes({0xA3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+      Request request = makeRequest(Command::OnCloseSet, {""}, {""});
+      CHECK(hex(encodeRequest(d, request)) == hex(wire));
+      checkDecodesTo(d, wire, request);
+    }
+  }
+}
+
+TEST_CASE("a truncated ON_CLOSE_SET needs more, wherever it is cut", "[store_protocol]") {
+  const std::string wire = bytes({0xA3}) + wireString("key") + wireString("value");
+  for (Dialect d : kDialects) {
+    CAPTURE(d);
+    // The command byte alone, part of the key length, the key, part of the value.
+    for (size_t length : {size_t(1), size_t(5), size_t(9), size_t(11), size_t(12), size_t(19), size_t(20),
+                          wire.size() - 1}) {
+      CAPTURE(length);
+      DecodeResult result = decode(d, wire.substr(0, length));
+      CHECK(result.status == DecodeStatus::NeedMore);
+      CHECK(result.consumed == 0);
+      CHECK(result.error.empty());
+    }
+    checkDecodesTo(d, wire, makeRequest(Command::OnCloseSet, {"key"}, {"value"}));
+    // Its lengths are checked against the limits before the bytes arrive.
+    ProtocolLimits limits;
+    limits.maxKeySize = 2;
+    DecodeResult early = decode(d, bytes({0xA3}) + le64(3), limits);
+    CHECK(early.status == DecodeStatus::Invalid);
+    CHECK_THAT(early.error, Catch::Contains("ON_CLOSE_SET"));
   }
 }
 
@@ -632,7 +673,7 @@ TEST_CASE("empty input needs more", "[store_protocol]") {
 // connection") and §3.2 (unknown bytes close the connection).
 TEST_CASE("unknown command bytes are invalid in each dialect", "[store_protocol]") {
   SECTION("torch 1.13 stops at 8") {
-    for (int byte : {9, 10, 13, 0x50, 0x9F, 0xA3, 0xFF}) {
+    for (int byte : {9, 10, 13, 0x50, 0x9F, 0xA4, 0xFF}) {
       CAPTURE(byte);
       DecodeResult result = decode(Dialect::Torch113, bytes({byte}) + std::string(40, '\0'));
       CHECK(result.status == DecodeStatus::Invalid);
@@ -642,7 +683,7 @@ TEST_CASE("unknown command bytes are invalid in each dialect", "[store_protocol]
     }
   }
   SECTION("torch 2.x stops at 16") {
-    for (int byte : {17, 0x50, 0x9F, 0xA3, 0xFF}) {
+    for (int byte : {17, 0x50, 0x9F, 0xA4, 0xFF}) {
       CAPTURE(byte);
       DecodeResult result = decode(Dialect::Torch2, bytes({byte}) + std::string(40, '\0'));
       CHECK(result.status == DecodeStatus::Invalid);
@@ -699,7 +740,8 @@ TEST_CASE("a key longer than maxKeySize is invalid", "[store_protocol]") {
          {makeRequest(Command::Set, {longKey}, {"v"}), makeRequest(Command::Get, {longKey}),
           makeRequest(Command::CompareSet, {longKey}, {"", "v"}), makeRequest(Command::Add, {longKey}, {}, 1),
           makeRequest(Command::Check, {"a", longKey}), makeRequest(Command::Wait, {longKey}),
-          makeRequest(Command::DeleteKey, {longKey}), makeRequest(Command::SetEphemeral, {longKey}, {"v"})}) {
+          makeRequest(Command::DeleteKey, {longKey}), makeRequest(Command::SetEphemeral, {longKey}, {"v"}),
+          makeRequest(Command::OnCloseSet, {longKey}, {"v"})}) {
       CAPTURE(request.command);
       DecodeResult result = decode(dialect, encodeRequest(dialect, request), limits);
       CHECK(result.status == DecodeStatus::Invalid);
@@ -729,6 +771,7 @@ TEST_CASE("a value longer than maxValueSize is invalid", "[store_protocol]") {
     CAPTURE(dialect);
     for (const Request& request :
          {makeRequest(Command::Set, {"k"}, {longValue}), makeRequest(Command::SetEphemeral, {"k"}, {longValue}),
+          makeRequest(Command::OnCloseSet, {"k"}, {longValue}),
           makeRequest(Command::CompareSet, {"k"}, {longValue, ""}),
           makeRequest(Command::CompareSet, {"k"}, {"", longValue})}) {
       CAPTURE(request.command);
@@ -842,7 +885,7 @@ TEST_CASE("detectDialect: a torch 1.13 first request means Torch113", "[store_pr
 
 TEST_CASE("detectDialect: undecided for extensions and short starts", "[store_protocol]") {
   CHECK(dialectName(detectDialect("")) == "undecided");
-  for (int byte : {0xA0, 0xA1, 0xA2}) {
+  for (int byte : {0xA0, 0xA1, 0xA2, 0xA3}) {
     CAPTURE(byte);
     CHECK(dialectName(detectDialect(bytes({byte}))) == "undecided");
     CHECK(dialectName(detectDialect(bytes({byte}) + std::string(40, '\x01'))) == "undecided");
@@ -860,8 +903,10 @@ TEST_CASE("detectDialect: undecided for extensions and short starts", "[store_pr
 // ---------------------------------------------------------------------------------------
 // (6) Which commands are answered
 
-TEST_CASE("hasReply: SET, SET_EPHEMERAL, APPEND, MULTI_SET and VALIDATE are not answered", "[store_protocol]") {
-  for (Command command : {Command::Validate, Command::Set, Command::SetEphemeral, Command::Append, Command::MultiSet}) {
+TEST_CASE("hasReply: SET, SET_EPHEMERAL, ON_CLOSE_SET, APPEND, MULTI_SET and VALIDATE are not answered",
+          "[store_protocol]") {
+  for (Command command : {Command::Validate, Command::Set, Command::SetEphemeral, Command::OnCloseSet, Command::Append,
+                          Command::MultiSet}) {
     CAPTURE(command);
     CHECK_FALSE(hasReply(command));
   }
@@ -885,7 +930,7 @@ TEST_CASE("commandName names every command as torch does", "[store_protocol]") {
       {Command::Ping, "PING"},             {Command::QueuePush, "QUEUE_PUSH"},
       {Command::QueuePop, "QUEUE_POP"},    {Command::QueueLen, "QUEUE_LEN"},
       {Command::AuthHello, "AUTH_HELLO"},  {Command::AuthProof, "AUTH_PROOF"},
-      {Command::SetEphemeral, "SET_EPHEMERAL"},
+      {Command::SetEphemeral, "SET_EPHEMERAL"}, {Command::OnCloseSet, "ON_CLOSE_SET"},
   };
   for (const auto& [command, name] : names) CHECK(std::string(commandName(command)) == name);
 }

@@ -1,5 +1,6 @@
 // StoreTable: torch's SET / COMPARE_SET / ADD / APPEND / DELETE_KEY semantics, waiters woken
-// exactly once when their last key appears, and ephemeral keys owned by a connection.
+// exactly once when their last key appears, ephemeral keys owned by a connection, and a
+// connection's close notice.
 // torch's semantics as docs/TCPSTORE_PROTOCOL.md describes them: COMPARE_SET §5.1, ADD §5.2,
 // DELETE_KEY §5.4, APPEND §5.5, WAIT §4.1.
 
@@ -496,4 +497,136 @@ TEST_CASE("dropOwner wakes no waiter, and a key re-created after the drop does",
   CHECK(counter.calls == 0);
   table.set("later", "");
   CHECK(counter.calls == 1);  // "present" counted when the waiter was added
+}
+
+// ---------------------------------------------------------------------------------------
+// Close notices
+
+TEST_CASE("a close notice sets its key when its owner is dropped, and wakes the waiters", "[store_table]") {
+  StoreTable table;
+  table.setCloseNotice(7, "round-1/ended", "node_lost");
+  CHECK(table.closeNoticeCount() == 1);
+  CHECK_FALSE(table.contains("round-1/ended"));  // nothing happens while the owner lives
+  Counter waiter, other;
+  REQUIRE(table.addWaiter({"round-1/ended"}, waiter.wakeup()) != 0);
+  REQUIRE(table.addWaiter({"round-1/ended", "later"}, other.wakeup()) != 0);
+
+  table.dropOwner(7);
+  CHECK(table.get("round-1/ended") == std::optional<std::string>("node_lost"));
+  CHECK(waiter.calls == 1);
+  CHECK(other.calls == 0);  // still waits for "later"
+  CHECK(table.closeNoticeCount() == 0);
+
+  // Fired once: a second drop, after the key is gone, sets nothing.
+  CHECK(table.erase("round-1/ended") == 1);
+  table.dropOwner(7);
+  CHECK_FALSE(table.contains("round-1/ended"));
+}
+
+TEST_CASE("a close notice leaves an existing key alone, even one holding an empty value", "[store_table]") {
+  StoreTable table;
+  SECTION("a value") { table.set("k", "first"); }
+  SECTION("an empty value") { table.set("k", ""); }
+  SECTION("a counter") { table.add("k", 3); }
+  const std::string before = *table.get("k");
+  table.setCloseNotice(1, "k", "notice");
+  table.dropOwner(1);
+  CHECK(table.get("k") == std::optional<std::string>(before));
+}
+
+TEST_CASE("a key written by anyone before the owner goes wins over its close notice", "[store_table]") {
+  StoreTable table;
+  table.setCloseNotice(1, "k", "notice");
+  table.set("k", "written");
+  table.dropOwner(1);
+  CHECK(table.get("k") == std::optional<std::string>("written"));
+}
+
+TEST_CASE("a later close notice replaces the earlier one, an empty key clears it", "[store_table]") {
+  StoreTable table;
+  SECTION("replaced: only the latest fires") {
+    table.setCloseNotice(1, "first", "1");
+    table.setCloseNotice(1, "second", "2");
+    CHECK(table.closeNoticeCount() == 1);
+    table.dropOwner(1);
+    CHECK_FALSE(table.contains("first"));
+    CHECK(table.get("second") == std::optional<std::string>("2"));
+  }
+  SECTION("replaced on the same key: the latest value") {
+    table.setCloseNotice(1, "k", "old");
+    table.setCloseNotice(1, "k", "new");
+    table.dropOwner(1);
+    CHECK(table.get("k") == std::optional<std::string>("new"));
+  }
+  SECTION("cleared: nothing fires") {
+    table.setCloseNotice(1, "k", "v");
+    table.setCloseNotice(1, "", "ignored");
+    CHECK(table.closeNoticeCount() == 0);
+    table.dropOwner(1);
+    CHECK(table.size() == 0);
+  }
+  SECTION("cleared, then registered again") {
+    table.setCloseNotice(1, "k", "v");
+    table.setCloseNotice(1, "", "");
+    table.setCloseNotice(1, "k2", "v2");
+    table.dropOwner(1);
+    CHECK_FALSE(table.contains("k"));
+    CHECK(table.get("k2") == std::optional<std::string>("v2"));
+  }
+  SECTION("clearing an owner without a notice does nothing") {
+    table.setCloseNotice(1, "", "");
+    CHECK(table.closeNoticeCount() == 0);
+  }
+}
+
+TEST_CASE("close notices are per owner; owner 0 has none", "[store_table]") {
+  StoreTable table;
+  table.setCloseNotice(1, "a", "from 1");
+  table.setCloseNotice(2, "b", "from 2");
+  table.setCloseNotice(0, "c", "from nobody");
+  CHECK(table.closeNoticeCount() == 2);
+  table.dropOwner(2);
+  CHECK_FALSE(table.contains("a"));
+  CHECK(table.get("b") == std::optional<std::string>("from 2"));
+  table.dropOwner(0);
+  CHECK_FALSE(table.contains("c"));
+  table.dropOwner(1);
+  CHECK(table.get("a") == std::optional<std::string>("from 1"));
+  CHECK(table.closeNoticeCount() == 0);
+}
+
+TEST_CASE("two owners' notices on one key: the first to go sets it", "[store_table]") {
+  StoreTable table;
+  table.setCloseNotice(1, "ended", "1 lost");
+  table.setCloseNotice(2, "ended", "2 lost");
+  table.dropOwner(2);
+  table.dropOwner(1);
+  CHECK(table.get("ended") == std::optional<std::string>("2 lost"));
+}
+
+TEST_CASE("the owner's ephemeral keys go before its close notice is applied", "[store_table]") {
+  StoreTable table;
+  table.setEphemeral("alive/1", "yes", 1);
+  table.setEphemeral("other", "x", 1);
+  table.setCloseNotice(1, "alive/1", "gone");  // the notice names the owner's own ephemeral key
+  table.dropOwner(1);
+  CHECK(table.get("alive/1") == std::optional<std::string>("gone"));
+  CHECK_FALSE(table.contains("other"));
+  table.dropOwner(1);  // the notice's key is a plain key now: it stays
+  CHECK(table.get("alive/1") == std::optional<std::string>("gone"));
+}
+
+TEST_CASE("a wakeup run by a close notice may call back into the table", "[store_table]") {
+  StoreTable table;
+  table.setCloseNotice(1, "ended", "v");
+  std::optional<std::string> seen;
+  table.addWaiter({"ended"}, [&] {
+    seen = table.get("ended");
+    table.dropOwner(1);                       // already forgotten: fires nothing again
+    table.setCloseNotice(1, "again", "late");  // a notice registered meanwhile waits for the next drop
+  });
+  table.dropOwner(1);
+  CHECK(seen == std::optional<std::string>("v"));
+  CHECK_FALSE(table.contains("again"));
+  CHECK(table.closeNoticeCount() == 1);
 }

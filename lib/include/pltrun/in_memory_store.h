@@ -1,7 +1,8 @@
 #pragma once
 // A Store held in this process: for tests, and for programs that run without a launcher.
 // Several handles (connect()) share one table, each like a separate client connection:
-// destroying a handle deletes the keys it set with setEphemeral.
+// destroying a handle deletes the keys it set with setEphemeral, then applies its close
+// notice (setCloseNotice).
 
 #include <memory>
 
@@ -29,6 +30,7 @@ class InMemoryStore : public Store {
   std::vector<std::string> multiGet(const std::vector<std::string>& keys, Duration timeout) override;
   void multiSet(const std::vector<std::string>& keys, const std::vector<std::string>& values) override;
   void setEphemeral(const std::string& key, const std::string& value) override;
+  void setCloseNotice(const std::string& key, const std::string& value) override;
 
   using Store::get;
   using Store::wait;

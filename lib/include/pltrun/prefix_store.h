@@ -25,6 +25,8 @@ class PrefixStore : public Store {
   std::vector<std::string> multiGet(const std::vector<std::string>& keys, Duration timeout) override;
   void multiSet(const std::vector<std::string>& keys, const std::vector<std::string>& values) override;
   void setEphemeral(const std::string& key, const std::string& value) override;
+  /// The notice's key is prefixed; an empty key (clear) is passed on as it is.
+  void setCloseNotice(const std::string& key, const std::string& value) override;
 
   using Store::get;
   using Store::wait;

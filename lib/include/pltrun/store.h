@@ -48,6 +48,11 @@ class Store {
   /// pltrun extension: sets `key`, which the store deletes when this client disconnects
   /// (or is destroyed), so peers learn at once that it is gone.
   virtual void setEphemeral(const std::string& key, const std::string& value) = 0;
+  /// pltrun extension: when this client disconnects or is destroyed, the store sets `key`
+  /// to `value` unless `key` exists by then, and wakes its waiters (so peers waiting on
+  /// `key` learn at once that this client is gone, however it went). One per client: a
+  /// later call replaces it, an empty key clears it.
+  virtual void setCloseNotice(const std::string& key, const std::string& value) = 0;
 
   /// The timeout used by the overloads without one.
   Duration timeout() const { return timeout_; }

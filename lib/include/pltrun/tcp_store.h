@@ -55,6 +55,12 @@ class TcpStore : public Store {
   /// pltrun's store only (torch's servers close the connection on it). The key lives as
   /// long as this client's connection.
   void setEphemeral(const std::string& key, const std::string& value) override;
+  /// pltrun's store only (torch's servers close the connection on it). The notice belongs
+  /// to this client's current connection: when that connection is lost, the server fires
+  /// it then, and the call that reconnects does not register it again on the new
+  /// connection (call setCloseNotice again for that). Clearing it (an empty key) while
+  /// disconnected does nothing, since no connection holds a notice then.
+  void setCloseNotice(const std::string& key, const std::string& value) override;
 
   /// A round trip to the server (PING); throws like every other call if it fails.
   void ping();

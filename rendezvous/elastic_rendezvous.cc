@@ -1,0 +1,277 @@
+#include "rendezvous/elastic_rendezvous.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <thread>
+#include <nlohmann/json.hpp>
+
+#include "pltrun/error.h"
+
+namespace pltrun::rdzv {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+namespace {
+
+// The first progress line comes this soon, then every progressInterval.
+constexpr milliseconds kFirstProgress{1000};
+
+long secondsLeft(Clock::time_point until) {
+  auto left = std::chrono::duration_cast<milliseconds>(until - Clock::now()).count();
+  return std::max<long>(0, (left + 999) / 1000);
+}
+
+std::string nodeCountRange(const ElasticRendezvousOptions& options) {
+  if (options.minNodes == options.maxNodes) return std::to_string(options.maxNodes);
+  return std::to_string(options.minNodes) + ".." + std::to_string(options.maxNodes);
+}
+
+}  // namespace
+
+ElasticRendezvous::ElasticRendezvous(Store& store, ElasticRendezvousOptions options, NodeDescriptor self)
+    : store_(store), options_(std::move(options)), self_(std::move(self)) {}
+
+std::string ElasticRendezvous::jobKey(const std::string& name) const {
+  return "pltrun/rdzv/" + options_.runId + "/" + name;
+}
+
+std::string ElasticRendezvous::roundKey(int round, const std::string& name) const {
+  return jobKey("r" + std::to_string(round) + "/" + name);
+}
+
+std::string ElasticRendezvous::lostNotice() const {
+  RoundEnd lost;
+  lost.reason = RoundEnd::Reason::NodeLost;
+  lost.host = self_.host;
+  lost.message = "its agent's connection to the store closed";
+  return lost.toJson();
+}
+
+bool ElasticRendezvous::waitForKey(const std::string& key, milliseconds timeout) {
+  try {
+    store_.wait({key}, std::max(timeout, milliseconds(1)));
+    return true;
+  } catch (const Error& error) {
+    if (error.code() != ErrorCode::Timeout) throw;
+    return false;
+  }
+}
+
+void ElasticRendezvous::throwIfJobClosed() {
+  if (store_.check({jobKey("closed")})) throw JobClosed{RoundEnd::fromJson(store_.get(jobKey("closed")))};
+}
+
+// "round" only moves forward: concurrent joiners may write it in any order.
+void ElasticRendezvous::advanceRoundHint(int round) {
+  std::string current = store_.check({jobKey("round")}) ? store_.get(jobKey("round")) : "";
+  while (current.empty() || std::stoi(current) < round) {
+    std::string now = store_.compareSet(jobKey("round"), current, std::to_string(round));
+    if (now == std::to_string(round)) return;
+    current = now;
+  }
+}
+
+RoundInfo ElasticRendezvous::join(int after, std::optional<int> expectedNodes, const BetweenWaits& betweenWaits) {
+  const auto deadline = Clock::now() + options_.joinTimeout;
+  int round = after + 1;
+  if (store_.check({jobKey("round")})) round = std::max(round, std::stoi(store_.get(jobKey("round"))));
+  for (;; ++round) {
+    throwIfJobClosed();
+    if (store_.check({roundKey(round, "end")})) continue;  // over before we came
+    if (store_.check({roundKey(round, "complete")})) {
+      // Formed and running without us.
+      nlohmann::json complete = nlohmann::json::parse(store_.get(roundKey(round, "complete")));
+      standAside(round, complete.value("nnodes", options_.maxNodes), betweenWaits);
+      expectedNodes = std::min(complete.value("nnodes", 0) + 1, options_.maxNodes);
+      continue;
+    }
+    advanceRoundHint(round);
+    if (std::optional<RoundInfo> info = tryRound(round, expectedNodes, deadline, betweenWaits)) return *info;
+  }
+}
+
+// A round that formed without this node: below MAX it is asked to re-form with this node
+// at once (scale-up); at MAX this node waits for the round to end, as a spare.
+void ElasticRendezvous::standAside(int round, int runningNodes, const BetweenWaits& betweenWaits) {
+  if (runningNodes < options_.maxNodes) {
+    spdlog::info("the job is running with {} of at most {} nodes (round {}): asking it to re-form with this node",
+                 runningNodes, options_.maxNodes, round);
+    RoundEnd joined;
+    joined.reason = RoundEnd::Reason::NodeJoined;
+    joined.host = self_.host;
+    joined.message = "a new node wants to join";
+    endRound(round, joined);
+    return;
+  }
+  spdlog::info("the job is full ({} nodes, round {}): this node waits for a place", runningNodes, round);
+  auto nextReport = Clock::now() + options_.progressInterval * 6;
+  while (!waitForKey(roundKey(round, "end"), options_.pollInterval)) {
+    if (betweenWaits) betweenWaits();
+    throwIfJobClosed();
+    if (Clock::now() >= nextReport) {
+      spdlog::info("still waiting for a place: the job runs round {} with all {} nodes", round, runningNodes);
+      nextReport = Clock::now() + options_.progressInterval * 6;
+    }
+  }
+}
+
+std::optional<RoundInfo> ElasticRendezvous::tryRound(int round, std::optional<int> expectedNodes,
+                                                     Clock::time_point deadline, const BetweenWaits& betweenWaits) {
+  // The notice first: from our first write on, our death ends this round for the others.
+  store_.setCloseNotice(roundKey(round, "end"), lostNotice());
+  const int slot = static_cast<int>(store_.add(roundKey(round, "count"), 1));
+  store_.set(roundKey(round, "slot/" + std::to_string(slot)), toJson(self_).dump());
+  if (slot > options_.maxNodes) {
+    store_.setCloseNotice("", "");  // not a member: our death changes nothing for them
+    standAside(round, options_.maxNodes, betweenWaits);
+    return std::nullopt;
+  }
+  if (slot == options_.maxNodes) closeRound(round);
+
+  const int closeEarlyAt = std::max(options_.minNodes, std::min(expectedNodes.value_or(options_.maxNodes), options_.maxNodes));
+  std::optional<Clock::time_point> lastCallEnds;
+  auto nextProgress = Clock::now() + kFirstProgress;
+  while (!waitForKey(roundKey(round, "complete"), options_.pollInterval)) {
+    if (betweenWaits) betweenWaits();
+    if (store_.check({roundKey(round, "end")})) return std::nullopt;  // a joiner vanished: next round
+    throwIfJobClosed();
+    const int joined = static_cast<int>(store_.add(roundKey(round, "count"), 0));
+    const auto now = Clock::now();
+    if (joined >= options_.minNodes && !lastCallEnds) lastCallEnds = now + options_.lastCallTimeout;
+    if (joined >= closeEarlyAt || (lastCallEnds && now >= *lastCallEnds)) {
+      closeRound(round);
+      continue;
+    }
+    if (now >= deadline) {
+      RoundEnd timedOut;
+      timedOut.reason = RoundEnd::Reason::TimedOut;
+      timedOut.host = self_.host;
+      timedOut.status = 1;
+      timedOut.final = true;
+      timedOut.message = std::to_string(joined) + " of at least " + std::to_string(options_.minNodes) +
+                         " nodes joined round " + std::to_string(round) + " within " +
+                         std::to_string(options_.joinTimeout.count() / 1000) + " s (" +
+                         std::to_string(options_.minNodes - joined) + " missing)";
+      closeJob(timedOut);
+      endRound(round, timedOut);
+      throw JobClosed{timedOut};
+    }
+    if (now >= nextProgress) {
+      if (lastCallEnds) {
+        spdlog::info("waiting for nodes: {}/{} joined, last call ends in {} s", joined, options_.maxNodes,
+                     secondsLeft(*lastCallEnds));
+      } else {
+        spdlog::info("waiting for nodes: {}/{} joined ({} missing to start), join timeout in {} s", joined,
+                     nodeCountRange(options_), options_.minNodes - joined, secondsLeft(deadline));
+      }
+      nextProgress = now + options_.progressInterval;
+    }
+  }
+
+  nlohmann::json complete = nlohmann::json::parse(store_.get(roundKey(round, "complete")));
+  const int nnodes = complete.value("nnodes", 0);
+  if (slot > nnodes) {  // joined just after it closed
+    store_.setCloseNotice("", "");
+    standAside(round, nnodes, betweenWaits);
+    return std::nullopt;
+  }
+  RoundInfo info;
+  info.round = round;
+  info.slot = slot;
+  try {
+    info.assignment = nodeAssignmentFromJson(store_.get(roundKey(round, "assign/" + std::to_string(slot)), options_.closeTimeout));
+  } catch (const Error& error) {
+    if (error.code() != ErrorCode::Timeout) throw;
+    RoundEnd failed;
+    failed.reason = RoundEnd::Reason::RendezvousFailed;
+    failed.host = self_.host;
+    failed.message = "no node rank for this node after " + std::to_string(options_.closeTimeout.count() / 1000) + " s";
+    endRound(round, failed);
+    return std::nullopt;
+  }
+  info.failures = static_cast<int>(store_.add(jobKey("failures"), 0));
+  return info;
+}
+
+// Closes the round with whoever has joined (at most MAX): one agent wins the lock, reads the
+// descriptors, and publishes every node's assignment before marking the round complete.
+void ElasticRendezvous::closeRound(int round) {
+  if (store_.compareSet(roundKey(round, "closing"), "", self_.agentId) != self_.agentId) return;
+  const int nnodes = std::min(static_cast<int>(store_.add(roundKey(round, "count"), 0)), options_.maxNodes);
+  std::vector<std::string> slotKeys, assignKeys;
+  for (int slot = 1; slot <= nnodes; ++slot) {
+    slotKeys.push_back(roundKey(round, "slot/" + std::to_string(slot)));
+    assignKeys.push_back(roundKey(round, "assign/" + std::to_string(slot)));
+  }
+  std::vector<std::string> slots;
+  try {
+    slots = store_.multiGet(slotKeys, options_.closeTimeout);
+  } catch (const Error& error) {
+    if (error.code() != ErrorCode::Timeout) throw;
+    RoundEnd failed;
+    failed.reason = RoundEnd::Reason::RendezvousFailed;
+    failed.host = self_.host;
+    failed.message = "a node took a slot but never described itself";
+    endRound(round, failed);
+    return;
+  }
+  std::vector<NodeDescriptor> nodes;
+  nodes.reserve(slots.size());
+  for (const std::string& text : slots) nodes.push_back(nodeDescriptorFromJson(text));
+  AssignmentResult result = assignNodeRanks(nodes);
+  if (!result.warning.empty()) spdlog::warn("{}", result.warning);
+  std::vector<std::string> assignments;
+  assignments.reserve(nodes.size());
+  for (const NodeAssignment& assignment : result.byParticipant) assignments.push_back(toJson(assignment).dump());
+  store_.multiSet(assignKeys, assignments);
+  const int worldSize = result.byParticipant.empty() ? 0 : result.byParticipant.front().worldSize;
+  store_.set(roundKey(round, "complete"), nlohmann::json{{"nnodes", nnodes}, {"world_size", worldSize}}.dump());
+}
+
+RoundEnd ElasticRendezvous::endRound(int round, const RoundEnd& end) {
+  const std::string ours = end.toJson();
+  return RoundEnd::fromJson(store_.compareSet(roundKey(round, "end"), "", ours));
+}
+
+RoundEnd ElasticRendezvous::reportWorkerFailure(int round, RoundEnd failure, int maxRestarts) {
+  // Only the agent whose end holds counts the failure, and rounds follow one another, so
+  // the count needs no lock.
+  failure.reason = RoundEnd::Reason::WorkerFailed;
+  failure.failures = static_cast<int>(store_.add(jobKey("failures"), 0)) + 1;
+  failure.final = failure.failures > maxRestarts;
+  const std::string ours = failure.toJson();
+  const std::string held = store_.compareSet(roundKey(round, "end"), "", ours);
+  if (held == ours) {
+    store_.add(jobKey("failures"), 1);
+    if (failure.final) closeJob(failure);
+  }
+  return RoundEnd::fromJson(held);
+}
+
+void ElasticRendezvous::reportSucceeded(const RoundInfo& info) {
+  if (store_.add(roundKey(info.round, "done"), 1) < info.assignment.nnodes) return;
+  RoundEnd succeeded;
+  succeeded.reason = RoundEnd::Reason::Succeeded;
+  succeeded.host = self_.host;
+  succeeded.final = true;
+  if (endRound(info.round, succeeded).reason == RoundEnd::Reason::Succeeded) closeJob(succeeded);
+}
+
+void ElasticRendezvous::closeJob(const RoundEnd& why) { store_.compareSet(jobKey("closed"), "", why.toJson()); }
+
+void ElasticRendezvous::leave(int round) {
+  store_.setCloseNotice("", "");
+  store_.add(roundKey(round, "left"), 1);
+}
+
+void ElasticRendezvous::waitForOthersToLeave(const RoundInfo& info, milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  const int others = info.assignment.nnodes - 1;
+  while (store_.add(roundKey(info.round, "left"), 0) < others && Clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+}
+
+}  // namespace pltrun::rdzv
