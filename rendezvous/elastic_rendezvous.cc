@@ -60,41 +60,65 @@ bool ElasticRendezvous::waitForKey(const std::string& key, milliseconds timeout)
 }
 
 void ElasticRendezvous::throwIfJobClosed() {
-  if (store_.check({jobKey("closed")})) throw JobClosed{RoundEnd::fromJson(store_.get(jobKey("closed")))};
+  if (store_.check({jobKey("closed")})) {
+    throw JobClosed{RoundEnd::fromJson(store_.get(jobKey("closed"))), !sawJobOpen_};
+  }
 }
 
-// "round" only moves forward: concurrent joiners may write it in any order.
-void ElasticRendezvous::advanceRoundHint(int round) {
-  std::string current = store_.check({jobKey("round")}) ? store_.get(jobKey("round")) : "";
-  while (current.empty() || std::stoi(current) < round) {
-    std::string now = store_.compareSet(jobKey("round"), current, std::to_string(round));
+// "round" only moves forward: concurrent joiners may write it in any order. It is decimal
+// text (created by ADD), so compare-and-set can move it from the value last seen.
+void ElasticRendezvous::advanceRoundHint(int seen, int round) {
+  while (seen < round) {
+    const std::string now = store_.compareSet(jobKey("round"), std::to_string(seen), std::to_string(round));
     if (now == std::to_string(round)) return;
-    current = now;
+    seen = std::stoi(now);
   }
 }
 
 RoundInfo ElasticRendezvous::join(int after, std::optional<int> expectedNodes, const BetweenWaits& betweenWaits) {
-  const auto deadline = Clock::now() + options_.joinTimeout;
-  int round = after + 1;
-  if (store_.check({jobKey("round")})) round = std::max(round, std::stoi(store_.get(jobKey("round"))));
-  for (;; ++round) {
+  deadline_ = Clock::now() + options_.joinTimeout;
+  const int hint = static_cast<int>(store_.add(jobKey("round"), 0));  // one request, missing reads as 0
+  int round = std::max(after + 1, hint);
+  for (;;) {
     throwIfJobClosed();
-    if (store_.check({roundKey(round, "end")})) continue;  // over before we came
+    if (store_.check({roundKey(round, "end")})) {  // over before we came
+      ++round;
+      continue;
+    }
     if (store_.check({roundKey(round, "complete")})) {
       // Formed and running without us.
       nlohmann::json complete = nlohmann::json::parse(store_.get(roundKey(round, "complete")));
-      standAside(round, complete.value("nnodes", options_.maxNodes), betweenWaits);
-      expectedNodes = std::min(complete.value("nnodes", 0) + 1, options_.maxNodes);
+      const int nnodes = complete.value("nnodes", options_.maxNodes);
+      standAside(round, nnodes, betweenWaits);
+      expectedNodes = std::min(nnodes + 1, options_.maxNodes);
+      ++round;
       continue;
     }
-    advanceRoundHint(round);
-    if (std::optional<RoundInfo> info = tryRound(round, expectedNodes, deadline, betweenWaits)) return *info;
+    if (yieldToMembers_) {
+      // A spare lets the members of the last round re-form first, so that a restart does
+      // not push one of them out; it asks for a place once the new round has formed.
+      yieldToMembers_ = false;
+      waitUntilFormedOrEnded(round, betweenWaits);
+      continue;
+    }
+    advanceRoundHint(hint, round);
+    if (std::optional<RoundInfo> info = tryRound(round, expectedNodes, betweenWaits)) return *info;
+    ++round;
+  }
+}
+
+void ElasticRendezvous::waitUntilFormedOrEnded(int round, const BetweenWaits& betweenWaits) {
+  while (!waitForKey(roundKey(round, "complete"), options_.pollInterval)) {
+    if (betweenWaits) betweenWaits();
+    throwIfJobClosed();
+    if (store_.check({roundKey(round, "end")})) return;
   }
 }
 
 // A round that formed without this node: below MAX it is asked to re-form with this node
 // at once (scale-up); at MAX this node waits for the round to end, as a spare.
 void ElasticRendezvous::standAside(int round, int runningNodes, const BetweenWaits& betweenWaits) {
+  sawJobOpen_ = true;
   if (runningNodes < options_.maxNodes) {
     spdlog::info("the job is running with {} of at most {} nodes (round {}): asking it to re-form with this node",
                  runningNodes, options_.maxNodes, round);
@@ -103,6 +127,7 @@ void ElasticRendezvous::standAside(int round, int runningNodes, const BetweenWai
     joined.host = self_.host;
     joined.message = "a new node wants to join";
     endRound(round, joined);
+    deadline_ = Clock::now() + options_.joinTimeout;
     return;
   }
   spdlog::info("the job is full ({} nodes, round {}): this node waits for a place", runningNodes, round);
@@ -115,10 +140,16 @@ void ElasticRendezvous::standAside(int round, int runningNodes, const BetweenWai
       nextReport = Clock::now() + options_.progressInterval * 6;
     }
   }
+  // Only a lost member leaves a place for certain; after anything else the members come
+  // back, and a spare that joined first would push one of them out.
+  const RoundEnd::Reason reason = RoundEnd::fromJson(store_.get(roundKey(round, "end"))).reason;
+  yieldToMembers_ = reason != RoundEnd::Reason::NodeLost && reason != RoundEnd::Reason::RendezvousFailed;
+  deadline_ = Clock::now() + options_.joinTimeout;  // the join timeout counts from here
 }
 
 std::optional<RoundInfo> ElasticRendezvous::tryRound(int round, std::optional<int> expectedNodes,
-                                                     Clock::time_point deadline, const BetweenWaits& betweenWaits) {
+                                                     const BetweenWaits& betweenWaits) {
+  sawJobOpen_ = true;
   // The notice first: from our first write on, our death ends this round for the others.
   store_.setCloseNotice(roundKey(round, "end"), lostNotice());
   const int slot = static_cast<int>(store_.add(roundKey(round, "count"), 1));
@@ -128,23 +159,34 @@ std::optional<RoundInfo> ElasticRendezvous::tryRound(int round, std::optional<in
     standAside(round, options_.maxNodes, betweenWaits);
     return std::nullopt;
   }
-  if (slot == options_.maxNodes) closeRound(round);
+  lastMemberRound_ = round;
+  // The round closes at once when this joiner completes the membership: MAX, or the nodes
+  // expected after a restart.
+  const int closeEarlyAt =
+      std::max(options_.minNodes, std::min(expectedNodes.value_or(options_.maxNodes), options_.maxNodes));
+  if (slot >= closeEarlyAt) closeRound(round);
 
-  const int closeEarlyAt = std::max(options_.minNodes, std::min(expectedNodes.value_or(options_.maxNodes), options_.maxNodes));
+  // Waiting costs little: the WAIT on "complete" is parked in the store, and a look every
+  // poll interval is one CHECK. Only slot 1 keeps the last call (reading the count each
+  // time); the others read it when they report progress or their join timeout expires.
+  const bool keepsLastCall = slot == 1;
   std::optional<Clock::time_point> lastCallEnds;
   auto nextProgress = Clock::now() + kFirstProgress;
   while (!waitForKey(roundKey(round, "complete"), options_.pollInterval)) {
     if (betweenWaits) betweenWaits();
-    if (store_.check({roundKey(round, "end")})) return std::nullopt;  // a joiner vanished: next round
-    throwIfJobClosed();
-    const int joined = static_cast<int>(store_.add(roundKey(round, "count"), 0));
+    // A joiner vanished, or the job was closed: the next round (join() then sees why).
+    if (store_.check({roundKey(round, "end")})) return std::nullopt;
     const auto now = Clock::now();
-    if (joined >= options_.minNodes && !lastCallEnds) lastCallEnds = now + options_.lastCallTimeout;
-    if (joined >= closeEarlyAt || (lastCallEnds && now >= *lastCallEnds)) {
-      closeRound(round);
-      continue;
+    if (!keepsLastCall && now < nextProgress && now < deadline_) continue;
+    const int joined = static_cast<int>(store_.add(roundKey(round, "count"), 0));
+    if (keepsLastCall) {
+      if (joined >= options_.minNodes && !lastCallEnds) lastCallEnds = now + options_.lastCallTimeout;
+      if (joined >= closeEarlyAt || (lastCallEnds && now >= *lastCallEnds)) {
+        closeRound(round);
+        continue;
+      }
     }
-    if (now >= deadline) {
+    if (now >= deadline_ && joined < options_.minNodes) {
       RoundEnd timedOut;
       timedOut.reason = RoundEnd::Reason::TimedOut;
       timedOut.host = self_.host;
@@ -162,36 +204,31 @@ std::optional<RoundInfo> ElasticRendezvous::tryRound(int round, std::optional<in
       if (lastCallEnds) {
         spdlog::info("waiting for nodes: {}/{} joined, last call ends in {} s", joined, options_.maxNodes,
                      secondsLeft(*lastCallEnds));
+      } else if (joined >= options_.minNodes) {
+        spdlog::info("waiting for nodes: {}/{} joined, closing soon", joined, options_.maxNodes);
       } else {
         spdlog::info("waiting for nodes: {}/{} joined ({} missing to start), join timeout in {} s", joined,
-                     nodeCountRange(options_), options_.minNodes - joined, secondsLeft(deadline));
+                     nodeCountRange(options_), options_.minNodes - joined, secondsLeft(deadline_));
       }
       nextProgress = now + options_.progressInterval;
     }
   }
 
-  nlohmann::json complete = nlohmann::json::parse(store_.get(roundKey(round, "complete")));
-  const int nnodes = complete.value("nnodes", 0);
-  if (slot > nnodes) {  // joined just after it closed
+  // The closer wrote every member's assignment before "complete": none for this slot means
+  // it joined just after the round closed.
+  const std::string assignKey = roundKey(round, "assign/" + std::to_string(slot));
+  if (!store_.check({assignKey})) {
     store_.setCloseNotice("", "");
-    standAside(round, nnodes, betweenWaits);
+    nlohmann::json complete = nlohmann::json::parse(store_.get(roundKey(round, "complete")));
+    standAside(round, complete.value("nnodes", options_.maxNodes), betweenWaits);
     return std::nullopt;
   }
+  std::vector<std::string> values = store_.multiGet({roundKey(round, "complete"), assignKey}, options_.closeTimeout);
   RoundInfo info;
   info.round = round;
   info.slot = slot;
-  try {
-    info.assignment = nodeAssignmentFromJson(store_.get(roundKey(round, "assign/" + std::to_string(slot)), options_.closeTimeout));
-  } catch (const Error& error) {
-    if (error.code() != ErrorCode::Timeout) throw;
-    RoundEnd failed;
-    failed.reason = RoundEnd::Reason::RendezvousFailed;
-    failed.host = self_.host;
-    failed.message = "no node rank for this node after " + std::to_string(options_.closeTimeout.count() / 1000) + " s";
-    endRound(round, failed);
-    return std::nullopt;
-  }
-  info.failures = static_cast<int>(store_.add(jobKey("failures"), 0));
+  info.assignment = nodeAssignmentFromJson(values[1]);
+  info.failures = nlohmann::json::parse(values[0]).value("failures", 0);
   return info;
 }
 
@@ -227,7 +264,9 @@ void ElasticRendezvous::closeRound(int round) {
   for (const NodeAssignment& assignment : result.byParticipant) assignments.push_back(toJson(assignment).dump());
   store_.multiSet(assignKeys, assignments);
   const int worldSize = result.byParticipant.empty() ? 0 : result.byParticipant.front().worldSize;
-  store_.set(roundKey(round, "complete"), nlohmann::json{{"nnodes", nnodes}, {"world_size", worldSize}}.dump());
+  const int failures = static_cast<int>(store_.add(jobKey("failures"), 0));
+  store_.set(roundKey(round, "complete"),
+             nlohmann::json{{"nnodes", nnodes}, {"world_size", worldSize}, {"failures", failures}}.dump());
 }
 
 RoundEnd ElasticRendezvous::endRound(int round, const RoundEnd& end) {
@@ -266,12 +305,21 @@ void ElasticRendezvous::leave(int round) {
   store_.add(roundKey(round, "left"), 1);
 }
 
-void ElasticRendezvous::waitForOthersToLeave(const RoundInfo& info, milliseconds timeout) {
+void ElasticRendezvous::waitForOthersToLeave(int round, int others, milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
-  const int others = info.assignment.nnodes - 1;
-  while (store_.add(roundKey(info.round, "left"), 0) < others && Clock::now() < deadline) {
+  auto nextReport = Clock::now() + options_.progressInterval;
+  for (;;) {
+    const int left = static_cast<int>(store_.add(roundKey(round, "left"), 0));
+    if (left >= others || Clock::now() >= deadline) return;
+    if (Clock::now() >= nextReport) {
+      spdlog::info("waiting for {} of {} other agents to finish before closing the store ({} s left)", others - left,
+                   others, secondsLeft(deadline));
+      nextReport = Clock::now() + options_.progressInterval;
+    }
     std::this_thread::sleep_for(milliseconds(20));
   }
 }
+
+int ElasticRendezvous::membersOf(int round) { return static_cast<int>(store_.add(roundKey(round, "count"), 0)); }
 
 }  // namespace pltrun::rdzv

@@ -11,7 +11,7 @@
 //   rR/slot/I          NodeDescriptor of the joiner in slot I
 //   rR/closing         the agent that closes the round (compare-and-set lock)
 //   rR/assign/I        NodeAssignment of slot I, written by the closer
-//   rR/complete        {"nnodes": N, "world_size": W}: the round is formed
+//   rR/complete        {"nnodes": N, "world_size": W, "failures": F}: the round is formed
 //   rR/end             RoundEnd: why the round is over (first writer wins); every agent of
 //                      the round leaves a close notice here, so its death ends the round
 //   rR/beat/I          heartbeat counter of slot I (see RoundWatcher)
@@ -47,6 +47,7 @@ struct ElasticRendezvousOptions {
 /// The job is over (a RoundEnd with final set, or Succeeded): no round will form again.
 struct JobClosed {
   RoundEnd end;
+  bool beforeJoining = false;  ///< it was over before this agent ever saw it open (a reused run id?)
 };
 
 /// This node's place in a formed round.
@@ -84,26 +85,35 @@ class ElasticRendezvous {
   /// The exit barrier. Every agent but the store's host calls leave() as its last request;
   /// the host waits (up to `timeout`) for the others, so nobody loses the store early.
   void leave(int round);
-  void waitForOthersToLeave(const RoundInfo& info, std::chrono::milliseconds timeout);
+  /// Polls until `others` agents of `round` have left, up to `timeout`; says who it waits for.
+  void waitForOthersToLeave(int round, int others, std::chrono::milliseconds timeout);
+  /// Agents that took a slot in `round` (a late joiner past MAX included).
+  int membersOf(int round);
+  /// The last round this agent was a member of, if any.
+  std::optional<int> lastMemberRound() const { return lastMemberRound_; }
 
   /// The key of `name` in `round`, e.g. roundKey(3, "end") = "pltrun/rdzv/RUN/r3/end".
   std::string roundKey(int round, const std::string& name) const;
   const NodeDescriptor& self() const { return self_; }
 
  private:
-  std::optional<RoundInfo> tryRound(int round, std::optional<int> expectedNodes,
-                                    std::chrono::steady_clock::time_point deadline, const BetweenWaits& betweenWaits);
+  std::optional<RoundInfo> tryRound(int round, std::optional<int> expectedNodes, const BetweenWaits& betweenWaits);
+  void waitUntilFormedOrEnded(int round, const BetweenWaits& betweenWaits);
   void closeRound(int round);
   void standAside(int round, int runningNodes, const BetweenWaits& betweenWaits);
   bool waitForKey(const std::string& key, std::chrono::milliseconds timeout);
   void throwIfJobClosed();
-  void advanceRoundHint(int round);
+  void advanceRoundHint(int seen, int round);
   std::string jobKey(const std::string& name) const;
   std::string lostNotice() const;
 
   Store& store_;
   ElasticRendezvousOptions options_;
   NodeDescriptor self_;
+  std::chrono::steady_clock::time_point deadline_;  ///< of the join under way
+  bool yieldToMembers_ = false;  ///< a spare waits for the next round to form before asking in
+  bool sawJobOpen_ = false;
+  std::optional<int> lastMemberRound_;
 };
 
 }  // namespace pltrun::rdzv

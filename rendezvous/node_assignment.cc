@@ -83,7 +83,7 @@ bool hintsAreConsistent(const std::vector<NodeDescriptor>& participants, std::st
   std::set<int> seen;
   for (const NodeDescriptor& node : participants) {
     if (!node.rankHint) continue;
-    if (*node.rankHint >= count) {
+    if (*node.rankHint < 0 || *node.rankHint >= count) {
       problem = node.host + " asked for node rank " + std::to_string(*node.rankHint) + " but only " +
                 std::to_string(count) + " nodes joined";
       return false;

@@ -6,6 +6,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <random>
 
 #include "launcher/attempt_plan.h"
@@ -32,6 +33,8 @@ using Reason = rdzv::RoundEnd::Reason;
 
 // After a failed job, how long the store's host waits for the other agents to read why.
 constexpr std::chrono::milliseconds kFailureExitBarrier{5000};
+// How often an agent whose workers are done says how many nodes have finished.
+constexpr std::chrono::seconds kProgressInterval{10};
 
 std::string hostName() {
   char name[256] = {};
@@ -62,10 +65,14 @@ class ElasticAgent {
   int run();
 
  private:
+  int runRounds();
   RoundResult runRound(const RoundInfo& info);
+  void waitForOtherNodes(const RoundInfo& info, std::optional<RoundEnd>& ended, std::optional<std::string>& storeLost);
+  void leaveStore(int round, int others, std::chrono::milliseconds hostWait);
+  void announceStop(int signal);
   RoundResult afterRound(const RoundInfo& info, const RoundEnd& end, bool reportedHere);
-  RoundResult stopJob(std::optional<int> round, const std::optional<GroupOutcome>& outcome);
-  int endOfClosedJob(const RoundEnd& end);
+  RoundResult stopJob(const std::optional<GroupOutcome>& outcome);
+  int endOfClosedJob(const rdzv::JobClosed& closed);
   NodePlacement placementFor(const RoundInfo& info);
   std::unique_ptr<TcpStore> connectStore() const;
   void pollEvents();
@@ -89,7 +96,9 @@ class ElasticAgent {
   boost::asio::signal_set signals_;
   ConsoleWriter console_;
   WorkerGroup* current_ = nullptr;
+  std::optional<int> currentRound_;  ///< the round whose workers run now
   int interruptSignal_ = 0;
+  bool stopAnnounced_ = false;
 };
 
 ElasticAgent::ElasticAgent(const ElasticJob& job)
@@ -150,9 +159,12 @@ ElasticAgent::ElasticAgent(const ElasticJob& job)
 void ElasticAgent::watchSignals() {
   signals_.async_wait([this](boost::system::error_code error, int signal) {
     if (error) return;
-    if (current_ != nullptr) current_->handleSignal(signal);
     const bool stop = signal != SIGUSR1 && signal != SIGUSR2;
-    if (stop && interruptSignal_ == 0) interruptSignal_ = signal;
+    if (stop && interruptSignal_ == 0) {
+      interruptSignal_ = signal;
+      announceStop(signal);
+    }
+    if (current_ != nullptr) current_->handleSignal(signal);
     watchSignals();
   });
 }
@@ -194,13 +206,31 @@ GroupSettings ElasticAgent::groupSettings(int round) {
 
 int ElasticAgent::run() {
   watchSignals();
-
   spdlog::info("run {}: joining an elastic job of {} node(s) through the store at {}:{} ({} workers here)",
                job_.runId,
                settings_.minNodes == settings_.maxNodes
                    ? std::to_string(settings_.maxNodes)
                    : std::to_string(settings_.minNodes) + " to " + std::to_string(settings_.maxNodes),
                storeOptions_.host, storeOptions_.port, job_.layout.workerCount);
+  int status = 1;
+  try {
+    status = runRounds();
+  } catch (const Error& error) {
+    // Anything the store could not do, mid-rendezvous or mid-round: its host is gone, or
+    // unreachable. The workers (if any) were killed when their group went away.
+    if (error.code() != ErrorCode::Network && error.code() != ErrorCode::Timeout &&
+        error.code() != ErrorCode::Protocol) {
+      throw;
+    }
+    spdlog::error("lost the rendezvous store at {}:{} ({}); the agent that hosted it has ended or cannot be "
+                  "reached, so this node stops",
+                  storeOptions_.host, storeOptions_.port, error.what());
+  }
+  events_.write("job_finished", {{"status", status}});
+  return status;
+}
+
+int ElasticAgent::runRounds() {
   int lastRound = -1;
   std::optional<int> expectedNodes;
   for (;;) {
@@ -208,9 +238,9 @@ int ElasticAgent::run() {
     try {
       info = rendezvous_->join(lastRound, expectedNodes, [this] { pollEvents(); });
     } catch (const rdzv::JobClosed& closed) {
-      return endOfClosedJob(closed.end);
+      return endOfClosedJob(closed);
     } catch (const Interrupted&) {
-      return stopJob(std::nullopt, std::nullopt).status;
+      return stopJob(std::nullopt).status;
     }
     lastRound = info.round;
     const rdzv::NodeAssignment& place = info.assignment;
@@ -220,11 +250,10 @@ int ElasticAgent::run() {
     events_.write("rendezvous_complete", {{"round", info.round}, {"node_rank", place.nodeRank}, {"nnodes", place.nnodes},
                                           {"world_size", place.worldSize}, {"first_rank", place.firstRank},
                                           {"restart_count", info.round}, {"failures", info.failures}});
+    currentRound_ = info.round;
     RoundResult result = runRound(info);
-    if (result.finished) {
-      events_.write("job_finished", {{"status", result.status}});
-      return result.status;
-    }
+    currentRound_.reset();
+    if (result.finished) return result.status;
     expectedNodes = result.expectedNodes;
   }
 }
@@ -256,16 +285,44 @@ NodePlacement ElasticAgent::placementFor(const RoundInfo& info) {
 
 RoundResult ElasticAgent::runRound(const RoundInfo& info) {
   const RunPlan plan{job_.config, job_.inherited, directory_, job_.command, job_.layout, job_.runId, host_, 0};
-  const std::vector<WorkerSpec> specs = workerSpecsFor(plan, info.round, placementFor(info));
+  NodePlacement placement;
+  try {
+    placement = placementFor(info);
+  } catch (const Error& error) {
+    // --no-agent-store: rank 0's node never said which port its store uses.
+    RoundEnd failed;
+    failed.reason = Reason::RendezvousFailed;
+    failed.host = host_;
+    failed.message = std::string("no store port from rank 0's node: ") + error.what();
+    return afterRound(info, rendezvous_->endRound(info.round, failed), false);
+  }
+  const std::vector<WorkerSpec> specs = workerSpecsFor(plan, info.round, placement);
 
   std::optional<RoundEnd> ended;
   std::optional<std::string> storeLost;
   bool groupDone = false;
-  WorkerGroup group(context_, console_, guard_, groupSettings(info.round));
+  bool reportedHere = false;
+  GroupSettings settings = groupSettings(info.round);
+  // The first failure is announced at once, before this node's workers are stopped: the
+  // other nodes stop theirs meanwhile, and the report stays with the node that failed.
+  settings.onRootCause = [&](const WorkerSpec& spec, pid_t pid, const ProcessEnd& end) {
+    if (ended || storeLost) return;
+    RoundEnd failure;
+    failure.host = host_;
+    failure.status = end.shellStatus();
+    failure.message = "rank " + std::to_string(spec.rank) + " (local rank " + std::to_string(spec.localRank) +
+                      ", pid " + std::to_string(pid) + ") ended with " + end.describe();
+    try {
+      ended = rendezvous_->reportWorkerFailure(info.round, failure, job_.config.maxRestarts);
+      reportedHere = ended->reason == Reason::WorkerFailed && ended->host == host_ && ended->message == failure.message;
+    } catch (const Error& error) {
+      storeLost = error.what();
+    }
+  };
+  WorkerGroup group(context_, console_, guard_, settings);
   current_ = &group;
   group.start(specs, [&] { groupDone = true; });
   GroupOutcome outcome;
-  bool reportedHere = false;
   {
     rdzv::RoundWatcherSettings watch;
     watch.keepAliveInterval = settings_.keepAliveInterval;
@@ -289,37 +346,16 @@ RoundResult ElasticAgent::runRound(const RoundInfo& info) {
     outcome = group.outcome();
 
     if (interruptSignal_ != 0 || outcome.kind == GroupOutcome::Kind::Interrupted) {
-      return stopJob(info.round, outcome);
+      return stopJob(outcome);
     }
-    if (!ended && !storeLost && outcome.kind == GroupOutcome::Kind::Failed) {
-      const WorkerFailure& root = *outcome.rootCause;
-      RoundEnd failure;
-      failure.host = host_;
-      failure.status = root.end.shellStatus();
-      failure.message = "rank " + std::to_string(root.rank) + " (local rank " + std::to_string(root.localRank) +
-                        ", pid " + std::to_string(root.pid) + ") ended with " + root.end.describe();
-      try {
-        ended = rendezvous_->reportWorkerFailure(info.round, failure, job_.config.maxRestarts);
-      } catch (const Error& error) {
-        storeLost = error.what();
-      }
-      reportedHere = ended && ended->reason == Reason::WorkerFailed && ended->host == host_ &&
-                     ended->message == failure.message;
-      if (reportedHere && ended->final) {
-        std::optional<std::string> jsonPath;
-        if (directory_.keepsLogs()) jsonPath = (directory_.root() / "failure.json").string();
-        printFailureReport(*outcome.rootCause, outcome.others, jsonPath);
-      }
+    if (reportedHere && ended->final && outcome.rootCause) {
+      std::optional<std::string> jsonPath;
+      if (directory_.keepsLogs()) jsonPath = (directory_.root() / "failure.json").string();
+      printFailureReport(*outcome.rootCause, outcome.others, jsonPath);
     }
     if (!ended && !storeLost && outcome.kind == GroupOutcome::Kind::Succeeded) {
-      spdlog::info("this node's {} workers succeeded; waiting for the other nodes", specs.size());
-      try {
-        rendezvous_->reportSucceeded(info);
-      } catch (const Error& error) {
-        storeLost = error.what();
-      }
-      runUntil([&] { return ended || storeLost || interruptSignal_ != 0; });
-      if (interruptSignal_ != 0) return stopJob(info.round, std::nullopt);
+      waitForOtherNodes(info, ended, storeLost);
+      if (interruptSignal_ != 0) return stopJob(std::nullopt);
     }
   }
   // The watcher's thread has ended: run what it posted while `group` still exists.
@@ -331,6 +367,38 @@ RoundResult ElasticAgent::runRound(const RoundInfo& info) {
     return RoundResult{true, 1, std::nullopt};
   }
   return afterRound(info, *ended, reportedHere);
+}
+
+// This node's workers all succeeded: it says so, then waits for the round's end (every
+// node done, or a failure elsewhere that restarts everyone), saying who is still running.
+void ElasticAgent::waitForOtherNodes(const RoundInfo& info, std::optional<RoundEnd>& ended,
+                                     std::optional<std::string>& storeLost) {
+  try {
+    rendezvous_->reportSucceeded(info);
+  } catch (const Error& error) {
+    storeLost = error.what();
+    return;
+  }
+  spdlog::info("this node's {} workers succeeded; waiting for the other nodes", job_.layout.workerCount);
+  boost::asio::steady_timer progress(context_);
+  std::function<void()> reportProgress = [&] {
+    progress.expires_after(kProgressInterval);
+    progress.async_wait([&](boost::system::error_code error) {
+      if (error || ended || storeLost) return;
+      try {
+        const auto done = store_->add(rendezvous_->roundKey(info.round, "done"), 0);
+        spdlog::info("waiting for the other nodes: {} of {} have finished", done, info.assignment.nnodes);
+      } catch (const Error&) {
+        // The watcher reports a lost store.
+      }
+      reportProgress();
+    });
+  };
+  reportProgress();
+  runUntil([&] { return ended || storeLost || interruptSignal_ != 0; });
+  progress.cancel();
+  context_.restart();
+  context_.poll();
 }
 
 void ElasticAgent::logRoundEnd(const RoundInfo& info, const RoundEnd& end) {
@@ -348,28 +416,20 @@ RoundResult ElasticAgent::afterRound(const RoundInfo& info, const RoundEnd& end,
   logRoundEnd(info, end);
   const int nnodes = info.assignment.nnodes;
   if (end.reason == Reason::Succeeded) {
-    if (hosted_) {
-      rendezvous_->waitForOthersToLeave(info, settings_.closeTimeout);
-    } else {
-      rendezvous_->leave(info.round);
-    }
+    leaveStore(info.round, nnodes - 1, settings_.closeTimeout);
     spdlog::info("all {} nodes succeeded", nnodes);
     return RoundResult{true, 0, std::nullopt};
   }
   if (end.final) {
-    if (!reportedHere) spdlog::error("the job failed: {}", end.describe());
+    if (end.reason == Reason::Stopped) {
+      spdlog::warn("the job was stopped: {}", end.describe());
+    } else if (!reportedHere) {
+      spdlog::error("the job failed: {}", end.describe());
+    }
     if (end.reason == Reason::WorkerFailed) {
       spdlog::error("no restart left: {} worker failure(s), --max-restarts {}", end.failures, job_.config.maxRestarts);
     }
-    try {
-      if (hosted_) {
-        rendezvous_->waitForOthersToLeave(info, kFailureExitBarrier);
-      } else {
-        rendezvous_->leave(info.round);
-      }
-    } catch (const Error&) {
-      // The store's host is gone already; nothing left to tell anyone.
-    }
+    leaveStore(info.round, nnodes - 1, kFailureExitBarrier);
     return RoundResult{true, end.status != 0 ? end.status : 1, std::nullopt};
   }
   int expected = nnodes;
@@ -386,33 +446,30 @@ RoundResult ElasticAgent::afterRound(const RoundInfo& info, const RoundEnd& end,
 
 // This agent was told to stop: the whole job stops, as torchrun's agents do when one of
 // them is interrupted (Ctrl-C on one node ends the job everywhere).
-RoundResult ElasticAgent::stopJob(std::optional<int> round, const std::optional<GroupOutcome>& outcome) {
+RoundResult ElasticAgent::stopJob(const std::optional<GroupOutcome>& outcome) {
   const int signal = interruptSignal_ != 0 ? interruptSignal_ : (outcome ? outcome->interruptSignal : SIGTERM);
-  RoundEnd stopped;
-  stopped.reason = Reason::Stopped;
-  stopped.host = host_;
-  stopped.message = "received " + signalName(signal);
-  stopped.status = 128 + signal;
-  stopped.final = true;
-  try {
-    rendezvous_->closeJob(stopped);
-    if (round) rendezvous_->endRound(*round, stopped);
-  } catch (const Error& error) {
-    spdlog::warn("could not tell the other nodes that this job stops: {}", error.what());
-  }
+  announceStop(signal);
   if (outcome && outcome->rootCause) {
     std::optional<std::string> jsonPath;
     if (directory_.keepsLogs()) jsonPath = (directory_.root() / "failure.json").string();
     printFailureReport(*outcome->rootCause, outcome->others, jsonPath);
   }
   spdlog::warn("stopped by {}", signalName(signal));
-  events_.write("job_finished", {{"status", 128 + signal}, {"reason", "stopped"}});
+  if (std::optional<int> member = rendezvous_->lastMemberRound()) {
+    leaveStore(*member, -1, kFailureExitBarrier);
+  }
   return RoundResult{true, 128 + signal, std::nullopt};
 }
 
-int ElasticAgent::endOfClosedJob(const RoundEnd& end) {
+int ElasticAgent::endOfClosedJob(const rdzv::JobClosed& closed) {
+  const RoundEnd& end = closed.end;
   if (end.reason == Reason::Succeeded) {
-    spdlog::info("the job has finished already; nothing to do");
+    if (closed.beforeJoining) {
+      spdlog::error("run {} has already finished in the store at {}:{}; give this job a new --rdzv-id", job_.runId,
+                    storeOptions_.host, storeOptions_.port);
+      return 1;
+    }
+    spdlog::info("the job has finished; nothing left to do on this node");
     return 0;
   }
   if (end.reason == Reason::TimedOut) {
@@ -421,8 +478,44 @@ int ElasticAgent::endOfClosedJob(const RoundEnd& end) {
   } else {
     spdlog::error("the job is over: {}", end.describe());
   }
-  events_.write("job_finished", {{"status", end.status != 0 ? end.status : 1}, {"reason", RoundEnd::reasonName(end.reason)}});
+  if (std::optional<int> member = rendezvous_->lastMemberRound()) leaveStore(*member, -1, kFailureExitBarrier);
   return end.status != 0 ? end.status : 1;
+}
+
+// The exit barrier: the store's host waits (up to `hostWait`) until `others` agents of
+// `round` have left (-1: everyone else who took a slot), so that none loses the store
+// while it still reads why the job ended; every other agent says it leaves.
+void ElasticAgent::leaveStore(int round, int others, std::chrono::milliseconds hostWait) {
+  try {
+    if (hosted_) {
+      if (others < 0) others = rendezvous_->membersOf(round) - 1;
+      rendezvous_->waitForOthersToLeave(round, others, hostWait);
+    } else {
+      rendezvous_->leave(round);
+    }
+  } catch (const Error&) {
+    // The store is gone already: nobody is left to tell.
+  }
+}
+
+// The first stop signal: the job ends on every node, announced before this node's workers
+// are stopped, so the others stop theirs at the same time (torchrun's agents also end the
+// whole job when one is interrupted).
+void ElasticAgent::announceStop(int signal) {
+  if (stopAnnounced_) return;
+  stopAnnounced_ = true;
+  RoundEnd stopped;
+  stopped.reason = Reason::Stopped;
+  stopped.host = host_;
+  stopped.message = "received " + signalName(signal);
+  stopped.status = 128 + signal;
+  stopped.final = true;
+  try {
+    rendezvous_->closeJob(stopped);
+    if (currentRound_) rendezvous_->endRound(*currentRound_, stopped);
+  } catch (const Error& error) {
+    spdlog::warn("could not tell the other nodes that this job stops: {}", error.what());
+  }
 }
 
 }  // namespace

@@ -72,6 +72,7 @@ void WorkerGroup::onWorkerEnd(Worker& worker, ProcessEnd end) {
     rootCause_ = &worker;
     spdlog::warn("rank {} (pid {}) ended with {}; stopping the other workers", worker.spec.rank, worker.pid,
                  end.describe());
+    if (settings_.onRootCause) settings_.onRootCause(worker.spec, worker.pid, end);
     stopRunningWorkers(SIGTERM);
   }
   if (running_ == 0) afterAllEnded();

@@ -37,6 +37,8 @@ struct GroupSettings {
   /// Optional observers (the elastic agent's event log).
   std::function<void(const WorkerSpec&, pid_t)> onWorkerStarted;
   std::function<void(const WorkerSpec&, pid_t, const ProcessEnd&)> onWorkerExited;
+  /// The first failure (the root cause), before the other workers are stopped.
+  std::function<void(const WorkerSpec&, pid_t, const ProcessEnd&)> onRootCause;
 };
 
 struct GroupOutcome {

@@ -160,9 +160,16 @@ struct TcpStore::Impl {
     }
     if (status != SocketStream::Status::Timeout) fail(status, "WAIT " + detail::describeKeys(keys));
     if (dialect == rdzv::Dialect::Torch2) {
-      send(request(Command::CancelWait), "CANCEL_WAIT");
-      reply = receiveInteger<std::uint8_t>("CANCEL_WAIT");
-      if (reply == rdzv::kWaitStop) reply = receiveInteger<std::uint8_t>("CANCEL_WAIT");
+      // No answer to CANCEL_WAIT means the store is gone, not that the keys are missing:
+      // that is a network failure, never a Timeout the caller would take for "not yet".
+      try {
+        send(request(Command::CancelWait), "CANCEL_WAIT");
+        reply = receiveInteger<std::uint8_t>("CANCEL_WAIT");
+        if (reply == rdzv::kWaitStop) reply = receiveInteger<std::uint8_t>("CANCEL_WAIT");
+      } catch (const Error& error) {
+        if (error.code() != ErrorCode::Timeout) throw;
+        throw Error(ErrorCode::Network, error.what());
+      }
       if (reply != rdzv::kWaitCanceled) fail(SocketStream::Status::Failed, "CANCEL_WAIT (unexpected reply)");
     } else {
       socket.close();

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -26,6 +27,7 @@ struct ChildProcess::Reader {
   int errFd = -1;
   std::string out;
   std::string err;
+  mutable std::mutex errMutex;  // guards err while the thread runs (stderrSoFar)
   std::thread thread;
 
   void run() {
@@ -37,8 +39,11 @@ struct ChildProcess::Reader {
         int& fd = index == 0 ? outFd : errFd;
         if (fd < 0 || fds[index].revents == 0) continue;
         ssize_t got = read(fd, buffer, sizeof buffer);
-        if (got > 0) {
-          (index == 0 ? out : err).append(buffer, static_cast<size_t>(got));
+        if (got > 0 && index == 1) {
+          std::lock_guard<std::mutex> lock(errMutex);
+          err.append(buffer, static_cast<size_t>(got));
+        } else if (got > 0) {
+          out.append(buffer, static_cast<size_t>(got));
         } else if (got == 0 || errno != EINTR) {
           close(fd);
           fd = -1;
@@ -121,6 +126,22 @@ Finished ChildProcess::wait(std::chrono::milliseconds timeout) {
   finished.out = std::move(reader_->out);
   finished.err = std::move(reader_->err);
   return finished;
+}
+
+std::string ChildProcess::stderrSoFar() const {
+  std::lock_guard<std::mutex> lock(reader_->errMutex);
+  return reader_->err;
+}
+
+std::optional<std::string> ChildProcess::waitForStderr(const std::string& text,
+                                                       std::chrono::milliseconds timeout) const {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    std::string err = stderrSoFar();
+    if (err.find(text) != std::string::npos) return err;
+    if (std::chrono::steady_clock::now() > deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 std::vector<std::string> pltrunCommand(const std::vector<std::string>& args) {

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,11 @@ class ChildProcess {
   void signal(int signal) const;
   /// Waits for exit and end of output; after `timeout` kills it and sets timedOut.
   Finished wait(std::chrono::milliseconds timeout);
+  /// What the process has written to stderr so far (safe while it runs; empty after wait).
+  std::string stderrSoFar() const;
+  /// Waits up to `timeout` for `text` to appear on stderr; returns stderr so far, or
+  /// std::nullopt on timeout.
+  std::optional<std::string> waitForStderr(const std::string& text, std::chrono::milliseconds timeout) const;
 
  private:
   struct Reader;

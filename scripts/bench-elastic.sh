@@ -1,0 +1,296 @@
+#!/usr/bin/env bash
+# Elastic-job benchmarks for docs/PERFORMANCE.md ("Elastic jobs"), all on loopback:
+#
+#   (a) worker crash -> every worker running again: 2 agents (--nnodes 2) x 2 workers of
+#       tests/bench/restart_probe. In round 0 rank 1 waits until all 4 workers run, writes
+#       its CLOCK_MONOTONIC time and raises SIGKILL; the other workers die on SIGTERM at once.
+#       Measured: the crash -> the latest start of the 4 workers of round 1 (restart count 1).
+#   (b) kill -9 of an agent -> the survivors' workers running again: 3 agents
+#       (--nnodes 1:3) x 2 workers; once all 6 run, restart_probe --kill writes its time and
+#       sends SIGKILL to the third agent (never the one hosting the store). Measured: the
+#       kill -> the latest start of the survivors' 4 workers of round 1.
+#   (b2) as (b) with --nnodes 2:3 --rdzv-conf last_call_timeout=0.2: pltrun's agents poll a
+#       forming round every min(0.5 s, last_call_timeout / 4), so this shows how much of (b)
+#       is that poll.
+#   (c) rendezvous of P participants (tests/bench/rendezvous_bench): the real
+#       ElasticRendezvous in P threads, each with its own store connection, against one
+#       store; from a start barrier to the last join()'s return, with every result checked.
+#
+# Every worker writes "start RANK RESTART_COUNT NS" on CLOCK_MONOTONIC, which all processes
+# of a machine share, so (a) and (b) compare times of different processes directly. The
+# first agent starts with --rdzv-endpoint 127.0.0.1:0 and hosts the store; the others get
+# the port it prints (no fixed ports).
+#
+#   scripts/bench-elastic.sh [--repeat 10] [--rdzv-repeat 5] [--participants "64 512 4096"]
+#                            [--only a,b,b2,c] [--build-dir DIR] [--no-build]
+#
+# Builds Release into build-bench/ (or --build-dir), prints a table of medians (min, max),
+# and leaves each run's files in a fresh temporary directory (named at the end). Exit
+# status: 0 when every measurement ran and checked out (goals met or not), 1 otherwise.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+repeat=10
+rdzv_repeat=5
+participants="64 512 4096"
+only="a,b,b2,c"
+build_dir=$PWD/build-bench
+build=1
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --repeat) repeat=${2:?--repeat needs a value}; shift 2 ;;
+    --rdzv-repeat) rdzv_repeat=${2:?--rdzv-repeat needs a value}; shift 2 ;;
+    --participants) participants=${2:?--participants needs a value}; shift 2 ;;
+    --only) only=${2:?--only needs a value}; shift 2 ;;
+    --build-dir) build_dir=$(realpath -m "${2:?--build-dir needs a value}"); shift 2 ;;
+    --no-build) build=0; shift ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    *) echo "bench-elastic.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+for value in "$repeat" "$rdzv_repeat" $participants; do
+  [[ $value =~ ^[1-9][0-9]*$ ]] || { echo "bench-elastic.sh: '$value' is not a positive whole number (see --help)" >&2; exit 2; }
+done
+for part in ${only//,/ }; do
+  [[ $part =~ ^(a|b|b2|c)$ ]] || { echo "bench-elastic.sh: --only: '$part' is not a, b, b2 or c" >&2; exit 2; }
+done
+wants() { [[ ",$only," == *",$1,"* ]]; }
+
+if [[ $build == 1 ]]; then
+  echo "== building Release into $build_dir" >&2
+  cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON -Wno-dev >/dev/null
+  cmake --build "$build_dir" -j"$(nproc)" --target pltrun restart_probe rendezvous_bench >/dev/null
+fi
+pltrun=$build_dir/apps/pltrun
+probe=$build_dir/tests/restart_probe
+rdzv_bench=$build_dir/tests/rendezvous_bench
+for binary in "$pltrun" "$probe" "$rdzv_bench"; do
+  [[ -x $binary ]] || { echo "bench-elastic.sh: $binary is missing (run without --no-build)" >&2; exit 1; }
+done
+
+results=$(mktemp -d /tmp/pltrun-elastic-bench-XXXXXX)
+summary=$results/restarts.txt  # "KIND REP ok MS" or "KIND REP failed WHY"
+: >"$summary"
+
+# Every agent this script starts is killed by its pid on the way out, however it ends.
+# Each runs under a small wrapper subshell that records its pid and exit status in files,
+# so bash has no job of its own to report as "Killed" when an agent is killed on purpose.
+agents=()    # pltrun pids
+wrappers=()  # their wrapper subshells
+stop_agents() {
+  local pid
+  for pid in "${agents[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  for pid in "${wrappers[@]}"; do wait "$pid" 2>/dev/null || true; done
+  agents=()
+  wrappers=()
+}
+trap stop_agents EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+# start_agent FILE_PREFIX PLTRUN_ARGS...: starts pltrun; sets `agent_pid`. Its output goes
+# to PREFIX.out/.err, its exit status to PREFIX.status when it ends.
+start_agent() {
+  local prefix=$1
+  shift
+  rm -f "$prefix.pid" "$prefix.status"
+  ( "$pltrun" "$@" >"$prefix.out" 2>"$prefix.err" &
+    echo $! >"$prefix.pid"
+    status=0
+    wait $! || status=$?
+    echo "$status" >"$prefix.status" ) 2>/dev/null &
+  wrappers+=($!)
+  while [[ ! -s $prefix.pid ]]; do sleep 0.001; done
+  agent_pid=$(<"$prefix.pid")
+  agents+=("$agent_pid")
+}
+
+# Lines of $1 saying "start RANK ROUND NS" with ROUND = $2.
+starts_in_round() { awk -v r="$2" '$1 == "start" && $3 == r { n++ } END { print n + 0 }' "$1" 2>/dev/null || echo 0; }
+
+# wait_for_agents LIMIT_S PREFIX...: waits until every agent started with PREFIX has ended
+# (at most LIMIT_S, then kills it); sets `statuses` to their exit statuses ('timeout' for
+# one killed here).
+wait_for_agents() {
+  local limit=$1 prefix deadline
+  shift
+  deadline=$(( $(now_ms) + limit * 1000 ))
+  for prefix in "$@"; do
+    while [[ ! -s $prefix.status ]] && (( $(now_ms) < deadline )); do sleep 0.02; done
+  done
+  statuses=()
+  for prefix in "$@"; do
+    if [[ -s $prefix.status ]]; then
+      statuses+=("$(<"$prefix.status")")
+    else
+      kill -KILL "$(<"$prefix.pid")" 2>/dev/null || true
+      statuses+=(timeout)
+    fi
+  done
+  stop_agents
+}
+
+# restart_run KIND REP: one job of kind a, b or b2; appends its result to $summary.
+restart_run() {
+  local kind=$1 rep=$2
+  local dir=$results/$kind-$rep
+  mkdir -p "$dir"
+  local times=$dir/times
+  local id="bench-$kind-$rep-$$"
+  local nnodes count crash=()
+  local flags=(--nproc-per-node 2 --rdzv-id "$id")
+  case $kind in
+    a) nnodes=2; count=2; crash=(1); flags+=(--max-restarts 1) ;;
+    b) nnodes=1:3; count=3 ;;
+    b2) nnodes=2:3; count=3; flags+=(--rdzv-conf last_call_timeout=0.2) ;;
+  esac
+  local pids=() prefixes=() i
+  start_agent "$dir/agent1" --nnodes "$nnodes" "${flags[@]}" --rdzv-endpoint 127.0.0.1:0 "$probe" "$times" "${crash[@]}"
+  pids+=("$agent_pid")
+  prefixes+=("$dir/agent1")
+  local port="" deadline=$(( $(now_ms) + 10000 ))
+  while [[ -z $port ]] && (( $(now_ms) < deadline )) && kill -0 "${pids[0]}" 2>/dev/null; do
+    port=$(sed -n 's/.*rendezvous store for run .* listening on 127\.0\.0\.1:\([0-9][0-9]*\)$/\1/p' "$dir/agent1.err" | head -n 1)
+    [[ -n $port ]] || sleep 0.01
+  done
+  if [[ -z $port ]]; then
+    stop_agents
+    echo "$kind $rep failed the first agent printed no store port: $(tr '\n' ' ' <"$dir/agent1.err" | cut -c1-300)" >>"$summary"
+    return
+  fi
+  for (( i = 2; i <= count; i++ )); do
+    start_agent "$dir/agent$i" --nnodes "$nnodes" "${flags[@]}" --rdzv-endpoint "127.0.0.1:$port" "$probe" "$times" "${crash[@]}"
+    pids+=("$agent_pid")
+    prefixes+=("$dir/agent$i")
+  done
+
+  local expected_status=(0 0 0)
+  if [[ $kind != a ]]; then
+    # Every worker of all three nodes runs in round 0, then the third agent dies.
+    deadline=$(( $(now_ms) + 30000 ))
+    while (( $(starts_in_round "$times" 0) < 6 )) && (( $(now_ms) < deadline )); do sleep 0.01; done
+    if (( $(starts_in_round "$times" 0) < 6 )); then
+      stop_agents
+      echo "$kind $rep failed round 0 never ran 6 workers (it formed without a node?)" >>"$summary"
+      return
+    fi
+    sleep 0.2  # a steady state: every agent's watcher is waiting on the round
+    "$probe" --kill "${pids[2]}" "$times"
+    expected_status=(0 0 137)
+  fi
+  wait_for_agents 120 "${prefixes[@]}"
+  local got="${statuses[*]}" want="${expected_status[*]:0:$count}"
+  if [[ $got != "$want" ]]; then
+    echo "$kind $rep failed agents ended with ($got), expected ($want); see $dir" >>"$summary"
+    return
+  fi
+  # The crash (or kill) -> the latest start among the 4 workers of round 1.
+  awk -v kind="$kind" -v rep="$rep" -v dir="$dir" '
+    ($1 == "crash" || $1 == "kill") { from = $4 }
+    $1 == "start" && $3 == 1 { n++; if ($4 > last) last = $4 }
+    END {
+      if (from == "" || n != 4) { printf "%s %s failed %d workers started in round 1, crash/kill time \"%s\"; see %s\n", kind, rep, n, from, dir; exit }
+      printf "%s %s ok %.1f\n", kind, rep, (last - from) / 1e6
+    }' "$times" >>"$summary"
+}
+
+# The machine's 1-minute load average as each part starts (a shared machine's other work shows here).
+note_load() { echo "$1 load $(cut -d' ' -f1 /proc/loadavg)" >>"$summary"; }
+
+for kind in a b b2; do
+  wants "$kind" || continue
+  note_load "$kind"
+  case $kind in
+    a) echo "== (a) worker crash -> all workers running again: 2 agents x 2 workers, $repeat runs" >&2 ;;
+    b) echo "== (b) kill -9 of an agent -> survivors' workers running again: 3 agents (--nnodes 1:3) x 2 workers, $repeat runs" >&2 ;;
+    b2) echo "== (b2) as (b), --nnodes 2:3 --rdzv-conf last_call_timeout=0.2 (50 ms poll), $repeat runs" >&2 ;;
+  esac
+  for rep in $(seq "$repeat"); do
+    restart_run "$kind" "$rep"
+    echo "   $(tail -n 1 "$summary")" >&2
+  done
+done
+
+rdzv_raw=$results/rendezvous.jsonl
+: >"$rdzv_raw"
+failed=0
+if wants c; then
+  read -ra sizes <<<"$participants"
+  echo "== (c) rendezvous of P participants against one store: P = ${sizes[*]}; $rdzv_repeat runs each" >&2
+  note_load c
+  "$rdzv_bench" --participants "$(IFS=,; echo "${sizes[*]}")" --repeat "$rdzv_repeat" >"$rdzv_raw" \
+    2>"$results/rendezvous.err" || failed=1
+  [[ $failed == 0 ]] || echo "   rendezvous_bench FAILED: $(tr '\n' ' ' <"$results/rendezvous.err" | cut -c1-400)" >&2
+fi
+
+python3 - "$summary" "$rdzv_raw" "$(nproc)" "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo +dirty)" <<'PY' || failed=1
+import json, statistics, sys
+
+summary, rdzv_raw, cpus, commit = sys.argv[1:5]
+runs, failures, loads = {}, [], []
+for line in open(summary):
+    kind, rep, status, rest = (line.rstrip("\n").split(" ", 3) + [""])[:4]
+    if rep == "load":
+        loads.append(f"{kind} {status}")
+    elif status == "ok":
+        runs.setdefault(kind, []).append(float(rest))
+    else:
+        failures.append(line.strip())
+
+def row(name, values, goal_ms, unit="ms", scale=1.0, digits=1):
+    if not values:
+        print(f"{name:<58} {'no run':>10}")
+        return
+    med = statistics.median(values) * scale
+    lo, hi = min(values) * scale, max(values) * scale
+    verdict = "MET" if med <= goal_ms * scale else "NOT MET"
+    goal = f"<= {goal_ms * scale:g} {unit}" if goal_ms else ""
+    if not goal_ms:
+        verdict = ""
+    print(f"{name:<58} {med:>10.{digits}f} {lo:>9.{digits}f} {hi:>9.{digits}f} {len(values):>4}  {goal:<11} {verdict}")
+
+print()
+print(f"elastic jobs, loopback, {cpus} CPUs, commit {commit}; median (min, max) of the runs that completed")
+if loads:
+    print("1-minute load average as each part started: " + ", ".join(loads))
+print(f"{'measurement':<58} {'median':>10} {'min':>9} {'max':>9} {'runs':>4}  goal")
+print("-" * 104)
+row("(a) worker crash -> all 4 workers running again (ms)", runs.get("a", []), 100)
+row("(b) kill -9 of an agent -> survivors' 4 workers (ms)", runs.get("b", []), 1000)
+row("(b2) as (b), last_call_timeout=0.2 (50 ms poll) (ms)", runs.get("b2", []), 0)
+
+rdzv = {}
+for line in open(rdzv_raw):
+    if not line.strip():
+        continue
+    r = json.loads(line)
+    if not r.get("ok"):
+        failures.append(f"rendezvous {r.get('participants')} participants, run {r.get('rep')}: {r.get('error')}")
+        continue
+    rdzv.setdefault(r["participants"], []).append(r)
+for p in sorted(rdzv):
+    rs = rdzv[p]
+    row(f"(c) rendezvous of {p} participants (s)", [r["rendezvous_s"] for r in rs], 3 if p == 4096 else 0, "s", digits=3)
+if rdzv:
+    print()
+    print("(c) medians per size: phases from the start barrier (ms): last slot taken and described / round marked")
+    print("    complete by the closer (its MULTI_GET of all slots) / last join() returned; requests on the wire per")
+    print("    participant; CPU: whole process (store thread + participants) and the store's thread alone")
+    for p in sorted(rdzv):
+        rs = rdzv[p]
+        m = lambda f: statistics.median(f(r) for r in rs)
+        print(f"    {p:>5}: {m(lambda r: r['phases_ms']['last_slot_described']):8.1f} / "
+              f"{m(lambda r: r['phases_ms']['complete']):8.1f} ({m(lambda r: r['phases_ms']['closer_multi_get']):6.1f}) / "
+              f"{m(lambda r: r['phases_ms']['last_join_returned']):8.1f} ms; "
+              f"{m(lambda r: r['wire_requests'] / p):5.1f} requests each "
+              f"({m(lambda r: r['ops'].get('wait_timed_out', {}).get('calls', 0) / p):4.2f} poll timeouts each); "
+              f"CPU {m(lambda r: r['process_cpu_s']):6.2f} s, store {m(lambda r: r['store_thread_cpu_s']):6.2f} s")
+for f in failures:
+    print(f"FAILED: {f}")
+sys.exit(1 if failures else 0)
+PY
+echo
+echo "raw results: $results (restarts.txt, rendezvous.jsonl, each run's worker times and agent logs)"
+exit "$failed"

@@ -1,0 +1,607 @@
+// rendezvous_bench: how long the elastic rendezvous (rendezvous/elastic_rendezvous.{h,cc},
+// the code pltrun's agents run) takes to form a job of P nodes against one store. Run by
+// scripts/bench-elastic.sh; prints one JSON line per run on stdout.
+//
+//   rendezvous_bench [--participants 64,512,4096] [--repeat 3] [--port P]
+//                    [--local-world-size 8] [--stack-kib 256] [--poll-ms 500]
+//
+// Each participant is a light-weight agent: a thread with its own TcpStore connection that
+// calls ElasticRendezvous(...).join(-1, nullopt, {}) with minNodes = maxNodes = P and a
+// descriptor of its own (agent id, host bench-N, addr 127.x.y.z, localWorldSize 8). The
+// store is a StoreServer on a thread of this process (the way an agent hosts it), or,
+// with --port, a running pltrun-store on 127.0.0.1:P.
+//
+// Every participant connects first and then waits at a start barrier; the time runs from
+// the barrier's release to the return of the last join(). Each run checks the result:
+// one round, P nodes, node ranks a permutation of 0..P-1, world size P * localWorldSize,
+// global ranks following node ranks. Every run uses a fresh run id (and fresh connections).
+//
+// The store calls of every participant go through a counting decorator, so each run also
+// reports the requests each kind of call made and their summed latency, when the phases of
+// the rendezvous ended (all slots taken and described, the closer's lock won, the round
+// marked complete), and the CPU time of the store's thread against the whole process.
+
+#include <linux/futex.h>
+#include <pthread.h>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "pltrun/error.h"
+#include "pltrun/tcp_store.h"
+#include "rendezvous/elastic_rendezvous.h"
+#include "rendezvous/store_server.h"
+#include "store/server_thread.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kUsageError = 2;
+
+struct Options {
+  std::vector<int> participants{64, 512, 4096};
+  int repeat = 3;
+  int port = 0;  ///< 0: a StoreServer on a thread of this process
+  int localWorldSize = 8;
+  size_t stackKib = 256;
+  int pollMs = 500;  ///< ElasticRendezvousOptions::pollInterval (the agent's default)
+};
+
+[[noreturn]] void usageError(const std::string& message) {
+  std::fprintf(stderr, "rendezvous_bench: error: %s (see rendezvous_bench --help)\n", message.c_str());
+  std::exit(kUsageError);
+}
+
+constexpr const char* kHelp =
+    "usage: rendezvous_bench [--participants 64,512,4096] [--repeat 3] [--port P]\n"
+    "                        [--local-world-size 8] [--stack-kib 256] [--poll-ms 500]\n"
+    "Forms one elastic rendezvous round of P participants (threads, one store connection each)\n"
+    "against a store on a thread of this process, or a pltrun-store on 127.0.0.1:P (--port).\n"
+    "Prints one JSON line per run. Exit status: 0 every run formed correctly, 1 one did not, 2 bad flags.\n";
+
+long parseInteger(const std::string& flag, const std::string& text, long low, long high) {
+  char* end = nullptr;
+  errno = 0;
+  long value = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || value < low || value > high) {
+    usageError(flag + " wants an integer from " + std::to_string(low) + " to " + std::to_string(high) + ", not '" +
+               text + "'");
+  }
+  return value;
+}
+
+Options parseOptions(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    if (flag == "-h" || flag == "--help") {
+      std::fputs(kHelp, stdout);
+      std::exit(0);
+    }
+    std::string value;
+    auto equals = flag.find('=');
+    if (flag.rfind("--", 0) == 0 && equals != std::string::npos) {
+      value = flag.substr(equals + 1);
+      flag = flag.substr(0, equals);
+    } else {
+      if (flag.rfind("--", 0) != 0) usageError("unexpected argument '" + flag + "'");
+      if (i + 1 >= argc) usageError(flag + " needs a value");
+      value = argv[++i];
+    }
+    if (flag == "--participants") {
+      options.participants.clear();
+      size_t start = 0;
+      while (start <= value.size()) {
+        size_t comma = value.find(',', start);
+        if (comma == std::string::npos) comma = value.size();
+        options.participants.push_back(
+            static_cast<int>(parseInteger(flag, value.substr(start, comma - start), 1, 100000)));
+        start = comma + 1;
+      }
+    } else if (flag == "--repeat") {
+      options.repeat = static_cast<int>(parseInteger(flag, value, 1, 1000));
+    } else if (flag == "--port") {
+      options.port = static_cast<int>(parseInteger(flag, value, 1, 65535));
+    } else if (flag == "--local-world-size") {
+      options.localWorldSize = static_cast<int>(parseInteger(flag, value, 1, 1024));
+    } else if (flag == "--stack-kib") {
+      options.stackKib = static_cast<size_t>(parseInteger(flag, value, 64, 65536));
+    } else if (flag == "--poll-ms") {
+      options.pollMs = static_cast<int>(parseInteger(flag, value, 1, 600000));
+    } else {
+      usageError("unknown flag '" + flag + "'");
+    }
+  }
+  return options;
+}
+
+std::int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
+std::int64_t threadCpuNs() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1000000000LL + now.tv_nsec;
+}
+
+std::int64_t processCpuNs() {
+  timespec now{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1000000000LL + now.tv_nsec;
+}
+
+// ---- a start barrier that releases every thread with one futex wake ------------------
+
+class StartGate {
+ public:
+  void wait() {
+    while (open_.load(std::memory_order_acquire) == 0) {
+      syscall(SYS_futex, reinterpret_cast<int*>(&open_), FUTEX_WAIT_PRIVATE, 0, nullptr, nullptr, 0);
+    }
+  }
+  void release() {
+    open_.store(1, std::memory_order_release);
+    syscall(SYS_futex, reinterpret_cast<int*>(&open_), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+  }
+
+ private:
+  std::atomic<int> open_{0};
+  static_assert(sizeof(std::atomic<int>) == sizeof(int), "futex on std::atomic<int>");
+};
+
+// ---- the counting decorator ------------------------------------------------------------
+
+enum Op { kSet, kGet, kAdd, kCompareSet, kCheck, kWait, kWaitTimeout, kMultiGet, kMultiSet, kCloseNotice, kOther, kOps };
+constexpr std::array<const char*, kOps> kOpNames = {"set",      "get",       "add",      "compare_set",
+                                                    "check",    "wait",      "wait_timed_out", "multi_get",
+                                                    "multi_set", "close_notice", "other"};
+
+// Times every participant shares: when the phases of the rendezvous ended.
+struct Phases {
+  std::atomic<std::int64_t> lastSlotDescribedNs{0};  ///< the last rR/slot/I set returned
+  std::atomic<std::int64_t> closerLockNs{0};         ///< the closer won rR/closing
+  std::atomic<std::int64_t> completeNs{0};           ///< the closer's rR/complete set returned
+  std::atomic<std::int64_t> closerMultiGetNs{0};     ///< the closer's multiGet of the slots took
+  std::atomic<std::int64_t> closerMultiSetNs{0};     ///< the closer's multiSet of the assignments took
+};
+
+void atomicMax(std::atomic<std::int64_t>& target, std::int64_t value) {
+  std::int64_t current = target.load();
+  while (current < value && !target.compare_exchange_weak(current, value)) {
+  }
+}
+
+class CountingStore : public pltrun::Store {
+ public:
+  CountingStore(std::unique_ptr<pltrun::TcpStore> inner, Phases& phases, std::string agentId)
+      : inner_(std::move(inner)), phases_(phases), agentId_(std::move(agentId)) {}
+
+  std::array<std::uint64_t, kOps> calls{};
+  std::array<std::int64_t, kOps> ns{};
+
+  void set(const std::string& key, const std::string& value) override {
+    auto started = nowNs();
+    inner_->set(key, value);
+    auto ended = count(kSet, started);
+    if (key.find("/slot/") != std::string::npos) atomicMax(phases_.lastSlotDescribedNs, ended);
+    if (ends(key, "/complete")) phases_.completeNs = ended;
+  }
+  std::string get(const std::string& key, Duration timeout) override {
+    auto started = nowNs();
+    auto value = inner_->get(key, timeout);
+    count(kGet, started);
+    return value;
+  }
+  std::int64_t add(const std::string& key, std::int64_t delta) override {
+    auto started = nowNs();
+    auto value = inner_->add(key, delta);
+    count(kAdd, started);
+    return value;
+  }
+  std::string compareSet(const std::string& key, const std::string& expected, const std::string& desired) override {
+    auto started = nowNs();
+    auto value = inner_->compareSet(key, expected, desired);
+    auto ended = count(kCompareSet, started);
+    if (ends(key, "/closing") && value == agentId_) phases_.closerLockNs = ended;
+    return value;
+  }
+  bool check(const std::vector<std::string>& keys) override {
+    auto started = nowNs();
+    bool value = inner_->check(keys);
+    count(kCheck, started);
+    return value;
+  }
+  void wait(const std::vector<std::string>& keys, Duration timeout) override {
+    auto started = nowNs();
+    try {
+      inner_->wait(keys, timeout);
+    } catch (const pltrun::Error& error) {
+      count(error.code() == pltrun::ErrorCode::Timeout ? kWaitTimeout : kWait, started);
+      throw;
+    }
+    count(kWait, started);
+  }
+  bool deleteKey(const std::string& key) override {
+    auto started = nowNs();
+    bool value = inner_->deleteKey(key);
+    count(kOther, started);
+    return value;
+  }
+  std::int64_t numKeys() override {
+    auto started = nowNs();
+    auto value = inner_->numKeys();
+    count(kOther, started);
+    return value;
+  }
+  void append(const std::string& key, const std::string& value) override {
+    auto started = nowNs();
+    inner_->append(key, value);
+    count(kOther, started);
+  }
+  std::vector<std::string> multiGet(const std::vector<std::string>& keys, Duration timeout) override {
+    auto started = nowNs();
+    auto values = inner_->multiGet(keys, timeout);
+    phases_.closerMultiGetNs = count(kMultiGet, started) - started;
+    return values;
+  }
+  void multiSet(const std::vector<std::string>& keys, const std::vector<std::string>& values) override {
+    auto started = nowNs();
+    inner_->multiSet(keys, values);
+    phases_.closerMultiSetNs = count(kMultiSet, started) - started;
+  }
+  void setEphemeral(const std::string& key, const std::string& value) override {
+    auto started = nowNs();
+    inner_->setEphemeral(key, value);
+    count(kOther, started);
+  }
+  void setCloseNotice(const std::string& key, const std::string& value) override {
+    auto started = nowNs();
+    inner_->setCloseNotice(key, value);
+    count(kCloseNotice, started);
+  }
+
+ private:
+  static bool ends(const std::string& key, const char* suffix) {
+    const size_t length = std::strlen(suffix);
+    return key.size() >= length && key.compare(key.size() - length, length, suffix) == 0;
+  }
+  std::int64_t count(Op op, std::int64_t started) {
+    const std::int64_t ended = nowNs();
+    ++calls[op];
+    ns[op] += ended - started;
+    return ended;
+  }
+
+  std::unique_ptr<pltrun::TcpStore> inner_;
+  Phases& phases_;
+  std::string agentId_;
+};
+
+// ---- one run -----------------------------------------------------------------------------
+
+struct Participant {
+  std::unique_ptr<CountingStore> store;
+  std::optional<pltrun::rdzv::RoundInfo> info;
+  std::int64_t joinedNs = 0;  ///< when join() returned
+  std::string error;
+};
+
+struct RunContext {
+  const Options* options = nullptr;
+  int port = 0;
+  int count = 0;
+  std::string runId;
+  std::vector<Participant> participants;
+  Phases phases;
+  StartGate gate;
+  std::atomic<int> connected{0};
+  std::atomic<int> failedToConnect{0};
+  std::atomic<bool> aborted{false};  ///< set before the gate opens: nobody joins
+  std::int64_t releasedNs = 0;
+};
+
+struct ThreadArgument {
+  RunContext* run;
+  int index;
+};
+
+pltrun::rdzv::NodeDescriptor descriptorFor(int index, int localWorldSize, const std::string& runId) {
+  pltrun::rdzv::NodeDescriptor self;
+  self.agentId = "bench-" + std::to_string(index) + ":" + std::to_string(getpid()) + ":" + runId;
+  self.host = "bench-" + std::to_string(index);
+  const int n = index + 1;  // 127.0.0.1 ... 127.0.16.0, distinct for up to 65535 nodes
+  self.addr = "127.0." + std::to_string(n / 256) + "." + std::to_string(n % 256);
+  self.localWorldSize = localWorldSize;
+  return self;
+}
+
+void* participantMain(void* raw) {
+  auto* argument = static_cast<ThreadArgument*>(raw);
+  RunContext& run = *argument->run;
+  const int index = argument->index;
+  Participant& me = run.participants[static_cast<size_t>(index)];
+  const pltrun::rdzv::NodeDescriptor self = descriptorFor(index, run.options->localWorldSize, run.runId);
+  try {
+    pltrun::TcpStoreOptions options;
+    options.host = "127.0.0.1";
+    options.port = run.port;
+    options.connectTimeout = std::chrono::seconds(60);
+    options.timeout = std::chrono::seconds(120);
+    auto tcp = std::make_unique<pltrun::TcpStore>(options);
+    tcp->ping();
+    me.store = std::make_unique<CountingStore>(std::move(tcp), run.phases, self.agentId);
+  } catch (const std::exception& error) {
+    me.error = "participant " + std::to_string(index) + " could not connect: " + error.what();
+    run.failedToConnect.fetch_add(1);
+  }
+  run.connected.fetch_add(1);
+  run.gate.wait();
+  if (!me.store || run.aborted.load()) return nullptr;
+  try {
+    pltrun::rdzv::ElasticRendezvousOptions rdzvOptions;
+    rdzvOptions.runId = run.runId;
+    rdzvOptions.minNodes = run.count;
+    rdzvOptions.maxNodes = run.count;
+    rdzvOptions.joinTimeout = std::chrono::seconds(120);
+    rdzvOptions.pollInterval = std::chrono::milliseconds(run.options->pollMs);
+    pltrun::rdzv::ElasticRendezvous rendezvous(*me.store, rdzvOptions, self);
+    me.info = rendezvous.join(-1, std::nullopt, {});
+    me.joinedNs = nowNs();
+  } catch (const pltrun::rdzv::JobClosed& closed) {
+    me.error = "participant " + std::to_string(index) + ": the job closed: " + closed.end.describe();
+    me.joinedNs = nowNs();
+  } catch (const std::exception& error) {
+    me.error = "participant " + std::to_string(index) + ": " + error.what();
+    me.joinedNs = nowNs();
+  }
+  return nullptr;
+}
+
+std::string jsonString(const std::string& text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
+      out += escaped;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+std::string randomHex() {
+  std::random_device device;
+  char text[24];
+  std::snprintf(text, sizeof text, "%08x%08x", device(), device());
+  return text;
+}
+
+// The result every correct rendezvous gives; empty when it holds.
+std::string checkResult(const RunContext& run, int localWorldSize) {
+  const int count = run.count;
+  std::vector<int> byRank(static_cast<size_t>(count), -1), bySlot(static_cast<size_t>(count) + 1, -1);
+  for (int i = 0; i < count; ++i) {
+    const Participant& p = run.participants[static_cast<size_t>(i)];
+    const std::string who = "participant " + std::to_string(i);
+    if (!p.error.empty()) return p.error;
+    if (!p.info) return who + " has no result";
+    const auto& info = *p.info;
+    const auto& a = info.assignment;
+    if (info.round != 0) return who + " joined round " + std::to_string(info.round) + ", not 0";
+    if (a.nnodes != count) return who + " sees " + std::to_string(a.nnodes) + " nodes, not " + std::to_string(count);
+    if (a.worldSize != count * localWorldSize) {
+      return who + " sees world size " + std::to_string(a.worldSize) + ", not " + std::to_string(count * localWorldSize);
+    }
+    if (a.nodeRank < 0 || a.nodeRank >= count) return who + " has node rank " + std::to_string(a.nodeRank);
+    if (byRank[static_cast<size_t>(a.nodeRank)] != -1) {
+      return "node rank " + std::to_string(a.nodeRank) + " given twice (participants " +
+             std::to_string(byRank[static_cast<size_t>(a.nodeRank)]) + " and " + std::to_string(i) + ")";
+    }
+    byRank[static_cast<size_t>(a.nodeRank)] = i;
+    if (a.firstRank != a.nodeRank * localWorldSize) {
+      return who + " (node rank " + std::to_string(a.nodeRank) + ") has first rank " + std::to_string(a.firstRank);
+    }
+    if (info.slot < 1 || info.slot > count || bySlot[static_cast<size_t>(info.slot)] != -1) {
+      return who + " has slot " + std::to_string(info.slot) + " (out of range or given twice)";
+    }
+    bySlot[static_cast<size_t>(info.slot)] = i;
+  }
+  // Node ranks go by (addr, agentId): the node of rank 0 holds the smallest address.
+  const int rank0 = byRank[0];
+  const std::string rank0Addr = descriptorFor(rank0, localWorldSize, run.runId).addr;
+  for (int i = 0; i < count; ++i) {
+    if (run.participants[static_cast<size_t>(i)].info->assignment.rank0Addr != rank0Addr) {
+      return "participant " + std::to_string(i) + " names a different rank 0 address";
+    }
+  }
+  return "";
+}
+
+struct ServerCpu {
+  pltrun::test::ServerThread* inProcess = nullptr;
+  std::int64_t read() const {
+    if (inProcess == nullptr) return -1;
+    return inProcess->onServer([] { return threadCpuNs(); });
+  }
+};
+
+bool runOnce(const Options& options, int port, const ServerCpu& serverCpu, int count, int rep) {
+  RunContext run;
+  run.options = &options;
+  run.port = port;
+  run.count = count;
+  run.runId = "bench-" + std::to_string(count) + "-" + std::to_string(rep) + "-" + randomHex();
+  run.participants.resize(static_cast<size_t>(count));
+  std::vector<ThreadArgument> arguments(static_cast<size_t>(count));
+  std::vector<pthread_t> threads(static_cast<size_t>(count));
+
+  pthread_attr_t attributes;
+  pthread_attr_init(&attributes);
+  pthread_attr_setstacksize(&attributes, options.stackKib * 1024);
+  const auto connectStart = nowNs();
+  int started = 0;
+  std::string failure;
+  for (int i = 0; i < count; ++i) {
+    arguments[static_cast<size_t>(i)] = ThreadArgument{&run, i};
+    int error = pthread_create(&threads[static_cast<size_t>(i)], &attributes, participantMain,
+                               &arguments[static_cast<size_t>(i)]);
+    if (error != 0) {
+      failure = "thread " + std::to_string(i + 1) + " of " + std::to_string(count) + ": " + std::strerror(error);
+      break;
+    }
+    ++started;
+  }
+  pthread_attr_destroy(&attributes);
+  while (run.connected.load() < started) usleep(1000);
+  const auto connectEnd = nowNs();
+  if (failure.empty() && run.failedToConnect.load() > 0) {
+    for (const auto& p : run.participants) {
+      if (!p.error.empty()) {
+        failure = p.error;
+        break;
+      }
+    }
+  }
+  if (!failure.empty()) {  // nobody joins: the threads return at once
+    run.aborted = true;
+    run.gate.release();
+    for (int i = 0; i < started; ++i) pthread_join(threads[static_cast<size_t>(i)], nullptr);
+    std::printf("{\"participants\":%d,\"rep\":%d,\"ok\":false,\"error\":%s}\n", count, rep, jsonString(failure).c_str());
+    std::fflush(stdout);
+    return false;
+  }
+
+  const auto serverCpuBefore = serverCpu.read();
+  const auto processCpuBefore = processCpuNs();
+  rusage usageBefore{};
+  getrusage(RUSAGE_SELF, &usageBefore);
+  run.releasedNs = nowNs();
+  run.gate.release();
+  for (int i = 0; i < count; ++i) pthread_join(threads[static_cast<size_t>(i)], nullptr);
+  const auto processCpuAfter = processCpuNs();
+  rusage usageAfter{};
+  getrusage(RUSAGE_SELF, &usageAfter);
+  const auto serverCpuAfter = serverCpu.read();
+
+  std::int64_t lastReturn = 0;
+  std::vector<std::int64_t> joinNs;
+  joinNs.reserve(static_cast<size_t>(count));
+  for (const auto& p : run.participants) {
+    lastReturn = std::max(lastReturn, p.joinedNs);
+    joinNs.push_back(p.joinedNs - run.releasedNs);
+  }
+  std::sort(joinNs.begin(), joinNs.end());
+  const std::string problem = checkResult(run, options.localWorldSize);
+
+  std::array<std::uint64_t, kOps> calls{};
+  std::array<std::int64_t, kOps> ns{};
+  for (const auto& p : run.participants) {
+    if (!p.store) continue;
+    for (int op = 0; op < kOps; ++op) {
+      calls[static_cast<size_t>(op)] += p.store->calls[static_cast<size_t>(op)];
+      ns[static_cast<size_t>(op)] += p.store->ns[static_cast<size_t>(op)];
+    }
+  }
+  auto sinceRelease = [&](std::int64_t at) { return at == 0 ? -1.0 : static_cast<double>(at - run.releasedNs) / 1e6; };
+  std::string opsJson = "{";
+  std::uint64_t requests = 0;
+  for (int op = 0; op < kOps; ++op) {
+    if (calls[static_cast<size_t>(op)] == 0) continue;
+    if (opsJson.size() > 1) opsJson += ",";
+    char entry[160];
+    std::snprintf(entry, sizeof entry, "\"%s\":{\"calls\":%llu,\"total_ms\":%.1f}", kOpNames[static_cast<size_t>(op)],
+                  static_cast<unsigned long long>(calls[static_cast<size_t>(op)]),
+                  static_cast<double>(ns[static_cast<size_t>(op)]) / 1e6);
+    opsJson += entry;
+    requests += calls[static_cast<size_t>(op)];
+  }
+  opsJson += "}";
+  // Requests on the wire, from how TcpStore (torch 2 dialect) makes each call: get and
+  // multiGet wait first (WAIT, then GET/MULTI_GET); a wait that times out cancels
+  // (CANCEL_WAIT); set, multiSet and the close notice are one-way; the rest one request.
+  const std::uint64_t wire = calls[kSet] + calls[kCloseNotice] + calls[kMultiSet] + 2 * calls[kGet] +
+                             2 * calls[kMultiGet] + calls[kAdd] + calls[kCompareSet] + calls[kCheck] + calls[kWait] +
+                             2 * calls[kWaitTimeout] + calls[kOther];
+  auto percentileMs = [&](double fraction) {
+    size_t index = static_cast<size_t>(fraction * static_cast<double>(joinNs.size() - 1) + 0.5);
+    return static_cast<double>(joinNs[std::min(index, joinNs.size() - 1)]) / 1e6;
+  };
+  const double processCpuS = static_cast<double>(processCpuAfter - processCpuBefore) / 1e9;
+  const double serverCpuS =
+      serverCpuBefore < 0 ? -1.0 : static_cast<double>(serverCpuAfter - serverCpuBefore) / 1e9;
+  const long contextSwitches = (usageAfter.ru_nvcsw - usageBefore.ru_nvcsw) + (usageAfter.ru_nivcsw - usageBefore.ru_nivcsw);
+
+  std::printf(
+      "{\"participants\":%d,\"rep\":%d,\"run_id\":%s,\"ok\":%s,%s\"local_world_size\":%d,\"connect_s\":%.3f,"
+      "\"rendezvous_s\":%.4f,\"join_p50_ms\":%.1f,\"join_p99_ms\":%.1f,"
+      "\"phases_ms\":{\"last_slot_described\":%.1f,\"closer_lock\":%.1f,\"closer_multi_get\":%.1f,"
+      "\"closer_multi_set\":%.1f,\"complete\":%.1f,\"last_join_returned\":%.1f},"
+      "\"store_calls\":%llu,\"wire_requests\":%llu,\"ops\":%s,\"process_cpu_s\":%.3f,\"store_thread_cpu_s\":%.3f,\"context_switches\":%ld,"
+      "\"poll_ms\":%d}\n",
+      count, rep, jsonString(run.runId).c_str(), problem.empty() ? "true" : "false",
+      problem.empty() ? "" : ("\"error\":" + jsonString(problem) + ",").c_str(), options.localWorldSize,
+      static_cast<double>(connectEnd - connectStart) / 1e9, static_cast<double>(lastReturn - run.releasedNs) / 1e9,
+      percentileMs(0.5), percentileMs(0.99), sinceRelease(run.phases.lastSlotDescribedNs.load()),
+      sinceRelease(run.phases.closerLockNs.load()), static_cast<double>(run.phases.closerMultiGetNs.load()) / 1e6,
+      static_cast<double>(run.phases.closerMultiSetNs.load()) / 1e6, sinceRelease(run.phases.completeNs.load()),
+      sinceRelease(lastReturn), static_cast<unsigned long long>(requests), static_cast<unsigned long long>(wire), opsJson.c_str(), processCpuS, serverCpuS,
+      contextSwitches, options.pollMs);
+  std::fflush(stdout);
+  if (!problem.empty()) std::fprintf(stderr, "rendezvous_bench: %d participants, run %d: %s\n", count, rep, problem.c_str());
+  return problem.empty();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options options = parseOptions(argc, argv);
+  spdlog::set_level(spdlog::level::warn);  // no "waiting for nodes" line from thousands of agents
+  const int most = *std::max_element(options.participants.begin(), options.participants.end());
+  const std::uint64_t limit = pltrun::rdzv::raiseOpenFileLimit();
+  // A client descriptor per participant, and a server one with the store in this process.
+  const std::uint64_t needed = static_cast<std::uint64_t>(most) * (options.port == 0 ? 2 : 1) + 64;
+  if (limit != 0 && limit < needed) {
+    std::fprintf(stderr, "rendezvous_bench: the open-file limit is %llu (hard limit included); %d participants need %llu\n",
+                 static_cast<unsigned long long>(limit), most, static_cast<unsigned long long>(needed));
+    return 1;
+  }
+
+  std::unique_ptr<pltrun::test::ServerThread> server;
+  int port = options.port;
+  ServerCpu serverCpu;
+  if (port == 0) {
+    server = std::make_unique<pltrun::test::ServerThread>();
+    port = server->port();
+    serverCpu.inProcess = server.get();
+    server->onServer([] { return pthread_setname_np(pthread_self(), "store-server"); });
+  }
+  bool ok = true;
+  for (int count : options.participants) {
+    for (int rep = 1; rep <= options.repeat; ++rep) ok = runOnce(options, port, serverCpu, count, rep) && ok;
+  }
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,129 @@
+"""A small DistributedDataParallel training job (Debian's python3-torch: torch 1.13, CPU,
+gloo) for the elastic multi-node tests: `torch_ddp_train.py DIR [--steps N] [--fail-at K]`.
+
+Every worker joins the process group from pltrun's environment alone (env://, the agents'
+rendezvous store), trains a 2-layer MLP on synthetic data that is a function of (rank, step)
+only, and resumes from DIR/checkpoint.pt when one exists. Rank 0 writes that checkpoint at
+the start of every step, before the step's collectives: a checkpoint saying "next step s"
+holds exactly the state after s steps, and no rank can pass step s's all-reduce before it
+exists, so a resumed run follows the clean run's trajectory step for step.
+
+`--fail-at K`: in the first round (TORCHELASTIC_RESTART_COUNT 0) rank 3 SIGKILLs itself at
+the start of step K, after the checkpoint of step K-1 (at least) is on disk; the launcher
+restarts every node's workers, which resume from the checkpoint.
+
+Rank 0 writes DIR/result.json at the end: the final parameters (flattened), the restart
+count it ran under and the step it resumed from. Every worker writes its pid to
+DIR/pids/round<N>_rank<R> first, so the test can check that none survives.
+"""
+
+import argparse
+import json
+import os
+import signal
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+IN_FEATURES = 8
+HIDDEN = 16
+BATCH = 16
+
+
+def batch_for(rank, step):
+    """This rank's batch of step `step`: the same on every run, whatever round it runs in."""
+    generator = torch.Generator().manual_seed(1_000_003 * step + 7919 * rank + 17)
+    inputs = torch.randn(BATCH, IN_FEATURES, generator=generator)
+    true_weights = torch.linspace(-1.0, 1.0, IN_FEATURES).unsqueeze(1)
+    targets = torch.sin(inputs @ true_weights) + 0.05 * torch.randn(BATCH, 1, generator=generator)
+    return inputs, targets
+
+
+def save_atomically(state, path):
+    temporary = f"{path}.tmp.{os.getpid()}"
+    torch.save(state, temporary)
+    os.replace(temporary, path)  # a worker killed mid-save leaves the last whole checkpoint
+
+
+def write_json_atomically(value, path):
+    temporary = f"{path}.tmp.{os.getpid()}"
+    with open(temporary, "w") as file:
+        json.dump(value, file)
+    os.replace(temporary, path)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("directory")
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--fail-at", type=int, default=-1)
+    args = parser.parse_args()
+
+    rank = int(os.environ["RANK"])
+    restart_count = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
+    os.makedirs(os.path.join(args.directory, "pids"), exist_ok=True)
+    with open(os.path.join(args.directory, "pids", f"round{restart_count}_rank{rank}"), "w") as file:
+        file.write(str(os.getpid()))
+
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    dist.init_process_group("gloo")  # MASTER_ADDR/MASTER_PORT: the agents' store
+    world_size = dist.get_world_size()
+    assert rank == dist.get_rank() and world_size == int(os.environ["WORLD_SIZE"])
+
+    torch.manual_seed(1234)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(IN_FEATURES, HIDDEN), torch.nn.Tanh(), torch.nn.Linear(HIDDEN, 1))
+    optimizer_state = None
+    start_step = 0
+    checkpoint_path = os.path.join(args.directory, "checkpoint.pt")
+    # Every rank loads before DDP's constructor, a collective: rank 0 cannot write a newer
+    # checkpoint before all ranks have read this one.
+    if os.path.exists(checkpoint_path):
+        checkpoint = torch.load(checkpoint_path, map_location="cpu")
+        model.load_state_dict(checkpoint["model"])
+        optimizer_state = checkpoint["optimizer"]
+        start_step = checkpoint["next_step"]
+    ddp = DistributedDataParallel(model)
+    # Momentum makes the optimizer's state matter: a resume that lost it would diverge.
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
+    if optimizer_state is not None:
+        optimizer.load_state_dict(optimizer_state)
+
+    starts = [torch.zeros(1, dtype=torch.int64) for _ in range(world_size)]
+    dist.all_gather(starts, torch.tensor([start_step], dtype=torch.int64))
+    assert all(int(s.item()) == start_step for s in starts), f"ranks resumed from different steps: {starts}"
+
+    losses = []
+    for step in range(start_step, args.steps):
+        if rank == 0:
+            save_atomically({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "next_step": step},
+                            checkpoint_path)
+        if rank == 3 and restart_count == 0 and step == args.fail_at:
+            os.kill(os.getpid(), signal.SIGKILL)  # a worker killed mid-training
+        inputs, targets = batch_for(rank, step)
+        optimizer.zero_grad()
+        loss = torch.nn.functional.mse_loss(ddp(inputs), targets)
+        loss.backward()  # DDP all-reduces (averages) the gradients over every rank
+        optimizer.step()
+        losses.append(loss.item())
+
+    dist.barrier()
+    if rank == 0:
+        parameters = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+        write_json_atomically({
+            "parameters": [float(v) for v in parameters.tolist()],
+            "restart_count": restart_count,
+            "resumed_from": start_step,
+            "steps": args.steps,
+            "world_size": world_size,
+            "first_loss": losses[0] if losses else None,
+            "last_loss": losses[-1] if losses else None,
+        }, os.path.join(args.directory, "result.json"))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
