@@ -191,3 +191,53 @@ TEST_CASE("the between-waits hook can abandon a join (a signal)", "[rendezvous]"
                   Stop);
   CHECK(calls == 3);
 }
+
+TEST_CASE("a spare waits while the members re-form after a failure, instead of taking a member's place",
+          "[rendezvous]") {
+  InMemoryStore table;
+  std::vector<std::unique_ptr<Agent>> members;
+  for (int i = 0; i < 2; ++i) members.push_back(std::make_unique<Agent>(table, options(2, 2), i));
+  std::vector<RoundInfo> first = joinAll(members);
+  Agent spare(table, options(2, 2), 9);
+  auto spareJoin = std::async(std::launch::async, [&] { return spare.rendezvous->join(-1, std::nullopt, {}); });
+  std::this_thread::sleep_for(100ms);  // the spare is waiting for a place now
+
+  RoundEnd failed;
+  failed.host = "host-0";
+  failed.message = "rank 0 ended with exit code 1";
+  failed.status = 1;
+  members[0]->rendezvous->reportWorkerFailure(0, failed, 5);
+  std::this_thread::sleep_for(100ms);  // members are slower to come back: they stop workers first
+  std::vector<RoundInfo> second = joinAll(members, 0, 2);
+  CHECK(second[0].round == 1);
+  CHECK(second[0].assignment.nodeRank == first[0].assignment.nodeRank);
+  CHECK(second[1].assignment.nodeRank == first[1].assignment.nodeRank);
+
+  RoundEnd done;
+  done.reason = RoundEnd::Reason::Succeeded;
+  done.final = true;
+  members[0]->rendezvous->closeJob(done);
+  try {
+    spareJoin.get();
+    FAIL("the spare got a place in a full job");
+  } catch (const JobClosed& closed) {
+    CHECK(closed.end.reason == RoundEnd::Reason::Succeeded);
+    CHECK_FALSE(closed.beforeJoining);  // it saw the job running: not a reused run id
+  }
+}
+
+TEST_CASE("an agent that finds its run id already finished is told so", "[rendezvous]") {
+  InMemoryStore table;
+  Agent first(table, options(1, 1), 0);
+  RoundEnd done;
+  done.reason = RoundEnd::Reason::Succeeded;
+  done.final = true;
+  first.rendezvous->closeJob(done);
+  Agent again(table, options(1, 1), 1);
+  try {
+    again.rendezvous->join(-1, std::nullopt, {});
+    FAIL("joined a finished run");
+  } catch (const JobClosed& closed) {
+    CHECK(closed.beforeJoining);
+  }
+}

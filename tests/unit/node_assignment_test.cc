@@ -66,6 +66,11 @@ TEST_CASE("inconsistent hints are all ignored, with a warning that says why", "[
     CHECK(nodeRanks(result) == std::vector<int>{0, 1});
     CHECK_THAT(result.warning, Catch::Contains("two nodes asked for node rank 1"));
   }
+  SECTION("a negative hint") {
+    AssignmentResult result = assignNodeRanks({node("a", "10.0.0.1", 2, -1), node("b", "10.0.0.2")});
+    CHECK(nodeRanks(result) == std::vector<int>{0, 1});
+    CHECK_THAT(result.warning, Catch::Contains("node rank -1"));
+  }
   SECTION("a hint beyond the node count") {
     AssignmentResult result = assignNodeRanks({node("a", "10.0.0.1", 2, 5), node("b", "10.0.0.2")});
     CHECK(nodeRanks(result) == std::vector<int>{0, 1});
