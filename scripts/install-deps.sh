@@ -9,7 +9,7 @@ packages=(
   build-essential cmake pkg-config
   libcli11-dev libboost1.81-dev libboost-filesystem1.81-dev
   nlohmann-json3-dev libspdlog-dev catch2
-  hyperfine time procps python3
+  hyperfine time procps python3 iproute2
   clang libclang-rt-14-dev
 )
 for argument in "$@"; do

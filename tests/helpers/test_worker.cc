@@ -16,9 +16,16 @@
 //   record-error MESSAGE         write a torch @record error file, print to stderr, exit 1
 //   stderr-lines N CODE          write N numbered lines to stderr, then exit CODE
 //   progress N                   write N carriage-return progress updates, then a newline
+//   serve DIR                    for the elastic tests: write the launcher-set variables plus
+//                                pid, ppid and the start time (CLOCK_MONOTONIC, ns) to
+//                                DIR/env_RANK_RESTARTCOUNT.json (atomically, by rename) and
+//                                the pid to DIR/pid_RANK_RESTARTCOUNT, then wait: exit 0 on
+//                                SIGTERM or once DIR/release exists
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -58,7 +65,7 @@ std::string jsonString(const std::string& text) {
   return quoted + "\"";
 }
 
-int writeEnvironment(const std::string& dir) {
+std::string environmentJson() {
   const char* names[] = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK",
                          "GROUP_WORLD_SIZE", "ROLE_NAME", "ROLE_RANK", "ROLE_WORLD_SIZE", "NODE_RANK",
                          "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
@@ -73,7 +80,11 @@ int writeEnvironment(const std::string& dir) {
     json += jsonString(name) + ":" + jsonString(value);
   }
   json += ",\"pid\":" + std::to_string(getpid()) + ",\"pgid\":" + std::to_string(getpgrp()) + "}";
-  writeFile(dir + "/env_" + rank() + ".json", json);
+  return json;
+}
+
+int writeEnvironment(const std::string& dir) {
+  writeFile(dir + "/env_" + rank() + ".json", environmentJson());
   return 0;
 }
 
@@ -95,6 +106,33 @@ int recordSignals(const std::string& dir, bool ignoreTerm) {
     usleep(2000);
   }
   writeFile(dir + "/term_" + rank(), "1");
+  return 0;
+}
+
+long long monotonicNanoseconds() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<long long>(now.tv_sec) * 1000000000LL + now.tv_nsec;
+}
+
+// Written whole under a temporary name, then renamed: a reader never sees part of it.
+void writeFileAtomically(const std::string& path, const std::string& text) {
+  writeFile(path + ".tmp", text);
+  rename((path + ".tmp").c_str(), path.c_str());
+}
+
+int serve(const std::string& dir) {
+  const long long started = monotonicNanoseconds();
+  signal(SIGTERM, onTerm);
+  const std::string suffix = rank() + "_" + envOr("TORCHELASTIC_RESTART_COUNT", "x");
+  std::string json = environmentJson();
+  json.pop_back();  // the closing brace
+  json += ",\"ppid\":" + std::to_string(getppid()) + ",\"started_ns\":" + std::to_string(started) + "}";
+  writeFileAtomically(dir + "/env_" + suffix + ".json", json);
+  writeFileAtomically(dir + "/pid_" + suffix, std::to_string(getpid()));
+  const std::string release = dir + "/release";
+  struct stat info {};
+  while (!termReceived && stat(release.c_str(), &info) != 0) usleep(5000);
   return 0;
 }
 
@@ -177,6 +215,7 @@ int main(int argc, char** argv) {
   if (mode == "record-error") return recordError(arg);
   if (mode == "stderr-lines") return stderrLines(std::atoi(arg.c_str()), std::atoi(argv[3]));
   if (mode == "progress") return progress(std::atoi(arg.c_str()));
+  if (mode == "serve") return serve(arg);
   fprintf(stderr, "pltrun_test_worker: unknown mode %s\n", mode.c_str());
   return 64;
 }

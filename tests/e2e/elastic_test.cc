@@ -1,0 +1,638 @@
+// Elastic multi-node jobs on one machine: several real pltrun agents meet through the c10d
+// rendezvous store that the first one hosts (loopback, or two network namespaces joined by
+// a veth pair), and re-form the job when a worker fails, an agent dies or a node joins.
+//
+// Every agent is started with `--rdzv-endpoint 127.0.0.1:0` (the first, which hosts the
+// store and prints its port) or the printed port (the others): no fixed port anywhere.
+// Workers run the test worker's `serve` mode, which records its environment, pid, parent
+// pid and start time per round in DIR/env_RANK_RESTARTCOUNT.json and runs until SIGTERM or
+// until the test creates DIR/release.
+
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "helpers/child_process.h"
+
+using namespace pltrun::test;
+using namespace std::chrono_literals;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Short rendezvous timings so rounds form, and fail, within seconds; join_timeout stays long
+// enough for agents started one after the other on a loaded 2-core machine.
+const std::string kConf = "last_call_timeout=1,join_timeout=30,keep_alive_interval=1,keep_alive_max_attempt=3";
+constexpr auto kAgentExit = 40s;    // how long an agent may take to finish once released
+constexpr auto kRoundForms = 30s;   // how long a round may take to form and start its workers
+
+// The agents of one job, all started with the same flags; the first hosts the store.
+class ElasticJob {
+ public:
+  ElasticJob(const TempDir& dir, std::string nnodes, std::string runId, std::vector<std::string> flags,
+             std::vector<std::string> program, std::string conf = kConf)
+      : dir_(dir), nnodes_(std::move(nnodes)), runId_(std::move(runId)), flags_(std::move(flags)),
+        program_(std::move(program)), conf_(std::move(conf)) {}
+
+  /// Starts one more agent: the first hosts the store on a free port, the others join it.
+  /// `wrapper` goes before pltrun (e.g. `ip netns exec NS`); `host` is the endpoint's host.
+  ChildProcess& start(const std::vector<std::string>& wrapper = {}, const std::string& host = "127.0.0.1") {
+    std::vector<std::string> argv = wrapper;
+    argv.push_back(PLTRUN_BINARY);
+    std::vector<std::string> args = {"--nnodes", nnodes_, "--nproc-per-node", "2", "--rdzv-endpoint",
+                                     host + ":" + std::to_string(port_), "--rdzv-id", runId_, "--rdzv-conf", conf_,
+                                     "--log-dir", dir_ / "logs", "--term-timeout", "5"};
+    args.insert(args.end(), flags_.begin(), flags_.end());
+    args.insert(args.end(), program_.begin(), program_.end());
+    argv.insert(argv.end(), args.begin(), args.end());
+    // A killed agent cannot remove its temporary directory: keep those inside the test's.
+    agents_.push_back(std::make_unique<ChildProcess>(argv, std::vector<std::string>{"TMPDIR=" + dir_.path()}));
+    ChildProcess& agent = *agents_.back();
+    if (port_ == 0) port_ = storePort(agent);
+    return agent;
+  }
+
+  int port() const { return port_; }
+  ChildProcess& agent(size_t index) { return *agents_.at(index); }
+  size_t size() const { return agents_.size(); }
+  const std::string& runId() const { return runId_; }
+
+  /// Waits for every agent still running to exit.
+  std::vector<Finished> waitAll(std::chrono::milliseconds timeout = kAgentExit) {
+    std::vector<Finished> results;
+    for (auto& agent : agents_) results.push_back(agent->wait(timeout));
+    return results;
+  }
+
+ private:
+  // The port from "rendezvous store for run ID listening on HOST:PORT".
+  int storePort(const ChildProcess& host) const {
+    const std::regex line("rendezvous store for run " + runId_ + " listening on [^\\s]+:([0-9]+)\n");
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    std::string err;
+    while (std::chrono::steady_clock::now() < deadline) {
+      err = host.stderrSoFar();
+      std::smatch match;
+      if (std::regex_search(err, match, line)) return std::stoi(match[1].str());
+      std::this_thread::sleep_for(5ms);
+    }
+    INFO("the first agent's stderr: " << err);
+    FAIL("the first agent never printed its store's port");
+    return 0;
+  }
+
+  const TempDir& dir_;
+  std::string nnodes_;
+  std::string runId_;
+  std::vector<std::string> flags_;
+  std::vector<std::string> program_;
+  std::string conf_;
+  int port_ = 0;
+  std::vector<std::unique_ptr<ChildProcess>> agents_;
+};
+
+// One worker of one round, as `serve` recorded it.
+struct WorkerRecord {
+  int rank = -1;
+  int restart = -1;
+  json env;
+  pid_t pid() const { return env.at("pid").get<pid_t>(); }
+  pid_t ppid() const { return env.at("ppid").get<pid_t>(); }
+  long long startedNs() const { return env.at("started_ns").get<long long>(); }
+  std::string var(const std::string& name) const { return env.value(name, std::string("<unset>")); }
+};
+
+std::vector<WorkerRecord> readRecords(const TempDir& dir) {
+  static const std::regex name("env_([0-9]+)_([0-9]+)\\.json");
+  std::vector<WorkerRecord> records;
+  for (const auto& entry : fs::directory_iterator(dir.path())) {
+    std::smatch match;
+    const std::string file = entry.path().filename().string();
+    if (!std::regex_match(file, match, name)) continue;
+    WorkerRecord record;
+    record.rank = std::stoi(match[1].str());
+    record.restart = std::stoi(match[2].str());
+    record.env = json::parse(readFile(entry.path().string()));  // written whole, by rename
+    records.push_back(std::move(record));
+  }
+  return records;
+}
+
+// One round in which every rank of a world of `world` workers started.
+struct Round {
+  int restart = -1;
+  std::map<int, WorkerRecord> byRank;
+};
+
+std::optional<Round> findRound(const std::vector<WorkerRecord>& records, int world, int fromRestart) {
+  std::map<int, Round> rounds;
+  for (const auto& record : records) {
+    if (record.restart < fromRestart || record.var("WORLD_SIZE") != std::to_string(world)) continue;
+    rounds[record.restart].restart = record.restart;
+    rounds[record.restart].byRank[record.rank] = record;
+  }
+  for (auto it = rounds.rbegin(); it != rounds.rend(); ++it) {  // the latest complete one
+    const Round& round = it->second;
+    if (round.byRank.size() == static_cast<size_t>(world) && round.byRank.begin()->first == 0 &&
+        round.byRank.rbegin()->first == world - 1) {
+      return round;
+    }
+  }
+  return std::nullopt;
+}
+
+// Waits until a round (restart count >= fromRestart) has all `world` ranks running.
+Round waitForRound(const TempDir& dir, int world, int fromRestart, std::chrono::milliseconds timeout = kRoundForms) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::vector<WorkerRecord> records;
+  while (true) {
+    records = readRecords(dir);
+    if (auto round = findRound(records, world, fromRestart)) return *round;
+    if (std::chrono::steady_clock::now() > deadline) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  std::string seen;
+  for (const auto& record : records) {
+    seen += " rank " + std::to_string(record.rank) + "/round " + std::to_string(record.restart) + "/world " +
+            record.var("WORLD_SIZE") + ";";
+  }
+  INFO("workers seen:" << seen);
+  FAIL("no round with all " << world << " ranks from restart count " << fromRestart << " on");
+  return {};
+}
+
+void release(const TempDir& dir) { std::ofstream(dir / "release") << "1"; }
+
+long long monotonicNanoseconds() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<long long>(now.tv_sec) * 1000000000LL + now.tv_nsec;
+}
+
+// Every worker pid any mode recorded in `dir`: env_*.json ("pid") and ready_* files.
+std::vector<pid_t> recordedWorkerPids(const TempDir& dir) {
+  std::vector<pid_t> pids;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(dir.path(), error)) {
+    const std::string file = entry.path().filename().string();
+    try {
+      if (file.rfind("env_", 0) == 0 && entry.path().extension() == ".json") {
+        pids.push_back(json::parse(readFile(entry.path().string())).at("pid").get<pid_t>());
+      } else if (file.rfind("ready_", 0) == 0) {
+        pids.push_back(std::stoi(readFile(entry.path().string())));
+      }
+    } catch (const std::exception&) {
+      // Still being written (the `env` and `signals` modes do not rename): not a pid yet.
+    }
+  }
+  return pids;
+}
+
+// Kills, when the test ends, any recorded worker that is somehow still alive (a failed test
+// must not leave workers behind); it checks the command line so a reused pid is spared.
+class WorkerSweeper {
+ public:
+  explicit WorkerSweeper(const TempDir& dir) : dir_(dir) {}
+  ~WorkerSweeper() {
+    for (pid_t pid : recordedWorkerPids(dir_)) {
+      if (processGone(pid)) continue;
+      if (readFile("/proc/" + std::to_string(pid) + "/cmdline").find("pltrun_test_worker") == std::string::npos) {
+        continue;
+      }
+      kill(pid, SIGKILL);
+    }
+  }
+
+ private:
+  const TempDir& dir_;
+};
+
+// Checks that no worker the test recorded is still running (a generous wait: killed process
+// groups take a moment to go on a loaded machine).
+void checkNoWorkerLeft(const TempDir& dir) {
+  std::vector<pid_t> pids = recordedWorkerPids(dir);
+  std::vector<pid_t> alive = waitUntilGone(pids, 10s);
+  std::string described;
+  for (pid_t pid : alive) described += " " + std::to_string(pid) + ": " + readFile("/proc/" + std::to_string(pid) + "/stat");
+  INFO(alive.size() << " of " << pids.size() << " workers still alive:" << described);
+  CHECK(alive.empty());
+}
+
+// The JSON lines an agent wrote to LOG_DIR/RUN_ID/HOST_PID/events.jsonl.
+std::vector<json> agentEvents(const TempDir& dir, const std::string& runId, pid_t agent) {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  const std::string path = dir / ("logs/" + runId + "/" + host + "_" + std::to_string(agent) + "/events.jsonl");
+  std::vector<json> events;
+  std::istringstream lines(readFile(path));
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (!line.empty()) events.push_back(json::parse(line));
+  }
+  INFO("events of agent " << agent << " (" << path << "): " << events.size());
+  CHECK(!events.empty());
+  return events;
+}
+
+// The events of one kind ("event": NAME).
+std::vector<json> eventsNamed(const std::vector<json>& events, const std::string& name) {
+  std::vector<json> found;
+  for (const auto& event : events) {
+    if (event.value("event", std::string()) == name) found.push_back(event);
+  }
+  return found;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::string describe(const std::vector<Finished>& results) {
+  std::string text;
+  for (size_t index = 0; index < results.size(); ++index) {
+    text += "\n--- agent " + std::to_string(index) + ": status " + std::to_string(results[index].status) +
+            (results[index].timedOut ? " (timed out)" : "") + "\n" + results[index].err;
+  }
+  return text;
+}
+
+// Runs `ip ARGS...` to completion; returns its status and stderr.
+Finished ip(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"/bin/ip"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ChildProcess command(argv);
+  return command.wait(20s);
+}
+
+// Two network namespaces joined by a veth pair, 10.231.77.1/24 in the first and .2 in the
+// second (private to the namespaces, so parallel runs cannot clash); deleted on every exit.
+class NamespacePair {
+ public:
+  NamespacePair() {
+    const std::string stem = "pltrun-e2e-" + std::to_string(getpid()) + "-";
+    a_ = stem + "a";
+    b_ = stem + "b";
+    if (!std::filesystem::exists("/bin/ip")) {
+      error_ = "/bin/ip is missing (Debian package iproute2)";
+      return;
+    }
+    Finished added = ip({"netns", "add", a_});
+    if (added.status != 0) {
+      error_ = "`ip netns add` failed (needs root / CAP_SYS_ADMIN): " + added.err;
+      return;
+    }
+    createdA_ = true;
+    Finished addedB = ip({"netns", "add", b_});
+    if (addedB.status != 0) {
+      error_ = "`ip netns add` failed for the second namespace: " + addedB.err;
+      return;
+    }
+    createdB_ = true;
+    const std::vector<std::vector<std::string>> setup = {
+        {"-n", a_, "link", "add", "veth-a", "type", "veth", "peer", "name", "veth-b", "netns", b_},
+        {"-n", a_, "addr", "add", "10.231.77.1/24", "dev", "veth-a"},
+        {"-n", b_, "addr", "add", "10.231.77.2/24", "dev", "veth-b"},
+        {"-n", a_, "link", "set", "lo", "up"},
+        {"-n", b_, "link", "set", "lo", "up"},
+        {"-n", a_, "link", "set", "veth-a", "up"},
+        {"-n", b_, "link", "set", "veth-b", "up"},
+    };
+    for (const auto& args : setup) {
+      Finished done = ip(args);
+      if (done.status != 0) {
+        std::string command;
+        for (const auto& arg : args) command += " " + arg;
+        error_ = "`ip" + command + "` failed: " + done.err;
+        return;
+      }
+    }
+  }
+  ~NamespacePair() {
+    if (createdA_) ip({"netns", "del", a_});  // takes veth-a, and so its peer, with it
+    if (createdB_) ip({"netns", "del", b_});
+  }
+  const std::string& error() const { return error_; }
+  const std::string& a() const { return a_; }
+  const std::string& b() const { return b_; }
+
+ private:
+  std::string a_, b_, error_;
+  bool createdA_ = false, createdB_ = false;
+};
+
+}  // namespace
+
+TEST_CASE("2 and 3 agents meet through the c10d store and every worker gets its global rank", "[elastic]") {
+  for (int nodes : {2, 3}) {
+    TempDir dir;
+    WorkerSweeper sweeper(dir);
+    const std::string runId = "ranks" + std::to_string(nodes);
+    ElasticJob job(dir, std::to_string(nodes), runId, {}, {testWorker(), "env", dir.path()});
+    for (int node = 0; node < nodes; ++node) job.start();
+    std::vector<Finished> results = job.waitAll();
+    INFO("nodes=" << nodes << describe(results));
+    for (const Finished& result : results) {
+      CHECK(result.status == 0);
+      CHECK(!result.timedOut);
+    }
+    const int world = 2 * nodes;
+    std::set<int> ranks;
+    std::set<std::string> runIds;
+    for (const auto& entry : fs::directory_iterator(dir.path())) {
+      const std::string file = entry.path().filename().string();
+      if (file.rfind("env_", 0) != 0) continue;
+      json env = json::parse(readFile(entry.path().string()));
+      const int rank = std::stoi(env["RANK"].get<std::string>());
+      INFO("rank " << rank << ": " << env.dump());
+      CHECK(file == "env_" + std::to_string(rank) + ".json");
+      CHECK(ranks.insert(rank).second);  // each rank exactly once
+      CHECK(env["WORLD_SIZE"] == std::to_string(world));
+      CHECK(env["LOCAL_WORLD_SIZE"] == "2");
+      CHECK(env["LOCAL_RANK"] == std::to_string(rank % 2));
+      CHECK(env["NODE_RANK"] == std::to_string(rank / 2));
+      CHECK(env["GROUP_RANK"] == std::to_string(rank / 2));
+      CHECK(env["GROUP_WORLD_SIZE"] == std::to_string(nodes));
+      CHECK(env["MASTER_ADDR"] == "127.0.0.1");
+      CHECK(env["MASTER_PORT"] == std::to_string(job.port()));
+      CHECK(env["TORCHELASTIC_USE_AGENT_STORE"] == "True");
+      CHECK(env["TORCHELASTIC_RESTART_COUNT"] == "0");
+      runIds.insert(env["TORCHELASTIC_RUN_ID"].get<std::string>());
+    }
+    CHECK(ranks.size() == static_cast<size_t>(world));
+    CHECK((ranks.empty() || (*ranks.begin() == 0 && *ranks.rbegin() == world - 1)));
+    CHECK(runIds == std::set<std::string>{runId});
+    // Every agent reports its own place in round 0, and the node ranks are 0..nodes-1.
+    std::set<std::string> places;
+    for (const Finished& result : results) {
+      std::smatch match;
+      if (std::regex_search(result.err, match, std::regex("round 0: node rank ([0-9]+) of ([0-9]+) nodes"))) {
+        places.insert(match[1].str());
+        CHECK(match[2].str() == std::to_string(nodes));
+      }
+    }
+    CHECK(places.size() == static_cast<size_t>(nodes));
+    checkNoWorkerLeft(dir);
+  }
+}
+
+TEST_CASE("kill -9 of one worker restarts every node's workers in the next round", "[elastic][restart]") {
+  TempDir dir;
+  WorkerSweeper sweeper(dir);
+  ElasticJob job(dir, "2", "workerkill", {"--max-restarts", "1"}, {testWorker(), "serve", dir.path()});
+  job.start();
+  job.start();
+  Round first = waitForRound(dir, 4, 0);
+  REQUIRE(first.restart == 0);
+  const pid_t victim = first.byRank.at(3).pid();
+  REQUIRE(kill(victim, SIGKILL) == 0);
+
+  Round second = waitForRound(dir, 4, 1);
+  CHECK(second.restart == 1);
+  for (const auto& [rank, record] : second.byRank) {
+    INFO("rank " << rank << ": " << record.env.dump());
+    CHECK(record.var("TORCHELASTIC_RESTART_COUNT") == "1");
+    CHECK(record.var("WORLD_SIZE") == "4");
+    CHECK(record.var("GROUP_WORLD_SIZE") == "2");
+    CHECK(record.pid() != first.byRank.at(rank).pid());  // a new process
+  }
+  release(dir);
+  std::vector<Finished> results = job.waitAll();
+  INFO(describe(results));
+  for (const Finished& result : results) CHECK(result.status == 0);
+  bool sawSignal = false;
+  for (size_t index = 0; index < job.size(); ++index) {
+    CHECK(contains(results[index].err, "restarting every node's workers (1 of 1 restarts)"));
+    std::vector<json> events = agentEvents(dir, job.runId(), job.agent(index).pid());
+    INFO("agent " << index << " events: " << json(events).dump());
+    std::vector<json> restarts = eventsNamed(events, "restart");
+    REQUIRE(restarts.size() == 1);
+    CHECK(restarts[0].value("reason", "") == "worker_failed");
+    CHECK(restarts[0].value("round", -1) == 0);
+    CHECK(restarts[0].value("failures", -1) == 1);
+    for (const auto& exited : eventsNamed(events, "worker_exited")) {
+      if (exited.value("pid", 0) == victim && exited.value("signal", 0) == SIGKILL) sawSignal = true;
+    }
+    CHECK(eventsNamed(events, "rendezvous_complete").size() == 2);
+    CHECK(eventsNamed(events, "job_finished").size() == 1);
+  }
+  CHECK(sawSignal);  // the failing node logged its worker's SIGKILL
+  checkNoWorkerLeft(dir);
+}
+
+TEST_CASE("kill -9 of one agent: its workers die and the others re-form without it", "[elastic][lifetime]") {
+  TempDir dir;
+  WorkerSweeper sweeper(dir);
+  ElasticJob job(dir, "1:3", "agentkill", {}, {testWorker(), "serve", dir.path()});
+  for (int node = 0; node < 3; ++node) job.start();
+  Round full = waitForRound(dir, 6, 0);
+
+  // Not the first agent: it hosts the store, without which the job cannot go on.
+  ChildProcess& victim = job.agent(2);
+  std::vector<pid_t> victimWorkers;
+  for (const auto& [rank, record] : full.byRank) {
+    if (record.ppid() == victim.pid()) victimWorkers.push_back(record.pid());
+  }
+  REQUIRE(victimWorkers.size() == 2);
+  const long long killedAt = monotonicNanoseconds();
+  victim.signal(SIGKILL);
+  Finished killed = victim.wait(10s);
+  CHECK(killed.status == 128 + SIGKILL);
+  CHECK(waitUntilGone(victimWorkers, 5s).empty());
+
+  Round reformed = waitForRound(dir, 4, full.restart + 1);
+  long long latest = 0, earliest = 0;
+  std::map<pid_t, int> perAgent;
+  for (const auto& [rank, record] : reformed.byRank) {
+    INFO("rank " << rank << ": " << record.env.dump());
+    CHECK(record.var("GROUP_WORLD_SIZE") == "2");
+    CHECK(record.var("TORCHELASTIC_RESTART_COUNT") == std::to_string(reformed.restart));
+    ++perAgent[record.ppid()];
+    latest = std::max(latest, record.startedNs());
+    earliest = earliest == 0 ? record.startedNs() : std::min(earliest, record.startedNs());
+  }
+  CHECK(perAgent == std::map<pid_t, int>{{job.agent(0).pid(), 2}, {job.agent(1).pid(), 2}});
+  // From the kill to the last (and first) worker of the new round started, per the workers'
+  // own CLOCK_MONOTONIC stamps.
+  const double seconds = static_cast<double>(latest - killedAt) / 1e9;
+  WARN("re-formed after kill -9: all in " << seconds * 1000 << " ms, first in "
+                                          << static_cast<double>(earliest - killedAt) / 1e6 << " ms");
+  CHECK(seconds < 10.0);
+
+  release(dir);
+  for (size_t index = 0; index < 2; ++index) {
+    Finished result = job.agent(index).wait(kAgentExit);
+    INFO("agent " << index << ":\n" << result.err);
+    CHECK(result.status == 0);
+    CHECK(contains(result.err, "re-forming the job"));
+    std::vector<json> events = agentEvents(dir, job.runId(), job.agent(index).pid());
+    INFO("events: " << json(events).dump());
+    bool left = false, twoNodes = false;
+    for (const auto& event : eventsNamed(events, "node_left")) left = left || event.value("reason", "") == "node_lost";
+    for (const auto& event : eventsNamed(events, "rendezvous_complete")) {
+      twoNodes = twoNodes || (event.value("nnodes", 0) == 2 && event.value("round", -1) == reformed.restart &&
+                              event.value("world_size", 0) == 4);
+    }
+    CHECK(left);
+    CHECK(twoNodes);
+  }
+  checkNoWorkerLeft(dir);
+}
+
+TEST_CASE("a late agent joins a running job, which re-forms with it", "[elastic]") {
+  TempDir dir;
+  WorkerSweeper sweeper(dir);
+  ElasticJob job(dir, "2:3", "latejoin", {}, {testWorker(), "serve", dir.path()});
+  job.start();
+  job.start();
+  Round pair = waitForRound(dir, 4, 0);
+  ChildProcess& newcomer = job.start();
+  Round three = waitForRound(dir, 6, pair.restart + 1);
+  for (const auto& [rank, record] : three.byRank) {
+    INFO("rank " << rank << ": " << record.env.dump());
+    CHECK(record.var("GROUP_WORLD_SIZE") == "3");
+    CHECK(record.var("NODE_RANK") == std::to_string(rank / 2));
+    CHECK(record.var("LOCAL_RANK") == std::to_string(rank % 2));
+    CHECK(record.var("TORCHELASTIC_RESTART_COUNT") == std::to_string(three.restart));
+    CHECK(record.var("MASTER_PORT") == std::to_string(job.port()));
+  }
+  std::set<pid_t> parents;
+  for (const auto& [rank, record] : three.byRank) parents.insert(record.ppid());
+  CHECK(parents.count(newcomer.pid()) == 1);
+  CHECK(parents.size() == 3);
+
+  release(dir);
+  std::vector<Finished> results = job.waitAll();
+  INFO(describe(results));
+  for (const Finished& result : results) CHECK(result.status == 0);
+  CHECK(contains(results[2].err, "the job is running with 2 of at most 3 nodes"));
+  CHECK(contains(results[2].err, "asking it to re-form with this node"));
+  for (size_t index = 0; index < 2; ++index) {
+    CHECK(contains(results[index].err, "re-forming the job"));
+    std::vector<json> events = agentEvents(dir, job.runId(), job.agent(index).pid());
+    INFO("agent " << index << " events: " << json(events).dump());
+    CHECK(!eventsNamed(events, "node_joined").empty());
+  }
+  checkNoWorkerLeft(dir);
+}
+
+TEST_CASE("too few agents within join_timeout: every agent exits 1 and names the missing nodes", "[elastic]") {
+  const std::string conf = "last_call_timeout=1,join_timeout=3";
+  SECTION("one agent of at least 2") {
+    TempDir dir;
+    WorkerSweeper sweeper(dir);
+    ElasticJob job(dir, "2:3", "alone", {}, {testWorker(), "serve", dir.path()}, conf);
+    const auto start = std::chrono::steady_clock::now();
+    job.start();
+    std::vector<Finished> results = job.waitAll(30s);
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    INFO(describe(results));
+    CHECK(results[0].status == 1);
+    CHECK(elapsed < 10s);
+    CHECK(contains(results[0].err, "rendezvous timed out: 1 of at least 2 nodes joined round 0 within 3 s (1 missing)"));
+    CHECK(contains(results[0].err, "waiting for nodes: 1/2..3 joined (1 missing to start)"));
+    CHECK(readRecords(dir).empty());  // no worker ever started
+  }
+  SECTION("two agents of 3") {
+    TempDir dir;
+    WorkerSweeper sweeper(dir);
+    ElasticJob job(dir, "3", "pair", {}, {testWorker(), "serve", dir.path()}, conf);
+    const auto start = std::chrono::steady_clock::now();
+    job.start();
+    job.start();
+    std::vector<Finished> results = job.waitAll(30s);
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    INFO(describe(results));
+    CHECK(elapsed < 15s);
+    for (const Finished& result : results) {
+      CHECK(result.status == 1);
+      CHECK(contains(result.err, "rendezvous timed out: 2 of at least 3 nodes joined round 0"));
+      CHECK(contains(result.err, "(1 missing)"));
+    }
+    CHECK(readRecords(dir).empty());
+  }
+}
+
+TEST_CASE("a worker failure with no restart left ends every agent with the worker's status", "[elastic]") {
+  TempDir dir;
+  WorkerSweeper sweeper(dir);
+  ElasticJob job(dir, "2", "fail5", {"--max-restarts", "0"}, {testWorker(), "exit", "5", "3"});
+  job.start();
+  job.start();
+  std::vector<Finished> results = job.waitAll();
+  INFO(describe(results));
+  int reporters = 0, told = 0;
+  for (const Finished& result : results) {
+    CHECK(result.status == 5);
+    CHECK(!result.timedOut);
+    if (contains(result.err, "worker failure (root cause")) {
+      ++reporters;
+      CHECK(contains(result.err, "ranks 2-3 of 4"));  // the node of rank 3 reports it
+    } else if (contains(result.err, "the job failed")) {
+      ++told;
+      CHECK(contains(result.err, "ranks 0-1 of 4"));
+    }
+  }
+  CHECK(reporters == 1);
+  CHECK(told == 1);
+}
+
+TEST_CASE("SIGTERM to one agent stops the whole job: every agent exits 143", "[elastic][signals]") {
+  // The agent that hosts the store, or one that joined it.
+  for (size_t target : {size_t{0}, size_t{1}}) {
+    TempDir dir;
+    WorkerSweeper sweeper(dir);
+    ElasticJob job(dir, "2", "term" + std::to_string(target), {}, {testWorker(), "signals", dir.path()});
+    job.start();
+    job.start();
+    for (int rank = 0; rank < 4; ++rank) REQUIRE(waitForFile(dir / ("ready_" + std::to_string(rank)), kRoundForms));
+    job.agent(target).signal(SIGTERM);
+    std::vector<Finished> results = job.waitAll();
+    INFO("SIGTERM to agent " << target << describe(results));
+    for (const Finished& result : results) {
+      CHECK(result.status == 128 + SIGTERM);
+      CHECK(!result.timedOut);
+    }
+    // Every worker was asked to stop, and stopped by itself (SIGTERM, not SIGKILL).
+    for (int rank = 0; rank < 4; ++rank) CHECK(readFile(dir / ("term_" + std::to_string(rank))) == "1");
+    checkNoWorkerLeft(dir);
+  }
+}
+
+TEST_CASE("agents in two network namespaces meet over a veth pair", "[elastic][netns]") {
+  NamespacePair namespaces;
+  if (!namespaces.error().empty()) {
+    WARN("skipped: " << namespaces.error());
+    return;
+  }
+  TempDir dir;
+  WorkerSweeper sweeper(dir);
+  ElasticJob job(dir, "2", "netns", {}, {testWorker(), "env", dir.path()});
+  job.start({"/bin/ip", "netns", "exec", namespaces.a()}, "10.231.77.1");
+  job.start({"/bin/ip", "netns", "exec", namespaces.b()}, "10.231.77.1");
+  std::vector<Finished> results = job.waitAll();
+  INFO(describe(results));
+  for (const Finished& result : results) CHECK(result.status == 0);
+  CHECK(contains(results[0].err, "listening on 10.231.77.1:" + std::to_string(job.port())));
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::string text = readFile(dir / ("env_" + std::to_string(rank) + ".json"));
+    INFO("rank " << rank << ": " << text);
+    REQUIRE(!text.empty());
+    json env = json::parse(text);
+    CHECK(env["WORLD_SIZE"] == "4");
+    CHECK(env["MASTER_ADDR"] == "10.231.77.1");
+    CHECK(env["MASTER_PORT"] == std::to_string(job.port()));
+    CHECK(env["GROUP_WORLD_SIZE"] == "2");
+  }
+  checkNoWorkerLeft(dir);
+}
