@@ -242,9 +242,22 @@ void ElasticRendezvous::closeRound(int round) {
     slotKeys.push_back(roundKey(round, "slot/" + std::to_string(slot)));
     assignKeys.push_back(roundKey(round, "assign/" + std::to_string(slot)));
   }
+  // Every slot up to the count is taken; wait for its description, unless the round ends
+  // meanwhile (a joiner that died between taking its slot and describing itself ends it).
+  const auto deadline = Clock::now() + options_.closeTimeout;
+  bool described = false;
+  while (!described && Clock::now() < deadline) {
+    try {
+      store_.wait(slotKeys, options_.pollInterval);
+      described = true;
+    } catch (const Error& error) {
+      if (error.code() != ErrorCode::Timeout) throw;
+      if (store_.check({roundKey(round, "end")})) return;
+    }
+  }
   std::vector<std::string> slots;
   try {
-    slots = store_.multiGet(slotKeys, options_.closeTimeout);
+    slots = store_.multiGet(slotKeys, described ? options_.closeTimeout : milliseconds(1));
   } catch (const Error& error) {
     if (error.code() != ErrorCode::Timeout) throw;
     RoundEnd failed;
