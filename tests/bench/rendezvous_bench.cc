@@ -45,6 +45,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_command_line.h"
 #include "pltrun/error.h"
 #include "pltrun/tcp_store.h"
 #include "rendezvous/elastic_rendezvous.h"
@@ -54,7 +55,6 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kUsageError = 2;
 
 struct Options {
   std::vector<int> participants{64, 512, 4096};
@@ -65,10 +65,7 @@ struct Options {
   int pollMs = 500;  ///< ElasticRendezvousOptions::pollInterval (the agent's default)
 };
 
-[[noreturn]] void usageError(const std::string& message) {
-  std::fprintf(stderr, "rendezvous_bench: error: %s (see rendezvous_bench --help)\n", message.c_str());
-  std::exit(kUsageError);
-}
+[[noreturn]] void usageError(const std::string& message) { bench::usageError("rendezvous_bench", message); }
 
 constexpr const char* kHelp =
     "usage: rendezvous_bench [--participants 64,512,4096] [--repeat 3] [--port P]\n"
@@ -90,22 +87,7 @@ long parseInteger(const std::string& flag, const std::string& text, long low, lo
 
 Options parseOptions(int argc, char** argv) {
   Options options;
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i];
-    if (flag == "-h" || flag == "--help") {
-      std::fputs(kHelp, stdout);
-      std::exit(0);
-    }
-    std::string value;
-    auto equals = flag.find('=');
-    if (flag.rfind("--", 0) == 0 && equals != std::string::npos) {
-      value = flag.substr(equals + 1);
-      flag = flag.substr(0, equals);
-    } else {
-      if (flag.rfind("--", 0) != 0) usageError("unexpected argument '" + flag + "'");
-      if (i + 1 >= argc) usageError(flag + " needs a value");
-      value = argv[++i];
-    }
+  bench::forEachFlag(argc, argv, "rendezvous_bench", kHelp, [&](const std::string& flag, const std::string& value) {
     if (flag == "--participants") {
       options.participants.clear();
       size_t start = 0;
@@ -129,7 +111,7 @@ Options parseOptions(int argc, char** argv) {
     } else {
       usageError("unknown flag '" + flag + "'");
     }
-  }
+  });
   return options;
 }
 

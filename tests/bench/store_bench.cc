@@ -36,6 +36,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_command_line.h"
 #include "bench/pipelined_client.h"
 #include "pltrun/error.h"
 #include "pltrun/tcp_store.h"
@@ -43,7 +44,6 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kUsageError = 2;
 
 struct Options {
   std::string host = "127.0.0.1";
@@ -60,10 +60,7 @@ struct Options {
   long pipeline = 1;  ///< requests in flight per connection (get and add)
 };
 
-[[noreturn]] void usageError(const std::string& message) {
-  std::fprintf(stderr, "store_bench: error: %s (see store_bench --help)\n", message.c_str());
-  std::exit(kUsageError);
-}
+[[noreturn]] void usageError(const std::string& message) { bench::usageError("store_bench", message); }
 
 constexpr const char* kHelp =
     "usage: store_bench --port P [--host 127.0.0.1] [--dialect torch2|torch113]\n"
@@ -95,22 +92,7 @@ double parseSeconds(const std::string& flag, const std::string& text, double low
 
 Options parseOptions(int argc, char** argv) {
   Options options;
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i];
-    if (flag == "-h" || flag == "--help") {
-      std::fputs(kHelp, stdout);
-      std::exit(0);
-    }
-    std::string value;
-    auto equals = flag.find('=');
-    if (flag.rfind("--", 0) == 0 && equals != std::string::npos) {
-      value = flag.substr(equals + 1);
-      flag = flag.substr(0, equals);
-    } else {
-      if (flag.rfind("--", 0) != 0) usageError("unexpected argument '" + flag + "'");
-      if (i + 1 >= argc) usageError(flag + " needs a value");
-      value = argv[++i];
-    }
+  bench::forEachFlag(argc, argv, "store_bench", kHelp, [&](const std::string& flag, const std::string& value) {
     if (flag == "--host") {
       if (value.empty()) usageError("--host is empty");
       options.host = value;
@@ -147,7 +129,7 @@ Options parseOptions(int argc, char** argv) {
     } else {
       usageError("unknown flag '" + flag + "'");
     }
-  }
+  });
   if (options.port < 0) usageError("--port is required");
   if (options.pipeline > 1 && options.op != "get" && options.op != "add") {
     usageError("--pipeline goes with --op get or add");

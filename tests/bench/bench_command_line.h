@@ -1,0 +1,41 @@
+#pragma once
+// The benchmarks' command lines, read the same way: "--flag value" or "--flag=value",
+// -h/--help, and a one-line error (exit 2) for anything else.
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace bench {
+
+constexpr int kUsageErrorStatus = 2;
+
+[[noreturn]] inline void usageError(const char* program, const std::string& message) {
+  std::fprintf(stderr, "%s: error: %s (see %s --help)\n", program, message.c_str(), program);
+  std::exit(kUsageErrorStatus);
+}
+
+/// Calls onFlag(flag, value) for every flag in order; prints `help` and exits on --help.
+template <typename OnFlag>
+void forEachFlag(int argc, char** argv, const char* program, const char* help, OnFlag onFlag) {
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    if (flag == "-h" || flag == "--help") {
+      std::fputs(help, stdout);
+      std::exit(0);
+    }
+    std::string value;
+    auto equals = flag.find('=');
+    if (flag.rfind("--", 0) == 0 && equals != std::string::npos) {
+      value = flag.substr(equals + 1);
+      flag = flag.substr(0, equals);
+    } else {
+      if (flag.rfind("--", 0) != 0) usageError(program, "unexpected argument '" + flag + "'");
+      if (i + 1 >= argc) usageError(program, flag + " needs a value");
+      value = argv[++i];
+    }
+    onFlag(flag, value);
+  }
+}
+
+}  // namespace bench
