@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's main job: installs what is missing, builds, and runs real 4-worker jobs on
-# this machine, showing ranks, prefixed logs, a restart and the failure report.
+# this machine, showing ranks, prefixed logs, a restart and the failure report, then a
+# two-agent elastic job that restarts every node's workers after a crash.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -23,5 +24,24 @@ status=0
   --crash-rank 1 --crash-attempts 99 || status=$?
 echo "pltrun exited with status $status (the crashing rank exits 3)"
 test "$status" -eq 3
+
+echo
+echo "== 4. Two elastic agents (two 'nodes' on this machine) meet through the c10d rendezvous;"
+echo "     rank 3 crashes in round 0, and both nodes restart their workers in round 1"
+node_a="$logs/node-a.log"
+elastic=(--nnodes 2 --nproc-per-node 2 --rdzv-id demo-elastic --max-restarts 1)
+job=(scripts/demo_worker.py --samples 1000 --crash-rank 3 --crash-attempts 1)
+# The first agent hosts the rendezvous store on a free port and prints it; the second joins there.
+"$pltrun" "${elastic[@]}" --rdzv-endpoint 127.0.0.1:0 "${job[@]}" >"$node_a" 2>&1 &
+agent_a=$!
+port=""
+for _ in $(seq 100); do
+  port=$(grep -o 'listening on 127.0.0.1:[0-9]*' "$node_a" | cut -d: -f2 || true)
+  [ -n "$port" ] && break
+  sleep 0.1
+done
+"$pltrun" "${elastic[@]}" --rdzv-endpoint "127.0.0.1:$port" "${job[@]}" 2>&1 | sed 's/^/[node b] /'
+wait "$agent_a"
+sed 's/^/[node a] /' "$node_a"
 echo
 echo "Per-rank logs and the failure report as JSON: $logs"
