@@ -5,6 +5,7 @@
 
 #include "pltrun/error.h"
 #include "launcher/rendezvous_flags.h"
+#include "launcher/slurm.h"
 #include "launcher/text_parsing.h"
 
 namespace pltrun {
@@ -172,6 +173,24 @@ void applyNodeFlags(const RawFlags& raw, LaunchConfig& config) {
   }
 }
 
+// Under srun, Slurm's variables stand in for the node flags, unless any is given: the node
+// count, this node's rank, the endpoint on the first node (which hosts the store) at a port
+// derived from the job id, and the job id as run id.
+void applySlurmDefaults(RawFlags& raw, LaunchConfig& config) {
+  const bool nodeFlagsGiven = !raw.nnodes.empty() || !raw.rdzvEndpoint.empty() || !raw.masterAddr.empty() ||
+                              !raw.masterPort.empty() || !raw.nodeRank.empty() || !raw.rdzvBackend.empty() ||
+                              raw.standalone;
+  if (nodeFlagsGiven) return;
+  std::optional<SlurmJob> job = detectSlurm(currentEnvironment());
+  if (!job || job->nnodes < 2) return;
+  raw.nnodes = std::to_string(job->nnodes);
+  raw.nodeRank = std::to_string(job->nodeRank);
+  const std::string& first = job->hosts.front();
+  raw.rdzvEndpoint = (first.find(':') != std::string::npos ? "[" + first + "]" : first) + ":" + std::to_string(job->port);
+  if (raw.runId.empty()) raw.runId = job->jobId;
+  config.slurmSummary = job->describe();
+}
+
 void applyOutputFlags(const RawFlags& raw, LaunchConfig& config) {
   if (!raw.logDir.empty()) config.logDir = raw.logDir;
   if (!raw.redirects.empty()) config.redirects = parseStreamSelection("--redirects", raw.redirects);
@@ -183,7 +202,7 @@ void applyOutputFlags(const RawFlags& raw, LaunchConfig& config) {
   config.quiet = raw.quiet;
 }
 
-LaunchConfig buildConfig(const RawFlags& raw, const std::vector<std::string>& command) {
+LaunchConfig buildConfig(RawFlags raw, const std::vector<std::string>& command) {
   LaunchConfig config;
   if (command.empty()) {
     throw Error(ErrorCode::InvalidArgument, "PROGRAM is missing: usage is pltrun [options] PROGRAM [ARGS...]");
@@ -203,7 +222,10 @@ LaunchConfig buildConfig(const RawFlags& raw, const std::vector<std::string>& co
     config.nprocPerNode = std::string(trimSpaces(raw.nprocPerNode));  // " 4" is stored as "4"
   }
   if (!raw.devices.empty()) config.devices = raw.devices;
+  applySlurmDefaults(raw, config);
   applyNodeFlags(raw, config);
+  // The first node of a Slurm job hosts the store, whatever its name resolves to.
+  if (config.slurmSummary && !config.rdzv.isHost) config.rdzv.isHost = config.rdzv.nodeRankHint == 0;
   if (!raw.maxRestarts.empty()) {
     config.maxRestarts = static_cast<int>(
         integerIn("--max-restarts", raw.maxRestarts, 0, 1'000'000, "expected a non-negative integer"));

@@ -69,6 +69,8 @@ struct LaunchConfig {
   bool agentStore = true;
   /// --nnodes MIN:MAX, --rdzv-backend, --rdzv-endpoint, --rdzv-conf, --local-addr.
   RendezvousSettings rdzv;
+  /// Set when the node flags came from Slurm's variables (srun): what was detected.
+  std::optional<std::string> slurmSummary;
 
   // Supervision.
   int maxRestarts = 0;

@@ -16,21 +16,9 @@
 #include "pltrun/error.h"
 #include "rendezvous/store_server.h"
 
-extern char** environ;
-
 namespace pltrun {
 
 namespace {
-
-Environment currentEnvironment() {
-  Environment env;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    std::string_view text(*entry);
-    size_t equals = text.find('=');
-    if (equals != std::string_view::npos) env.emplace(text.substr(0, equals), text.substr(equals + 1));
-  }
-  return env;
-}
 
 std::optional<std::string> lookup(const Environment& env, const std::string& name) {
   auto found = env.find(name);
@@ -76,6 +64,7 @@ std::unique_ptr<rdzv::StoreServer> startAgentStore(boost::asio::io_context& cont
 }  // namespace
 
 int runLauncher(const LaunchConfig& config) {
+  if (config.slurmSummary) spdlog::info("{}", *config.slurmSummary);
   const Environment inherited = currentEnvironment();
   const ProgramCommand command = resolveProgramCommand(
       config, lookup(inherited, "PYTHON_EXEC").value_or("python3"), lookup(inherited, "PATH").value_or(""));

@@ -1,6 +1,18 @@
 #include "launcher/worker_env.h"
 
+extern char** environ;
+
 namespace pltrun {
+
+Environment currentEnvironment() {
+  Environment env;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    std::string_view text(*entry);
+    size_t equals = text.find('=');
+    if (equals != std::string_view::npos) env.emplace(text.substr(0, equals), text.substr(equals + 1));
+  }
+  return env;
+}
 
 bool setsOmpNumThreads(const Environment& inherited, int localWorldSize) {
   return localWorldSize > 1 && inherited.count("OMP_NUM_THREADS") == 0;

@@ -31,6 +31,9 @@ struct WorkerPlacement {
   std::optional<std::string> cudaVisibleDevices;  ///< set only when --devices chose GPUs
 };
 
+/// This process's environment.
+Environment currentEnvironment();
+
 /// `inherited` (the launcher's own environment) with the worker's variables added. Pure:
 /// no I/O, the same inputs always give the same environment.
 Environment buildWorkerEnv(const Environment& inherited, const WorkerPlacement& placement);

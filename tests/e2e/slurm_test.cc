@@ -1,0 +1,95 @@
+// `srun --ntasks-per-node=1 pltrun PROGRAM` simulated: two pltrun processes get the
+// variables srun gives the tasks of a 2-node step, and no node flag. The node list names two
+// loopback addresses ("127.0.0.[1-2]"), so the first "node" is this machine; the job id is
+// chosen so that the port derived from it (10000 + id mod 50000) is one the kernel just
+// reported free.
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "helpers/child_process.h"
+
+using namespace pltrun::test;
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+namespace {
+
+// A free loopback port in the range Slurm job ids map to (10000..59999).
+int freePortForSlurm() {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    int port = -1;
+    if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+      port = ntohs(address.sin_port);
+    }
+    close(fd);
+    if (port >= 10000 && port < 60000) return port;
+  }
+  FAIL("no free port between 10000 and 59999");
+  return -1;
+}
+
+std::vector<std::string> slurmTask(int jobId, int nodeId) {
+  return {"SLURM_JOB_ID=" + std::to_string(jobId), "SLURM_NNODES=2", "SLURM_NODEID=" + std::to_string(nodeId),
+          "SLURM_JOB_NODELIST=127.0.0.[1-2]", "SLURM_PROCID=" + std::to_string(nodeId)};
+}
+
+}  // namespace
+
+TEST_CASE("under srun, pltrun needs no node flag: Slurm's variables place every node", "[slurm][e2e]") {
+  TempDir directory;
+  const int port = freePortForSlurm();
+  const int jobId = port - 10000;
+  const std::vector<std::string> args = {"--nproc-per-node", "2", testWorker(), "env", directory.path()};
+  ChildProcess first(pltrunCommand(args), slurmTask(jobId, 0));
+  ChildProcess second(pltrunCommand(args), slurmTask(jobId, 1));
+  Finished firstEnd = first.wait(60s);
+  Finished secondEnd = second.wait(60s);
+  INFO(firstEnd.err << secondEnd.err);
+  REQUIRE(firstEnd.status == 0);
+  REQUIRE(secondEnd.status == 0);
+  const std::string detected = "Slurm job " + std::to_string(jobId) + ": 2 nodes (first 127.0.0.1), this is node ";
+  CHECK_THAT(firstEnd.err, Catch::Contains(detected + "0"));
+  CHECK_THAT(secondEnd.err, Catch::Contains(detected + "1"));
+  CHECK_THAT(firstEnd.err, Catch::Contains("listening on 127.0.0.1:" + std::to_string(port)));
+  for (int rank = 0; rank < 4; ++rank) {
+    json env = json::parse(readFile(directory / ("env_" + std::to_string(rank) + ".json")));
+    CHECK(env["WORLD_SIZE"] == "4");
+    CHECK(env["GROUP_RANK"] == std::to_string(rank / 2));  // node rank = SLURM_NODEID
+    CHECK(env["TORCHELASTIC_RUN_ID"] == std::to_string(jobId));
+    CHECK(env["MASTER_ADDR"] == "127.0.0.1");
+    CHECK(env["MASTER_PORT"] == std::to_string(port));
+  }
+}
+
+TEST_CASE("under srun, Slurm's SIGUSR1 and SIGTERM before preemption reach every worker", "[slurm][e2e]") {
+  TempDir directory;
+  const int jobId = freePortForSlurm() - 10000;
+  const std::vector<std::string> args = {"--nproc-per-node", "2", "--term-timeout", "5", testWorker(), "signals",
+                                         directory.path()};
+  ChildProcess first(pltrunCommand(args), slurmTask(jobId, 0));
+  ChildProcess second(pltrunCommand(args), slurmTask(jobId, 1));
+  for (int rank = 0; rank < 4; ++rank) REQUIRE(waitForFile(directory / ("ready_" + std::to_string(rank)), 30s));
+  // Slurm signals every task of the step (srun --signal=USR1@60, then SIGTERM at the end).
+  first.signal(SIGUSR1);
+  second.signal(SIGUSR1);
+  for (int rank = 0; rank < 4; ++rank) CHECK(waitForFile(directory / ("usr1_" + std::to_string(rank)), 10s));
+  first.signal(SIGTERM);
+  second.signal(SIGTERM);
+  Finished firstEnd = first.wait(30s);
+  Finished secondEnd = second.wait(30s);
+  CHECK(firstEnd.status == 128 + SIGTERM);
+  CHECK(secondEnd.status == 128 + SIGTERM);
+  for (int rank = 0; rank < 4; ++rank) CHECK(waitForFile(directory / ("term_" + std::to_string(rank)), 1s));
+}
