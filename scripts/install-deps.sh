@@ -10,6 +10,7 @@ packages=(
   libcli11-dev libboost1.81-dev libboost-filesystem1.81-dev
   nlohmann-json3-dev libspdlog-dev catch2
   hyperfine time procps python3 iproute2
+  openssh-server openssh-client
   clang libclang-rt-14-dev
 )
 for argument in "$@"; do

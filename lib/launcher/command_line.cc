@@ -20,6 +20,11 @@ struct RawFlags {
   std::string runId, role, logDir, redirects, tee, localRanksFilter, termTimeout;
   std::string rdzvBackend, rdzvEndpoint, rdzvConf, localAddr, monitorInterval, startMethod;
   bool standalone = false, module = false, noPython = false, noPrefix = false, quiet = false, noAgentStore = false;
+  // Many hosts from one shell.
+  std::string hosts, hostfile, include, exclude, sshPort, sshIdentity, remoteCommand, envFile, networkInterface;
+  std::string remotePltrun;
+  std::vector<std::string> exports;
+  bool exitWithParent = false;
 };
 
 // How a flag is spelled: "--long-name" and "--long_name" (torchrun accepts both), an
@@ -191,6 +196,56 @@ void applySlurmDefaults(RawFlags& raw, LaunchConfig& config) {
   config.slurmSummary = job->describe();
 }
 
+void applyRemoteFlags(const RawFlags& raw, LaunchConfig& config) {
+  config.exitWithParent = raw.exitWithParent;
+  RemoteLaunchSettings& remote = config.remote;
+  if (!raw.hosts.empty() && !raw.hostfile.empty()) {
+    throw Error(ErrorCode::InvalidArgument, "--hosts and --hostfile exclude each other; give one");
+  }
+  std::vector<HostSlots> hosts;
+  if (!raw.hosts.empty()) hosts = parseHostList(raw.hosts);
+  if (!raw.hostfile.empty()) hosts = readHostfile(raw.hostfile);
+  const bool driver = !hosts.empty();
+  if (!driver) {
+    if (!raw.include.empty() || !raw.exclude.empty() || !raw.exports.empty() || !raw.envFile.empty() ||
+        !raw.sshPort.empty() || !raw.sshIdentity.empty() || !raw.remoteCommand.empty()) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "--include, --exclude, -x, --env-file and the --ssh-* / --remote-command flags go with --hosts or "
+                  "--hostfile");
+    }
+    return;
+  }
+  if (!raw.nnodes.empty() || !raw.rdzvEndpoint.empty() || !raw.nodeRank.empty() || !raw.masterAddr.empty()) {
+    throw Error(ErrorCode::InvalidArgument,
+                "with --hosts/--hostfile pltrun places every node itself; drop --nnodes, --node-rank, "
+                "--rdzv-endpoint and --master-addr");
+  }
+  remote.hosts = selectHosts(std::move(hosts), raw.include, raw.exclude);
+  if (remote.hosts.empty()) throw Error(ErrorCode::InvalidArgument, "--include/--exclude left no host to run on");
+  if (!raw.sshPort.empty()) {
+    remote.sshPort = static_cast<int>(integerIn("--ssh-port", raw.sshPort, 1, 65535, "expected a TCP port 1..65535"));
+  }
+  remote.sshIdentity = raw.sshIdentity;
+  if (!raw.remoteCommand.empty() && raw.remoteCommand.find("{host}") == std::string::npos) {
+    throwInvalidFlag("--remote-command", raw.remoteCommand, "expected a command with {host}, e.g. \"ssh -p 2222 {host}\"");
+  }
+  remote.remoteCommand = raw.remoteCommand;
+  for (const std::string& name : raw.exports) {
+    const std::string variable = name.substr(0, name.find('='));
+    if (variable.empty() || variable.find_first_not_of(
+                                "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
+      throwInvalidFlag("-x", name, "expected a variable name, or NAME=VALUE");
+    }
+    remote.exports.push_back(name);
+  }
+  if (!raw.envFile.empty()) remote.envFile = raw.envFile;
+  remote.networkInterface = raw.networkInterface;
+  remote.remotePltrun = raw.remotePltrun;
+  // The job spans the hosts: the driver runs the c10d rendezvous for them.
+  config.rdzv.backend = RendezvousBackend::C10d;
+  config.rdzv.minNodes = config.rdzv.maxNodes = config.nnodes = static_cast<int>(remote.hosts.size());
+}
+
 void applyOutputFlags(const RawFlags& raw, LaunchConfig& config) {
   if (!raw.logDir.empty()) config.logDir = raw.logDir;
   if (!raw.redirects.empty()) config.redirects = parseStreamSelection("--redirects", raw.redirects);
@@ -222,8 +277,9 @@ LaunchConfig buildConfig(RawFlags raw, const std::vector<std::string>& command) 
     config.nprocPerNode = std::string(trimSpaces(raw.nprocPerNode));  // " 4" is stored as "4"
   }
   if (!raw.devices.empty()) config.devices = raw.devices;
-  applySlurmDefaults(raw, config);
+  if (raw.hosts.empty() && raw.hostfile.empty()) applySlurmDefaults(raw, config);
   applyNodeFlags(raw, config);
+  applyRemoteFlags(raw, config);
   // The first node of a Slurm job hosts the store, whatever its name resolves to.
   if (config.slurmSummary && !config.rdzv.isHost) config.rdzv.isHost = config.rdzv.nodeRankHint == 0;
   if (!raw.maxRestarts.empty()) {
@@ -274,6 +330,21 @@ std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const 
   addFlag(app, "no-agent-store", raw.noAgentStore,
           "rank 0 hosts the workers' TCPStore (torchrun's static behaviour) instead of pltrun");
   addFlag(app, "quiet", raw.quiet, "only warnings and errors from pltrun itself", "-q");
+  addValued(app, "hosts", raw.hosts, "run on these hosts from here, over ssh: h1:4,h2:4 (HOST:SLOTS)", "-H");
+  addValued(app, "hostfile", raw.hostfile, "hosts from a file: 'host slots=N' or 'host:N' lines, # comments");
+  addValued(app, "include", raw.include, "only these hosts/slots (DeepSpeed's form): h1@h2:0,2");
+  addValued(app, "exclude", raw.exclude, "all but these hosts/slots (DeepSpeed's form): h1@h2:0,2");
+  addValued(app, "ssh-port", raw.sshPort, "the hosts' ssh port");
+  addValued(app, "ssh-identity", raw.sshIdentity, "the private key ssh uses");
+  addValued(app, "remote-command", raw.remoteCommand,
+            "how to run a command on a host, with {host}: 'ssh -F cfg {host}', 'kubectl exec {host} --'");
+  app.add_option("-x,--export", raw.exports, "pass this variable (NAME or NAME=VALUE) to the remote workers; repeatable")
+      ->allow_extra_args(false)  // one value per -x: what follows may be PROGRAM
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  addValued(app, "env-file", raw.envFile, "KEY=VALUE lines passed to the remote workers");
+  addValued(app, "network-interface", raw.networkInterface, "the driver's interface the hosts reach it on");
+  addValued(app, "remote-pltrun", raw.remotePltrun, "pltrun's path on the hosts (default: this binary's path)");
+  app.add_flag("--exit-with-parent", raw.exitWithParent, "internal: stop when the parent process ends")->group("");
 
   std::vector<std::string> args(argv + 1, argv + argc);
   std::reverse(args.begin(), args.end());  // CLI11 takes the arguments in reverse order

@@ -33,6 +33,8 @@ using Reason = rdzv::RoundEnd::Reason;
 
 // After a failed job, how long the store's host waits for the other agents to read why.
 constexpr std::chrono::milliseconds kFailureExitBarrier{5000};
+// How long a connection to a store that was up may take to re-make.
+constexpr std::chrono::milliseconds kReconnectTimeout{2000};
 // How often an agent whose workers are done says how many nodes have finished.
 constexpr std::chrono::seconds kProgressInterval{10};
 
@@ -126,12 +128,16 @@ ElasticAgent::ElasticAgent(const ElasticJob& job)
                  hosted_->port());
   }
   try {
-    store_ = connectStore();
+    connectStore();  // waits up to read_timeout for the store's host to come up
   } catch (const Error& error) {
     throw Error(error.code(), std::string(error.what()) +
                                   "; start pltrun on the endpoint's host first (it hosts the store), or check "
                                   "--rdzv-endpoint");
   }
+  // From now on the store is known to be up: a connection that breaks means its host is
+  // gone, and reconnecting gets a short try only, so an agent never hangs on a dead store.
+  storeOptions_.connectTimeout = kReconnectTimeout;
+  store_ = connectStore();
 
   rdzv::NodeDescriptor self;
   self.agentId = agentId_;

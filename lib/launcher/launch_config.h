@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/host_list.h"
 #include "launcher/stream_selection.h"
 
 namespace pltrun {
@@ -43,6 +44,19 @@ struct RendezvousSettings {
   std::string localAddr;                              ///< --local-addr; empty = detect
 };
 
+/// A job started from one shell on many hosts (--hosts, --hostfile): this pltrun is the
+/// driver, which hosts the rendezvous store and starts one agent per host remotely.
+struct RemoteLaunchSettings {
+  std::vector<HostSlots> hosts;      ///< after --include/--exclude; empty: not a driver
+  std::optional<int> sshPort;        ///< --ssh-port
+  std::string sshIdentity;           ///< --ssh-identity
+  std::string remoteCommand;         ///< --remote-command template with {host}; empty: ssh
+  std::vector<std::string> exports;  ///< -x NAME or -x NAME=VALUE
+  std::optional<std::string> envFile;
+  std::string networkInterface;      ///< where the hosts reach the driver; empty: the route to them
+  std::string remotePltrun;          ///< pltrun on the hosts; empty: this binary's path
+};
+
 struct LaunchConfig {
   // What to run.
   std::string program;
@@ -69,6 +83,10 @@ struct LaunchConfig {
   bool agentStore = true;
   /// --nnodes MIN:MAX, --rdzv-backend, --rdzv-endpoint, --rdzv-conf, --local-addr.
   RendezvousSettings rdzv;
+  RemoteLaunchSettings remote;
+  /// Started by a driver: end (SIGTERM, as a stop signal) when the parent (sshd's session)
+  /// ends, so a dropped connection leaves no remote agent or worker behind.
+  bool exitWithParent = false;
   /// Set when the node flags came from Slurm's variables (srun): what was detected.
   std::optional<std::string> slurmSummary;
 

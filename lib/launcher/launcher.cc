@@ -1,6 +1,8 @@
 #include "launcher/launcher.h"
 
 #include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -9,6 +11,7 @@
 
 #include "launcher/attempt_plan.h"
 #include "launcher/elastic_agent.h"
+#include "launcher/remote_launch.h"
 #include "launcher/gpu_inventory.h"
 #include "launcher/orphan_guard.h"
 #include "launcher/run_directory.h"
@@ -64,8 +67,15 @@ std::unique_ptr<rdzv::StoreServer> startAgentStore(boost::asio::io_context& cont
 }  // namespace
 
 int runLauncher(const LaunchConfig& config) {
+  if (config.exitWithParent) {
+    // A remote agent: sshd's session process is the parent; when the connection drops it
+    // ends, and SIGTERM stops this agent like any stop signal (workers included).
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() == 1) throw Error(ErrorCode::Network, "the connection that started this agent is gone already");
+  }
   if (config.slurmSummary) spdlog::info("{}", *config.slurmSummary);
   const Environment inherited = currentEnvironment();
+  if (!config.remote.hosts.empty()) return runDriver(config, inherited);
   const ProgramCommand command = resolveProgramCommand(
       config, lookup(inherited, "PYTHON_EXEC").value_or("python3"), lookup(inherited, "PATH").value_or(""));
 

@@ -28,7 +28,7 @@ struct WorkerGroup::Worker {
 WorkerGroup::WorkerGroup(boost::asio::io_context& context, ConsoleWriter& console, OrphanGuard& guard,
                          GroupSettings settings)
     : context_(context), console_(console), guard_(guard), settings_(std::move(settings)),
-      killTimer_(context), drainTimer_(context) {}
+      killTimer_(context), drainTimer_(context), failureTimer_(context) {}
 
 WorkerGroup::~WorkerGroup() {
   // Normally finish() has run. On an error path the workers' destructors kill and reap
@@ -68,12 +68,21 @@ void WorkerGroup::onWorkerEnd(Worker& worker, ProcessEnd end) {
   worker.endTime = std::chrono::system_clock::now();
   --running_;
   if (settings_.onWorkerExited) settings_.onWorkerExited(worker.spec, worker.pid, end);
-  if (!end.succeeded() && !stopping_) {
+  if (!end.succeeded() && !stopping_ && rootCause_ == nullptr) {
     rootCause_ = &worker;
-    spdlog::warn("rank {} (pid {}) ended with {}; stopping the other workers", worker.spec.rank, worker.pid,
+    spdlog::warn("{} (pid {}) ended with {}; stopping the other workers",
+                 worker.spec.label.empty() ? "rank " + std::to_string(worker.spec.rank) : worker.spec.label, worker.pid,
                  end.describe());
     if (settings_.onRootCause) settings_.onRootCause(worker.spec, worker.pid, end);
-    stopRunningWorkers(SIGTERM);
+    if (settings_.stopDelayAfterFailure.count() > 0) {
+      failureTimer_.expires_after(settings_.stopDelayAfterFailure);
+      failureTimer_.async_wait([this](boost::system::error_code error) {
+        if (error || finished_ || running_ == 0 || stopping_) return;
+        stopRunningWorkers(SIGTERM);
+      });
+    } else {
+      stopRunningWorkers(SIGTERM);
+    }
   }
   if (running_ == 0) afterAllEnded();
 }
@@ -132,6 +141,7 @@ void WorkerGroup::signalRunningWorkers(int signal) {
 
 void WorkerGroup::afterAllEnded() {
   killTimer_.cancel();
+  failureTimer_.cancel();
   // Whatever is left in a worker's process group has lost its leader: an orphan. Kill it,
   // so nothing a worker started outlives the attempt.
   for (auto& worker : workers_) worker->process->signalGroup(SIGKILL);

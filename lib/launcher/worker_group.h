@@ -28,6 +28,7 @@ struct WorkerSpec {
   OutputRoute stdoutRoute;
   OutputRoute stderrRoute;
   std::string errorFile;
+  std::string label;  ///< in pltrun's messages, e.g. "host h2"; empty: "rank N"
 };
 
 struct GroupSettings {
@@ -37,6 +38,9 @@ struct GroupSettings {
   /// Optional observers (the elastic agent's event log).
   std::function<void(const WorkerSpec&, pid_t)> onWorkerStarted;
   std::function<void(const WorkerSpec&, pid_t, const ProcessEnd&)> onWorkerExited;
+  /// After the first failure, how long the others may go on before they are stopped (the
+  /// driver's agents end by themselves once their job has failed, and finish their reports).
+  std::chrono::milliseconds stopDelayAfterFailure{0};
   /// The first failure (the root cause), before the other workers are stopped.
   std::function<void(const WorkerSpec&, pid_t, const ProcessEnd&)> onRootCause;
 };
@@ -87,6 +91,7 @@ class WorkerGroup {
   std::vector<std::unique_ptr<Worker>> workers_;
   boost::asio::steady_timer killTimer_;
   boost::asio::steady_timer drainTimer_;
+  boost::asio::steady_timer failureTimer_;
   std::function<void()> onDone_;
   size_t running_ = 0;
   size_t openStreams_ = 0;

@@ -54,6 +54,28 @@ TEST_CASE("an elastic job without --rdzv-endpoint exits 2 saying what to add", "
   }
 }
 
+TEST_CASE("multi-host mistakes exit 2 with one line saying what to change", "[bad-input]") {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--hosts", "h1:2,h1:2", "true"}, "h1"},
+      {{"--hosts", "h1:zero", "true"}, "h1:zero"},
+      {{"--hostfile", "/nonexistent/hostfile", "true"}, "/nonexistent/hostfile"},
+      {{"--hosts", "h1:2", "--nnodes", "2", "true"}, "--nnodes"},
+      {{"--hosts", "h1:2", "--include", "h9", "true"}, "h9"},
+      {{"--hosts", "h1:2", "--remote-command", "ssh", "true"}, "{host}"},
+      {{"--hosts", "127.0.0.1:2", "--network-interface", "nosuch0", "true"}, "nosuch0"},
+      {{"--hosts", "127.0.0.1:2", "-x", "PLTRUN_TEST_SURELY_UNSET", "true"}, "PLTRUN_TEST_SURELY_UNSET"},
+      {{"-x", "NCCL_DEBUG", "true"}, "--hosts"},
+  };
+  for (const auto& [arguments, named] : cases) {
+    Finished run = runPltrun(arguments);
+    INFO(arguments[0] << " " << arguments[1] << " -> " << run.err);
+    CHECK(run.status == 2);
+    CHECK(lineCount(run.err) == 1);
+    CHECK(run.err.rfind("pltrun: error: ", 0) == 0);
+    CHECK(run.err.find(named) != std::string::npos);
+  }
+}
+
 TEST_CASE("unknown options and a missing PROGRAM exit 2", "[bad-input]") {
   Finished unknown = runPltrun({"--frobnicate", "true"});
   CHECK(unknown.status == 2);

@@ -71,7 +71,8 @@ std::string environmentJson() {
                          "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
                          "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE",
                          "TORCHELASTIC_ERROR_FILE", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "OMP_NUM_THREADS",
-                         "CUDA_VISIBLE_DEVICES", "PLTRUN_TEST_INHERITED"};
+                         "CUDA_VISIBLE_DEVICES", "PLTRUN_TEST_INHERITED", "NCCL_DEBUG",
+                         "PLTRUN_TEST_EXPORTED", "PLTRUN_TEST_FROM_FILE"};
   std::string json = "{";
   for (const char* name : names) {
     const char* value = std::getenv(name);

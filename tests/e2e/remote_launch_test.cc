@@ -1,0 +1,179 @@
+// One command, many hosts, over a real OpenSSH server that the test starts on two loopback
+// addresses (127.0.0.1 and 127.0.0.2 act as two hosts; sshd gives each session a fresh
+// environment, as on another machine). The driver is the real pltrun; so are the remote
+// agents it starts over ssh.
+
+#include <dirent.h>
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "helpers/child_process.h"
+#include "helpers/sshd_fixture.h"
+
+using namespace pltrun::test;
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+namespace {
+
+// Pids of the processes whose command line contains `text` (the test's unique run id).
+std::vector<pid_t> processesMentioning(const std::string& text) {
+  std::vector<pid_t> found;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return found;
+  while (dirent* entry = readdir(proc)) {
+    const pid_t pid = std::atoi(entry->d_name);
+    if (pid <= 0 || pid == getpid()) continue;
+    std::ifstream file(std::string("/proc/") + entry->d_name + "/cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    if (cmdline.find(text) != std::string::npos && !processGone(pid)) found.push_back(pid);
+  }
+  closedir(proc);
+  return found;
+}
+
+bool noneLeftMentioning(const std::string& text, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!processesMentioning(text).empty()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(50ms);
+  }
+  return true;
+}
+
+// The ssh client the driver started for `host`.
+pid_t sshClientFor(pid_t driver, const std::string& host) {
+  for (pid_t pid : processesMentioning(host)) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t close = line.rfind(')');
+    int parent = 0;
+    char state = 0;
+    std::istringstream(line.substr(close + 2)) >> state >> parent;
+    std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+    std::string name;
+    comm >> name;
+    if (parent == driver && name == "ssh") return pid;
+  }
+  return -1;
+}
+
+struct Hosts {
+  SshServer server;
+  std::vector<std::string> driverArgs(const std::string& runId, const std::vector<std::string>& extra,
+                                      const std::vector<std::string>& hostFlags = {"--hosts",
+                                                                                   "127.0.0.1:2,127.0.0.2:2"}) const {
+    std::vector<std::string> args = hostFlags;
+    args.insert(args.end(), {"--remote-command",
+                             "ssh -F " + server.clientConfig() + " {host}", "--rdzv-id", runId, "--term-timeout", "5"});
+    args.insert(args.end(), extra.begin(), extra.end());
+    return pltrunCommand(args);
+  }
+};
+
+#define SKIP_WITHOUT_SSHD()                      \
+  std::string why;                               \
+  if (!SshServer::available(&why)) {             \
+    WARN("skipped: " << why);                    \
+    return;                                      \
+  }
+
+}  // namespace
+
+TEST_CASE("--hosts: 2 hosts x 2 workers over ssh, with the environment the job needs", "[remote][e2e]") {
+  SKIP_WITHOUT_SSHD();
+  Hosts hosts;
+  TempDir directory;
+  {
+    std::ofstream envFile(directory / "job.env");
+    envFile << "# passed to every remote worker\nPLTRUN_TEST_FROM_FILE=from the file\n";
+  }
+  std::vector<std::string> argv = hosts.driverArgs(
+      "remote-env", {"-x", "PLTRUN_TEST_EXPORTED", "--env-file", directory / "job.env", testWorker(), "env",
+                     directory.path()});
+  ChildProcess driver(argv, {"NCCL_DEBUG=WARN", "PLTRUN_TEST_EXPORTED=yes it's exported",
+                             "PLTRUN_TEST_INHERITED=stays here"});
+  Finished end = driver.wait(90s);
+  INFO(end.err);
+  REQUIRE(end.status == 0);
+  CHECK_THAT(end.err, Catch::Contains("[127.0.0.1] pltrun: round 0: node rank 0 of 2 nodes"));
+  CHECK_THAT(end.err, Catch::Contains("[127.0.0.2] pltrun: round 0: node rank 1 of 2 nodes"));
+  CHECK_THAT(end.err, Catch::Contains("all 2 hosts finished"));
+  for (int rank = 0; rank < 4; ++rank) {
+    json env = json::parse(readFile(directory / ("env_" + std::to_string(rank) + ".json")));
+    CHECK(env["WORLD_SIZE"] == "4");
+    CHECK(env["GROUP_RANK"] == std::to_string(rank / 2));
+    CHECK(env["TORCHELASTIC_RUN_ID"] == "remote-env");
+    CHECK(env["MASTER_ADDR"] == "127.0.0.1");  // the driver's address towards the hosts
+    CHECK(env["NCCL_DEBUG"] == "WARN");        // a forwarded prefix
+    CHECK(env["PLTRUN_TEST_EXPORTED"] == "yes it's exported");  // -x, quoting intact
+    CHECK(env["PLTRUN_TEST_FROM_FILE"] == "from the file");      // --env-file
+    CHECK_FALSE(env.contains("PLTRUN_TEST_INHERITED"));          // not forwarded: the session's own env
+  }
+  CHECK(noneLeftMentioning("remote-env", 10s));
+}
+
+TEST_CASE("--hostfile: a failing remote worker gives its exit status and report on the driver", "[remote][e2e]") {
+  SKIP_WITHOUT_SSHD();
+  Hosts hosts;
+  TempDir directory;
+  {
+    std::ofstream hostfile(directory / "hostfile");
+    hostfile << "# two 'hosts' on loopback\n127.0.0.1 slots=2\n\n127.0.0.2:2  # the second\n";
+  }
+  ChildProcess driver(
+      hosts.driverArgs("remote-fail", {testWorker(), "exit", "5", "3"}, {"--hostfile", directory / "hostfile"}));
+  Finished end = driver.wait(90s);
+  INFO(end.err);
+  CHECK(end.status == 5);
+  CHECK_THAT(end.err, Catch::Contains("[127.0.0.2] pltrun: worker failure (root cause"));
+  CHECK_THAT(end.err, Catch::Contains("rank 3 (local rank 1)"));
+  CHECK(noneLeftMentioning("remote-fail", 10s));
+}
+
+TEST_CASE("--hosts: Ctrl-C on the driver leaves no process on any host", "[remote][e2e]") {
+  SKIP_WITHOUT_SSHD();
+  Hosts hosts;
+  TempDir directory;
+  ChildProcess driver(hosts.driverArgs("remote-int", {testWorker(), "signals", directory.path()}));
+  std::vector<pid_t> workers;
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::string ready = directory / ("ready_" + std::to_string(rank));
+    REQUIRE(waitForFile(ready, 60s));
+    std::this_thread::sleep_for(20ms);
+    workers.push_back(std::stoi(readFile(ready)));
+  }
+  driver.signal(SIGINT);
+  Finished end = driver.wait(60s);
+  INFO(end.err);
+  CHECK(end.status == 128 + SIGINT);
+  CHECK(waitUntilGone(workers, 10s).empty());
+  CHECK(noneLeftMentioning("remote-int", 10s));
+}
+
+TEST_CASE("--hosts: a dropped ssh connection stops that host's agent and workers", "[remote][e2e]") {
+  SKIP_WITHOUT_SSHD();
+  Hosts hosts;
+  TempDir directory;
+  ChildProcess driver(hosts.driverArgs("remote-drop", {testWorker(), "signals", directory.path()}));
+  std::vector<pid_t> secondHostWorkers;
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::string ready = directory / ("ready_" + std::to_string(rank));
+    REQUIRE(waitForFile(ready, 60s));
+    std::this_thread::sleep_for(20ms);
+    if (rank >= 2) secondHostWorkers.push_back(std::stoi(readFile(ready)));
+  }
+  const pid_t client = sshClientFor(driver.pid(), "127.0.0.2");
+  REQUIRE(client > 0);
+  kill(client, SIGKILL);  // the connection drops; the remote agent's parent (sshd) ends
+  CHECK(waitUntilGone(secondHostWorkers, 10s).empty());
+  Finished end = driver.wait(60s);
+  INFO(end.err);
+  CHECK(end.status != 0);
+  CHECK(noneLeftMentioning("remote-drop", 10s));
+}

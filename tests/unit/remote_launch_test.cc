@@ -1,0 +1,77 @@
+// The driver's pure parts: what reaches the remote workers, how a command line survives the
+// remote shell, and how the remote command is built.
+
+#include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "launcher/remote_launch.h"
+#include "pltrun/error.h"
+
+using namespace pltrun;
+
+TEST_CASE("the forwarded environment: default prefixes, -x and the env file", "[remote]") {
+  Environment here = {{"NCCL_IB_HCA", "mlx5"}, {"CUDA_LAUNCH_BLOCKING", "1"}, {"CUDA_VISIBLE_DEVICES", "0,1"},
+                      {"PYTHONPATH", "/src"},  {"OMP_NUM_THREADS", "4"},     {"HOME", "/root"},
+                      {"PATH", "/usr/bin"},    {"MY_FLAG", "on"}};
+  RemoteLaunchSettings remote;
+  Environment forwarded = forwardedEnvironment(here, remote);
+  CHECK(forwarded == Environment{{"NCCL_IB_HCA", "mlx5"},
+                                 {"CUDA_LAUNCH_BLOCKING", "1"},
+                                 {"PYTHONPATH", "/src"},
+                                 {"OMP_NUM_THREADS", "4"}});  // not CUDA_VISIBLE_DEVICES, HOME, PATH
+
+  remote.exports = {"MY_FLAG", "EXTRA=a b"};
+  forwarded = forwardedEnvironment(here, remote);
+  CHECK(forwarded.at("MY_FLAG") == "on");
+  CHECK(forwarded.at("EXTRA") == "a b");
+
+  remote.exports = {"NOT_SET_HERE"};
+  CHECK_THROWS_WITH(forwardedEnvironment(here, remote), Catch::Contains("-x NOT_SET_HERE: not set here"));
+}
+
+TEST_CASE("env files: KEY=VALUE lines, comments, export, CRLF; bad lines name their number", "[remote]") {
+  const std::string path = "/tmp/pltrun-remote-launch-test-" + std::to_string(getpid()) + ".env";
+  {
+    std::ofstream file(path);
+    file << "# a comment\n\nA=1\r\nexport B=two words\n  C = spaced\n";
+  }
+  RemoteLaunchSettings remote;
+  remote.envFile = path;
+  Environment forwarded = forwardedEnvironment({}, remote);
+  CHECK(forwarded.at("A") == "1");
+  CHECK(forwarded.at("B") == "two words");
+  CHECK(forwarded.at("C") == " spaced");
+  {
+    std::ofstream file(path);
+    file << "A=1\nthis is not an assignment\n";
+  }
+  CHECK_THROWS_WITH(forwardedEnvironment({}, remote), Catch::Contains(path + ":2: expected KEY=VALUE"));
+  std::remove(path.c_str());
+  remote.envFile = "/nonexistent/job.env";
+  CHECK_THROWS_WITH(forwardedEnvironment({}, remote), Catch::Contains("cannot be read"));
+}
+
+TEST_CASE("shell quoting survives any byte the remote shell could misread", "[remote]") {
+  CHECK(shellQuote("plain-word_1.2/x:y=z") == "plain-word_1.2/x:y=z");
+  CHECK(shellQuote("") == "''");
+  CHECK(shellQuote("two words") == "'two words'");
+  CHECK(shellQuote("it's") == "'it'\\''s'");
+  CHECK(shellQuote("$HOME;rm -rf /") == "'$HOME;rm -rf /'");
+}
+
+TEST_CASE("the remote command: ssh with its options, or a template with {host}", "[remote]") {
+  RemoteLaunchSettings remote;
+  CHECK(remoteArgv(remote, "h1", "exec env pltrun") ==
+        std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "h1", "exec env pltrun"});
+  remote.sshPort = 2222;
+  remote.sshIdentity = "/keys/id";
+  CHECK(remoteArgv(remote, "h1", "X") ==
+        std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "-p", "2222", "-i", "/keys/id", "h1", "X"});
+  remote.remoteCommand = "kubectl exec {host} --";
+  CHECK(remoteArgv(remote, "pod-1", "X") == std::vector<std::string>{"kubectl", "exec", "pod-1", "--", "X"});
+  remote.remoteCommand = "pdsh  -w {host}";
+  CHECK(remoteArgv(remote, "n1", "X") == std::vector<std::string>{"pdsh", "-w", "n1", "X"});
+}
