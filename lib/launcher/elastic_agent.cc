@@ -7,12 +7,12 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <random>
 
 #include "launcher/attempt_plan.h"
 #include "launcher/console_writer.h"
 #include "launcher/event_log.h"
 #include "launcher/free_port.h"
+#include "launcher/host_identity.h"
 #include "launcher/orphan_guard.h"
 #include "launcher/rendezvous_host.h"
 #include "launcher/run_directory.h"
@@ -37,19 +37,6 @@ constexpr std::chrono::milliseconds kFailureExitBarrier{5000};
 constexpr std::chrono::milliseconds kReconnectTimeout{2000};
 // How often an agent whose workers are done says how many nodes have finished.
 constexpr std::chrono::seconds kProgressInterval{10};
-
-std::string hostName() {
-  char name[256] = {};
-  gethostname(name, sizeof name - 1);
-  return name;
-}
-
-std::string randomHex() {
-  std::random_device device;
-  char text[16];
-  snprintf(text, sizeof text, "%08x", device());
-  return text;
-}
 
 // A stop signal arrived while no worker group was running.
 struct Interrupted {};
@@ -106,8 +93,8 @@ class ElasticAgent {
 ElasticAgent::ElasticAgent(const ElasticJob& job)
     : job_(job),
       settings_(job.config.rdzv),
-      host_(hostName()),
-      agentId_(host_ + ":" + std::to_string(getpid()) + ":" + randomHex()),
+      host_(localHostName()),
+      agentId_(host_ + ":" + std::to_string(getpid()) + ":" + randomHexId()),
       directory_(job.config, job.runId, host_ + "_" + std::to_string(getpid())),
       events_(directory_.keepsLogs() ? std::optional<std::string>((directory_.root() / "events.jsonl").string())
                                      : std::nullopt),

@@ -7,10 +7,10 @@
 #include <unistd.h>
 
 #include <memory>
-#include <random>
 
 #include "launcher/attempt_plan.h"
 #include "launcher/elastic_agent.h"
+#include "launcher/host_identity.h"
 #include "launcher/remote_launch.h"
 #include "launcher/gpu_inventory.h"
 #include "launcher/orphan_guard.h"
@@ -29,24 +29,11 @@ std::optional<std::string> lookup(const Environment& env, const std::string& nam
   return found->second;
 }
 
-std::string randomRunId() {
-  std::random_device device;
-  char text[16];
-  snprintf(text, sizeof text, "%08x", device());
-  return text;
-}
-
 int usableCpuCount() {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
   long online = sysconf(_SC_NPROCESSORS_ONLN);
   return online > 0 ? static_cast<int>(online) : 1;
-}
-
-std::string hostName() {
-  char name[256] = {};
-  gethostname(name, sizeof name - 1);
-  return name;
 }
 
 // The workers' store, hosted by the launcher for the whole run: workers connect to it as
@@ -84,7 +71,7 @@ int runLauncher(const LaunchConfig& config) {
     gpuIds = visibleGpuIds(lookup(inherited, "CUDA_VISIBLE_DEVICES"), physicalGpuCount());
   }
   const WorkerLayout layout = resolveWorkerLayout(config.nprocPerNode, config.devices, gpuIds, usableCpuCount());
-  const std::string runId = config.runId.empty() ? randomRunId() : config.runId;
+  const std::string runId = config.runId.empty() ? randomHexId() : config.runId;
   if (config.rdzv.backend == RendezvousBackend::C10d && config.rdzv.maxNodes > 1) {
     // torchrun's default id is "none": agents started without --rdzv-id still meet.
     return runElasticAgent(ElasticJob{config, inherited, command, layout, config.runId.empty() ? "none" : config.runId});
@@ -100,7 +87,7 @@ int runLauncher(const LaunchConfig& config) {
   }
   if (directory.keepsLogs()) spdlog::info("worker logs go to {}", directory.root().string());
 
-  const RunPlan plan{config, inherited, directory, command, layout, runId, hostName(),
+  const RunPlan plan{config, inherited, directory, command, layout, runId, localHostName(),
                      agentStore ? agentStore->port() : 0};
   SupervisorOptions options;
   options.maxRestarts = config.maxRestarts;

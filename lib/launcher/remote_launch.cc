@@ -9,9 +9,9 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <fstream>
-#include <random>
 
 #include "launcher/console_writer.h"
+#include "launcher/host_identity.h"
 #include "launcher/orphan_guard.h"
 #include "launcher/program_command.h"
 #include "launcher/rendezvous_host.h"
@@ -87,13 +87,6 @@ std::string driverAddress(const RemoteLaunchSettings& remote) {
     }
   }
   return address;
-}
-
-std::string randomRunId() {
-  std::random_device device;
-  char text[16];
-  snprintf(text, sizeof text, "%08x", device());
-  return text;
 }
 
 std::string thisExecutable() {
@@ -226,7 +219,7 @@ std::vector<std::string> remoteArgv(const RemoteLaunchSettings& remote, const st
 int runDriver(const LaunchConfig& config, const Environment& inherited) {
   const RemoteLaunchSettings& remote = config.remote;
   const Environment forwarded = forwardedEnvironment(inherited, remote);
-  const std::string runId = config.runId.empty() ? randomRunId() : config.runId;
+  const std::string runId = config.runId.empty() ? randomHexId() : config.runId;
   const std::string address = driverAddress(remote);
   OrphanGuard guard;  // before any thread or process exists
   rdzv::StoreServerOptions storeOptions;

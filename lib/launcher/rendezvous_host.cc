@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "launcher/host_identity.h"
 #include "pltrun/error.h"
 
 namespace pltrun {
@@ -88,18 +89,12 @@ bool isLiteralAddress(const std::string& host) {
   return inet_pton(AF_INET, host.c_str(), &v4) == 1 || inet_pton(AF_INET6, host.c_str(), &v6) == 1;
 }
 
-std::string thisHostName() {
-  char name[256] = {};
-  gethostname(name, sizeof name - 1);
-  return name;
-}
-
 }  // namespace
 
 bool isLocalHost(const std::string& host) {
   if (host == "localhost") return true;
   if (isLiteralAddress(host)) return isOurAddress(host);
-  if (host == thisHostName()) return true;
+  if (host == localHostName()) return true;
   for (const std::string& address : resolve(host)) {
     if (isOurAddress(address)) return true;
   }
