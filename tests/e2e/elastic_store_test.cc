@@ -75,7 +75,7 @@ TEST_CASE("agents meet at a standalone pltrun-store that none of them hosts", "[
   store.wait(10s);
 }
 
-TEST_CASE("--no-agent-store: rank 0's node picks the workers' store port, as torchrun does", "[elastic][e2e]") {
+TEST_CASE("elastic with --no-agent-store: rank 0's node picks the workers' store port, as torchrun does", "[elastic][e2e]") {
   TempDir directory;
   ChildProcess first(agent("127.0.0.1:0", "own-store", directory.path(), {"--no-agent-store"}));
   const int storePort = printedPort(first, "listening on 127\\.0\\.0\\.1:(\\d+)");

@@ -85,7 +85,7 @@ struct Hosts {
 
 }  // namespace
 
-TEST_CASE("--hosts: 2 hosts x 2 workers over ssh, with the environment the job needs", "[remote][e2e]") {
+TEST_CASE("many hosts (--hosts): 2 hosts x 2 workers over ssh, with the environment the job needs", "[remote][e2e]") {
   SKIP_WITHOUT_SSHD();
   Hosts hosts;
   TempDir directory;
@@ -118,7 +118,7 @@ TEST_CASE("--hosts: 2 hosts x 2 workers over ssh, with the environment the job n
   CHECK(noneLeftMentioning("remote-env", 10s));
 }
 
-TEST_CASE("--hostfile: a failing remote worker gives its exit status and report on the driver", "[remote][e2e]") {
+TEST_CASE("many hosts (--hostfile): a failing remote worker gives its exit status and report on the driver", "[remote][e2e]") {
   SKIP_WITHOUT_SSHD();
   Hosts hosts;
   TempDir directory;
@@ -136,7 +136,7 @@ TEST_CASE("--hostfile: a failing remote worker gives its exit status and report 
   CHECK(noneLeftMentioning("remote-fail", 10s));
 }
 
-TEST_CASE("--hosts: Ctrl-C on the driver leaves no process on any host", "[remote][e2e]") {
+TEST_CASE("many hosts (--hosts): Ctrl-C on the driver leaves no process on any host", "[remote][e2e]") {
   SKIP_WITHOUT_SSHD();
   Hosts hosts;
   TempDir directory;
@@ -156,7 +156,7 @@ TEST_CASE("--hosts: Ctrl-C on the driver leaves no process on any host", "[remot
   CHECK(noneLeftMentioning("remote-int", 10s));
 }
 
-TEST_CASE("--hosts: a dropped ssh connection stops that host's agent and workers", "[remote][e2e]") {
+TEST_CASE("many hosts (--hosts): a dropped ssh connection stops that host's agent and workers", "[remote][e2e]") {
   SKIP_WITHOUT_SSHD();
   Hosts hosts;
   TempDir directory;

@@ -58,7 +58,7 @@ std::string errorOf(Call call) {
 
 }  // namespace
 
-TEST_CASE("--hosts takes host:slots, bare hosts and bracketed IPv6", "[hosts]") {
+TEST_CASE("host list: --hosts takes host:slots, bare hosts and bracketed IPv6", "[hosts]") {
   CHECK(hostList("h1:4,h2:4") == "h1:4 h2:4");
   CHECK(hostList("h1,h2") == "h1:0 h2:0");
   CHECK(hostList("h1:2,h2") == "h1:2 h2:0");
@@ -72,7 +72,7 @@ TEST_CASE("--hosts takes host:slots, bare hosts and bracketed IPv6", "[hosts]") 
   CHECK(hostList("node-01.cluster.local:1") == "node-01.cluster.local:1");
 }
 
-TEST_CASE("--hosts rejects malformed text with a one-line error", "[hosts]") {
+TEST_CASE("host list: --hosts rejects malformed text with a one-line error", "[hosts]") {
   CHECK_THAT(errorOf([] { parseHostList("h1:4,h1:2"); }), Contains("'h1' is listed twice"));
   CHECK_THAT(errorOf([] { parseHostList("h1,h1"); }), Contains("listed twice"));
   CHECK_THAT(errorOf([] { parseHostList("h1:"); }), Contains("no slot count"));
@@ -168,7 +168,7 @@ TEST_CASE("readHostfile reads a file and names a missing one", "[hosts]") {
   fs::remove_all(dir);
 }
 
-TEST_CASE("--include keeps only the hosts and slots it names", "[hosts]") {
+TEST_CASE("host selection: --include keeps only the hosts and slots it names", "[hosts]") {
   CHECK(select("h1:4,h2:4,h3:4", "", "") == "h1:4 h2:4 h3:4");
   CHECK(select("h1:4,h2:4,h3:4", "h1", "") == "h1:4");
   CHECK(select("h1:4,h2:4,h3:4", "h3@h1", "") == "h1:4 h3:4");  // the host list's order
@@ -183,7 +183,7 @@ TEST_CASE("--include keeps only the hosts and slots it names", "[hosts]") {
   CHECK(select("h1:4,h2:4", " h1 @ h2:0 ", "") == "h1:4 h2:1[0]");
 }
 
-TEST_CASE("--exclude removes whole hosts or slots", "[hosts]") {
+TEST_CASE("host selection: --exclude removes whole hosts or slots", "[hosts]") {
   CHECK(select("h1:4,h2:4,h3:4", "", "h2") == "h1:4 h3:4");
   CHECK(select("h1:4,h2:4", "", "h2:1") == "h1:4 h2:3[0,2,3]");
   CHECK(select("h1:4,h2:4", "", "h1:0,1@h2:3") == "h1:2[2,3] h2:3[0,1,2]");
@@ -194,7 +194,7 @@ TEST_CASE("--exclude removes whole hosts or slots", "[hosts]") {
   CHECK(describe(selectHosts(chosen, "", "h1:2")) == "h1:2[0,3]");
 }
 
-TEST_CASE("--include and --exclude errors", "[hosts]") {
+TEST_CASE("host selection: --include and --exclude errors", "[hosts]") {
   const std::string hosts = "h1:4,h2:4";
   auto error = [&](const std::string& include, const std::string& exclude) {
     return errorOf([&] { selectHosts(parseHostList(hosts), include, exclude); });
