@@ -2,6 +2,7 @@
 // The benchmarks' command lines, read the same way: "--flag value" or "--flag=value",
 // -h/--help, and a one-line error (exit 2) for anything else.
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -13,6 +14,18 @@ constexpr int kUsageErrorStatus = 2;
 [[noreturn]] inline void usageError(const char* program, const std::string& message) {
   std::fprintf(stderr, "%s: error: %s (see %s --help)\n", program, message.c_str(), program);
   std::exit(kUsageErrorStatus);
+}
+
+/// `text` as an integer in [low, high]; anything else is a usage error naming `flag`.
+inline long parseInteger(const char* program, const std::string& flag, const std::string& text, long low, long high) {
+  char* end = nullptr;
+  errno = 0;
+  long value = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || value < low || value > high) {
+    usageError(program, flag + " wants an integer from " + std::to_string(low) + " to " + std::to_string(high) +
+                            ", not '" + text + "'");
+  }
+  return value;
 }
 
 /// Calls onFlag(flag, value) for every flag in order; prints `help` and exits on --help.

@@ -75,14 +75,7 @@ constexpr const char* kHelp =
     "Prints one JSON line per run. Exit status: 0 every run formed correctly, 1 one did not, 2 bad flags.\n";
 
 long parseInteger(const std::string& flag, const std::string& text, long low, long high) {
-  char* end = nullptr;
-  errno = 0;
-  long value = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno != 0 || value < low || value > high) {
-    usageError(flag + " wants an integer from " + std::to_string(low) + " to " + std::to_string(high) + ", not '" +
-               text + "'");
-  }
-  return value;
+  return bench::parseInteger("rendezvous_bench", flag, text, low, high);
 }
 
 Options parseOptions(int argc, char** argv) {
