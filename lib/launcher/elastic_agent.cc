@@ -342,9 +342,7 @@ RoundResult ElasticAgent::runRound(const RoundInfo& info) {
       return stopJob(outcome);
     }
     if (reportedHere && ended->final && outcome.rootCause) {
-      std::optional<std::string> jsonPath;
-      if (directory_.keepsLogs()) jsonPath = (directory_.root() / "failure.json").string();
-      printFailureReport(*outcome.rootCause, outcome.others, jsonPath);
+      printFailureReport(*outcome.rootCause, outcome.others, directory_.failureReportPath());
     }
     if (!ended && !storeLost && outcome.kind == GroupOutcome::Kind::Succeeded) {
       waitForOtherNodes(info, ended, storeLost);
@@ -443,9 +441,7 @@ RoundResult ElasticAgent::stopJob(const std::optional<GroupOutcome>& outcome) {
   const int signal = interruptSignal_ != 0 ? interruptSignal_ : (outcome ? outcome->interruptSignal : SIGTERM);
   announceStop(signal);
   if (outcome && outcome->rootCause) {
-    std::optional<std::string> jsonPath;
-    if (directory_.keepsLogs()) jsonPath = (directory_.root() / "failure.json").string();
-    printFailureReport(*outcome->rootCause, outcome->others, jsonPath);
+    printFailureReport(*outcome->rootCause, outcome->others, directory_.failureReportPath());
   }
   spdlog::warn("stopped by {}", signalName(signal));
   if (std::optional<int> member = rendezvous_->lastMemberRound()) {

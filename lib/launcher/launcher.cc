@@ -93,7 +93,7 @@ int runLauncher(const LaunchConfig& config) {
   options.maxRestarts = config.maxRestarts;
   options.termTimeout = config.termTimeout;
   options.host = plan.host;
-  if (directory.keepsLogs()) options.reportPath = (directory.root() / "failure.json").string();
+  options.reportPath = directory.failureReportPath();
   return Supervisor(context, options, guard).run([&plan](int attempt) { return workerSpecsForAttempt(plan, attempt); });
 }
 

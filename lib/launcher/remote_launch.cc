@@ -1,8 +1,5 @@
 #include "launcher/remote_launch.h"
 
-#include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -35,30 +32,6 @@ bool forwardedByDefault(const std::string& name) {
     if (name.rfind(prefix, 0) == 0) return true;
   }
   return false;
-}
-
-// The IPv4 (else IPv6) address of a network interface, e.g. "eth0".
-std::string interfaceAddress(const std::string& name) {
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return "";
-  std::string v4, v6;
-  for (ifaddrs* entry = list; entry != nullptr; entry = entry->ifa_next) {
-    if (entry->ifa_addr == nullptr || name != entry->ifa_name) continue;
-    char text[INET6_ADDRSTRLEN] = {};
-    if (entry->ifa_addr->sa_family == AF_INET && v4.empty()) {
-      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(entry->ifa_addr)->sin_addr, text, sizeof text);
-      v4 = text;
-    } else if (entry->ifa_addr->sa_family == AF_INET6 && v6.empty()) {
-      inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(entry->ifa_addr)->sin6_addr, text, sizeof text);
-      v6 = text;
-    }
-  }
-  freeifaddrs(list);
-  return v4.empty() ? v6 : v4;
-}
-
-bool isLoopbackAddress(const std::string& address) {
-  return address.rfind("127.", 0) == 0 || address == "::1";
 }
 
 bool isLoopbackHost(const std::string& host) { return host == "localhost" || isLoopbackAddress(host); }

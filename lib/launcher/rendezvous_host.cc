@@ -31,37 +31,38 @@ HostedStore::~HostedStore() {
 
 namespace {
 
+struct InterfaceAddress {
+  std::string interface;
+  int family = AF_UNSPEC;
+  std::string address;
+};
+
 // Every address of this machine's interfaces, as text.
-std::vector<std::string> interfaceAddresses() {
-  std::vector<std::string> addresses;
+std::vector<InterfaceAddress> interfaceAddresses() {
+  std::vector<InterfaceAddress> addresses;
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) return addresses;
   for (ifaddrs* entry = list; entry != nullptr; entry = entry->ifa_next) {
     if (entry->ifa_addr == nullptr) continue;
     char text[INET6_ADDRSTRLEN] = {};
-    if (entry->ifa_addr->sa_family == AF_INET) {
+    const int family = entry->ifa_addr->sa_family;
+    if (family == AF_INET) {
       inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(entry->ifa_addr)->sin_addr, text, sizeof text);
-    } else if (entry->ifa_addr->sa_family == AF_INET6) {
+    } else if (family == AF_INET6) {
       inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(entry->ifa_addr)->sin6_addr, text, sizeof text);
     } else {
       continue;
     }
-    addresses.emplace_back(text);
+    addresses.push_back(InterfaceAddress{entry->ifa_name, family, text});
   }
   freeifaddrs(list);
   return addresses;
 }
 
-bool isLoopbackText(const std::string& address) {
-  in_addr v4{};
-  if (inet_pton(AF_INET, address.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
-  return address == "::1";
-}
-
 bool isOurAddress(const std::string& address) {
-  if (isLoopbackText(address)) return true;
-  for (const std::string& local : interfaceAddresses()) {
-    if (local == address) return true;
+  if (isLoopbackAddress(address)) return true;
+  for (const InterfaceAddress& local : interfaceAddresses()) {
+    if (local.address == address) return true;
   }
   return false;
 }
@@ -90,6 +91,22 @@ bool isLiteralAddress(const std::string& host) {
 }
 
 }  // namespace
+
+bool isLoopbackAddress(const std::string& address) {
+  in_addr v4{};
+  if (inet_pton(AF_INET, address.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  return address == "::1";
+}
+
+std::string interfaceAddress(const std::string& name) {
+  std::string v6;
+  for (const InterfaceAddress& local : interfaceAddresses()) {
+    if (local.interface != name) continue;
+    if (local.family == AF_INET) return local.address;
+    if (v6.empty()) v6 = local.address;
+  }
+  return v6;
+}
 
 bool isLocalHost(const std::string& host) {
   if (host == "localhost") return true;

@@ -36,6 +36,12 @@ class HostedStore {
   std::thread thread_;
 };
 
+/// True for a loopback address literal: 127.0.0.0/8 or ::1.
+bool isLoopbackAddress(const std::string& address);
+
+/// The address of network interface `name` (IPv4 first, else IPv6); empty when it has none.
+std::string interfaceAddress(const std::string& name);
+
 /// True when `host` names this machine: a loopback or local interface address, "localhost",
 /// or this machine's host name (or a name that resolves to one of its addresses).
 bool isLocalHost(const std::string& host);

@@ -48,6 +48,11 @@ RunDirectory::~RunDirectory() {
   if (!keepsLogs_) fs::remove_all(root_, ignored);
 }
 
+std::optional<std::string> RunDirectory::failureReportPath() const {
+  if (!keepsLogs_) return std::nullopt;
+  return (root_ / "failure.json").string();
+}
+
 fs::path RunDirectory::workerDirectory(int attempt, int localRank) const {
   fs::path path = root_ / ("attempt_" + std::to_string(attempt)) / std::to_string(localRank);
   createDirectories(path);

@@ -4,6 +4,7 @@
 // a temporary directory for the workers' error files, removed when the run ends.
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "launcher/launch_config.h"
@@ -22,6 +23,8 @@ class RunDirectory {
 
   bool keepsLogs() const { return keepsLogs_; }
   const std::filesystem::path& root() const { return root_; }
+  /// ROOT/failure.json when logs are kept (the failure report's JSON); empty otherwise.
+  std::optional<std::string> failureReportPath() const;
   /// ROOT/attempt_N/LOCAL_RANK, created on first use.
   std::filesystem::path workerDirectory(int attempt, int localRank) const;
 
