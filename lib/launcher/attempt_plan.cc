@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "launcher/free_port.h"
 
 namespace pltrun {
 namespace fs = std::filesystem;
@@ -30,22 +29,6 @@ std::pair<OutputRoute, OutputRoute> outputRoutes(const RunPlan& plan, const fs::
   return {out, err};
 }
 
-// The static placement: everything comes from the flags.
-NodePlacement staticPlacement(const RunPlan& plan) {
-  const LaunchConfig& config = plan.config;
-  NodePlacement node;
-  node.nodeRank = config.nodeRank;
-  node.nnodes = config.nnodes;
-  node.masterAddr = config.masterAddr;
-  // Without an agent store, a fresh port per attempt when the launcher picks it: the last
-  // attempt's store may still hold the old one in TIME_WAIT.
-  node.useAgentStore = plan.agentStorePort != 0;
-  node.masterPort = plan.agentStorePort != 0 ? plan.agentStorePort
-                    : config.masterPort      ? *config.masterPort
-                                             : pickFreePort(config.masterAddr);
-  return node;
-}
-
 WorkerPlacement placementFor(const RunPlan& plan, int attempt, const NodePlacement& node) {
   const LaunchConfig& config = plan.config;
   WorkerPlacement placement;
@@ -67,8 +50,13 @@ WorkerPlacement placementFor(const RunPlan& plan, int attempt, const NodePlaceme
 
 }  // namespace
 
-std::vector<WorkerSpec> workerSpecsForAttempt(const RunPlan& plan, int attempt) {
-  return workerSpecsFor(plan, attempt, staticPlacement(plan));
+NodePlacement staticPlacement(const LaunchConfig& config) {
+  NodePlacement node;
+  node.nodeRank = config.nodeRank;
+  node.nnodes = config.nnodes;
+  node.masterAddr = config.masterAddr;
+  node.masterPort = config.masterPort.value_or(0);
+  return node;
 }
 
 std::vector<WorkerSpec> workerSpecsFor(const RunPlan& plan, int attempt, const NodePlacement& node) {

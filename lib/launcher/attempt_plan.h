@@ -1,5 +1,5 @@
 #pragma once
-// From what is fixed for a whole run (program, layout, run id, store) to the workers of
+// From what is fixed for a whole run (program, layout, run id) to the workers of
 // one attempt: their environment, console prefix, output routes and error file.
 
 #include <string>
@@ -22,7 +22,6 @@ struct RunPlan {
   WorkerLayout layout;
   std::string runId;
   std::string host;
-  int agentStorePort = 0;  ///< the launcher's store for the workers; 0 when there is none
 };
 
 /// This node's place in the job for one attempt: from the flags (static), or from the
@@ -40,8 +39,8 @@ struct NodePlacement {
 /// The workers of attempt `attempt` placed as `node` says.
 std::vector<WorkerSpec> workerSpecsFor(const RunPlan& plan, int attempt, const NodePlacement& node);
 
-/// The workers of attempt `attempt` (0 first, N for the N-th restart). Without an agent
-/// store and a given --master-port, each attempt gets a fresh free port.
-std::vector<WorkerSpec> workerSpecsForAttempt(const RunPlan& plan, int attempt);
+/// A static job's placement, from the flags alone; the master port is --master-port's
+/// (0 when not given: the launcher picks one per attempt).
+NodePlacement staticPlacement(const LaunchConfig& config);
 
 }  // namespace pltrun

@@ -3,20 +3,23 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <set>
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "launcher/attempt_plan.h"
+#include "launcher/attempt_store.h"
 #include "launcher/console_writer.h"
 #include "launcher/event_log.h"
-#include "launcher/free_port.h"
 #include "launcher/host_identity.h"
 #include "launcher/orphan_guard.h"
 #include "launcher/rendezvous_host.h"
 #include "launcher/run_directory.h"
 #include "launcher/supervisor.h"
+#include "launcher/text_parsing.h"
 #include "launcher/worker_group.h"
 #include "pltrun/error.h"
 #include "pltrun/tcp_store.h"
@@ -37,6 +40,15 @@ constexpr std::chrono::milliseconds kFailureExitBarrier{5000};
 constexpr std::chrono::milliseconds kReconnectTimeout{2000};
 // How often an agent whose workers are done says how many nodes have finished.
 constexpr std::chrono::seconds kProgressInterval{10};
+
+// A port read from the store: anything else there is a clear error naming the key.
+int parsePortValue(const std::string& key, const std::string& value) {
+  const std::optional<long long> port = parseInteger(value);
+  if (!port || *port < 1 || *port > 65535) {
+    throw Error(ErrorCode::Protocol, "the store holds '" + value.substr(0, 32) + "' at " + key + ", not a port");
+  }
+  return static_cast<int>(*port);
+}
 
 // A stop signal arrived while no worker group was running.
 struct Interrupted {};
@@ -63,6 +75,7 @@ class ElasticAgent {
   RoundResult stopJob(const std::optional<GroupOutcome>& outcome);
   int endOfClosedJob(const rdzv::JobClosed& closed);
   NodePlacement placementFor(const RoundInfo& info);
+  int openWorkersStore(const std::string& address);
   std::unique_ptr<TcpStore> connectStore() const;
   void pollEvents();
   void watchSignals();
@@ -76,6 +89,10 @@ class ElasticAgent {
   const std::string agentId_;
   OrphanGuard guard_;  // before any thread or worker exists
   std::unique_ptr<HostedStore> hosted_;
+  // The workers' store, hosted by this agent in the rounds where it is node rank 0 (with
+  // the agent store): new every round, closed when the round ends.
+  std::unique_ptr<AttemptStore> workersStore_;
+  std::set<int> usedWorkerPorts_;  ///< --no-agent-store: ports earlier rounds gave rank 0
   TcpStoreOptions storeOptions_;
   std::unique_ptr<TcpStore> store_;
   std::unique_ptr<rdzv::ElasticRendezvous> rendezvous_;
@@ -143,6 +160,8 @@ ElasticAgent::ElasticAgent(const ElasticJob& job)
   options.closeTimeout = settings_.closeTimeout;
   options.pollInterval = std::min(options.pollInterval, std::max(settings_.lastCallTimeout / 4, std::chrono::milliseconds(10)));
   rendezvous_ = std::make_unique<rdzv::ElasticRendezvous>(*store_, options, self);
+  // Created here, before any round: its listeners open only when this node is rank 0.
+  if (job_.config.agentStore) workersStore_ = std::make_unique<AttemptStore>(self.addr);
 
   for (int signal : forwardedSignals()) signals_.add(signal);
 }
@@ -246,43 +265,48 @@ int ElasticAgent::runRounds() {
     currentRound_ = info.round;
     RoundResult result = runRound(info);
     currentRound_.reset();
+    if (workersStore_) workersStore_->close();  // this round's stragglers lose it too
     if (result.finished) return result.status;
     expectedNodes = result.expectedNodes;
   }
 }
 
+// The workers' store is node rank 0's, at the address it joined with, on a port it
+// publishes in the round's keys: the agent's own store, new this round (the agent store),
+// or the one rank 0's worker opens (--no-agent-store, torchrun's way). Either way the
+// workers never reach the rendezvous store and no round sees another's keys.
 NodePlacement ElasticAgent::placementFor(const RoundInfo& info) {
   NodePlacement node;
   node.nodeRank = info.assignment.nodeRank;
   node.nnodes = info.assignment.nnodes;
   node.worldSize = info.assignment.worldSize;
   node.firstRank = info.assignment.firstRank;
-  if (job_.config.agentStore) {
-    // The workers use the rendezvous store (under torch's /worker/attempt_N prefix).
-    node.useAgentStore = true;
-    node.masterAddr = settings_.endpointHost;
-    node.masterPort = storeOptions_.port;
-    return node;
-  }
-  // torchrun's way: rank 0's worker hosts the store, on a free port of rank 0's node.
+  node.useAgentStore = job_.config.agentStore;
   node.masterAddr = info.assignment.rank0Addr;
   const std::string key = rendezvous_->roundKey(info.round, "master_port");
   if (info.assignment.nodeRank == 0) {
-    node.masterPort = pickFreePort(node.masterAddr);
+    node.masterPort = openWorkersStore(node.masterAddr);
     store_->set(key, std::to_string(node.masterPort));
   } else {
-    node.masterPort = std::stoi(store_->get(key, settings_.closeTimeout));
+    node.masterPort = parsePortValue(key, store_->get(key, settings_.closeTimeout));
   }
   return node;
 }
 
+int ElasticAgent::openWorkersStore(const std::string& address) {
+  if (workersStore_) return workersStore_->openNext();
+  const int port = pickFreePortExcept(address, usedWorkerPorts_);
+  usedWorkerPorts_.insert(port);
+  return port;
+}
+
 RoundResult ElasticAgent::runRound(const RoundInfo& info) {
-  const RunPlan plan{job_.config, job_.inherited, directory_, job_.command, job_.layout, job_.runId, host_, 0};
+  const RunPlan plan{job_.config, job_.inherited, directory_, job_.command, job_.layout, job_.runId, host_};
   NodePlacement placement;
   try {
     placement = placementFor(info);
   } catch (const Error& error) {
-    // --no-agent-store: rank 0's node never said which port its store uses.
+    // Rank 0's node never said which port its workers' store uses.
     RoundEnd failed;
     failed.reason = Reason::RendezvousFailed;
     failed.host = host_;

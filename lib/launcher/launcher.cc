@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <memory>
+#include <set>
 
 #include "launcher/attempt_plan.h"
+#include "launcher/attempt_store.h"
 #include "launcher/elastic_agent.h"
 #include "launcher/host_identity.h"
 #include "launcher/remote_launch.h"
@@ -17,7 +19,6 @@
 #include "launcher/run_directory.h"
 #include "launcher/supervisor.h"
 #include "pltrun/error.h"
-#include "rendezvous/store_server.h"
 
 namespace pltrun {
 
@@ -36,20 +37,38 @@ int usableCpuCount() {
   return online > 0 ? static_cast<int>(online) : 1;
 }
 
-// The workers' store, hosted by the launcher for the whole run: workers connect to it as
-// clients (each attempt under its own key prefix, as torch does), so none of them opens a
-// port and nothing collides on MASTER_PORT. Static multi-node jobs keep torchrun's way:
-// the store is rank 0's.
-std::unique_ptr<rdzv::StoreServer> startAgentStore(boost::asio::io_context& context, const LaunchConfig& config) {
-  if (!config.agentStore || config.nnodes != 1) return nullptr;
-  rdzv::raiseOpenFileLimit();
-  rdzv::StoreServerOptions options;
-  options.host = config.masterAddr;
-  options.port = config.masterPort.value_or(0);
-  auto store = std::make_unique<rdzv::StoreServer>(context, options);
-  store->start();
-  return store;
-}
+// A static job's attempts. With the agent store (single node), the launcher hosts the
+// workers' store, new for every attempt (attempt_store.h): no worker opens a port, nothing
+// collides on MASTER_PORT, and no attempt sees another's keys. Otherwise rank 0's worker
+// hosts it, as under torchrun, on a port no earlier attempt used unless --master-port
+// fixes it (the last attempt's store may still hold its port in TIME_WAIT, and a straggler
+// of it must not reach the new one).
+class StaticAttempts {
+ public:
+  explicit StaticAttempts(const RunPlan& plan) : plan_(plan) {
+    const LaunchConfig& config = plan.config;
+    if (config.agentStore && config.nnodes == 1) {
+      workerStore_ = std::make_unique<AttemptStore>(config.masterAddr, config.masterPort);
+    }
+  }
+
+  std::vector<WorkerSpec> workersOf(int attempt) {
+    NodePlacement node = staticPlacement(plan_.config);
+    if (workerStore_) {
+      node.useAgentStore = true;
+      node.masterPort = workerStore_->openNext();
+    } else if (node.masterPort == 0) {
+      node.masterPort = pickFreePortExcept(node.masterAddr, usedPorts_);
+      usedPorts_.insert(node.masterPort);
+    }
+    return workerSpecsFor(plan_, attempt, node);
+  }
+
+ private:
+  const RunPlan& plan_;
+  std::unique_ptr<AttemptStore> workerStore_;
+  std::set<int> usedPorts_;
+};
 
 }  // namespace
 
@@ -79,7 +98,6 @@ int runLauncher(const LaunchConfig& config) {
   const RunDirectory directory(config, runId);
   OrphanGuard guard;  // before any worker exists
   boost::asio::io_context context;
-  const std::unique_ptr<rdzv::StoreServer> agentStore = startAgentStore(context, config);
 
   if (setsOmpNumThreads(inherited, layout.workerCount)) {
     spdlog::info("OMP_NUM_THREADS=1 for each of the {} workers so they do not overload the CPUs; set it to tune",
@@ -87,14 +105,14 @@ int runLauncher(const LaunchConfig& config) {
   }
   if (directory.keepsLogs()) spdlog::info("worker logs go to {}", directory.root().string());
 
-  const RunPlan plan{config, inherited, directory, command, layout, runId, localHostName(),
-                     agentStore ? agentStore->port() : 0};
+  const RunPlan plan{config, inherited, directory, command, layout, runId, localHostName()};
+  StaticAttempts attempts(plan);
   SupervisorOptions options;
   options.maxRestarts = config.maxRestarts;
   options.termTimeout = config.termTimeout;
   options.host = plan.host;
   options.reportPath = directory.failureReportPath();
-  return Supervisor(context, options, guard).run([&plan](int attempt) { return workerSpecsForAttempt(plan, attempt); });
+  return Supervisor(context, options, guard).run([&attempts](int attempt) { return attempts.workersOf(attempt); });
 }
 
 }  // namespace pltrun

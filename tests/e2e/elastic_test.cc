@@ -349,6 +349,7 @@ TEST_CASE("2 and 3 agents meet through the c10d store and every worker gets its 
     const int world = 2 * nodes;
     std::set<int> ranks;
     std::set<std::string> runIds;
+    std::set<std::string> masterPorts;
     for (const auto& entry : fs::directory_iterator(dir.path())) {
       const std::string file = entry.path().filename().string();
       if (file.rfind("env_", 0) != 0) continue;
@@ -364,7 +365,7 @@ TEST_CASE("2 and 3 agents meet through the c10d store and every worker gets its 
       CHECK(env["GROUP_RANK"] == std::to_string(rank / 2));
       CHECK(env["GROUP_WORLD_SIZE"] == std::to_string(nodes));
       CHECK(env["MASTER_ADDR"] == "127.0.0.1");
-      CHECK(env["MASTER_PORT"] == std::to_string(job.port()));
+      masterPorts.insert(env["MASTER_PORT"].get<std::string>());
       CHECK(env["TORCHELASTIC_USE_AGENT_STORE"] == "True");
       CHECK(env["TORCHELASTIC_RESTART_COUNT"] == "0");
       runIds.insert(env["TORCHELASTIC_RUN_ID"].get<std::string>());
@@ -372,6 +373,9 @@ TEST_CASE("2 and 3 agents meet through the c10d store and every worker gets its 
     CHECK(ranks.size() == static_cast<size_t>(world));
     CHECK((ranks.empty() || (*ranks.begin() == 0 && *ranks.rbegin() == world - 1)));
     CHECK(runIds == std::set<std::string>{runId});
+    // One workers' store for the round (node rank 0's), apart from the rendezvous store.
+    CHECK(masterPorts.size() == 1);
+    CHECK(masterPorts.count(std::to_string(job.port())) == 0);
     // Every agent reports its own place in round 0, and the node ranks are 0..nodes-1.
     std::set<std::string> places;
     for (const Finished& result : results) {
@@ -498,14 +502,21 @@ TEST_CASE("a late agent joins a running job, which re-forms with it", "[elastic]
   Round pair = waitForRound(dir, 4, 0);
   ChildProcess& newcomer = job.start();
   Round three = waitForRound(dir, 6, pair.restart + 1);
+  std::set<std::string> pairPorts, threePorts;
+  for (const auto& [rank, record] : pair.byRank) pairPorts.insert(record.var("MASTER_PORT"));
   for (const auto& [rank, record] : three.byRank) {
     INFO("rank " << rank << ": " << record.env.dump());
     CHECK(record.var("GROUP_WORLD_SIZE") == "3");
     CHECK(record.var("NODE_RANK") == std::to_string(rank / 2));
     CHECK(record.var("LOCAL_RANK") == std::to_string(rank % 2));
     CHECK(record.var("TORCHELASTIC_RESTART_COUNT") == std::to_string(three.restart));
-    CHECK(record.var("MASTER_PORT") == std::to_string(job.port()));
+    threePorts.insert(record.var("MASTER_PORT"));
   }
+  // Each round's workers share one store of their own, new for the round.
+  CHECK(pairPorts.size() == 1);
+  CHECK(threePorts.size() == 1);
+  CHECK(pairPorts != threePorts);
+  CHECK(threePorts.count(std::to_string(job.port())) == 0);
   std::set<pid_t> parents;
   for (const auto& [rank, record] : three.byRank) parents.insert(record.ppid());
   CHECK(parents.count(newcomer.pid()) == 1);
@@ -624,15 +635,22 @@ TEST_CASE("agents in two network namespaces meet over a veth pair", "[elastic][n
   INFO(describe(results));
   for (const Finished& result : results) CHECK(result.status == 0);
   CHECK(contains(results[0].err, "listening on 10.231.77.1:" + std::to_string(job.port())));
+  std::set<std::string> masterAddrs, masterPorts;
   for (int rank = 0; rank < 4; ++rank) {
     const std::string text = readFile(dir / ("env_" + std::to_string(rank) + ".json"));
     INFO("rank " << rank << ": " << text);
     REQUIRE(!text.empty());
     json env = json::parse(text);
     CHECK(env["WORLD_SIZE"] == "4");
-    CHECK(env["MASTER_ADDR"] == "10.231.77.1");
-    CHECK(env["MASTER_PORT"] == std::to_string(job.port()));
+    masterAddrs.insert(env["MASTER_ADDR"].get<std::string>());
+    masterPorts.insert(env["MASTER_PORT"].get<std::string>());
     CHECK(env["GROUP_WORLD_SIZE"] == "2");
   }
+  // The workers' store is node rank 0's, on that node's own address (either namespace's),
+  // never the rendezvous store's port; the workers of the other namespace reached it.
+  CHECK(masterPorts.size() == 1);
+  CHECK(masterPorts.count(std::to_string(job.port())) == 0);
+  CHECK(masterAddrs.size() == 1);
+  CHECK((masterAddrs.count("10.231.77.1") + masterAddrs.count("10.231.77.2")) == 1);
   checkNoWorkerLeft(dir);
 }
