@@ -42,8 +42,13 @@ Environment buildWorkerEnv(const Environment& inherited, const WorkerPlacement& 
   env["TORCHELASTIC_RUN_ID"] = placement.runId;
   env["TORCHELASTIC_USE_AGENT_STORE"] = placement.useAgentStore ? "True" : "False";
   env["TORCHELASTIC_ERROR_FILE"] = placement.errorFile;
-  // Defaults that torchrun sets only when the user has not chosen a value.
-  env.emplace("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
+  // Defaults that torchrun sets only when the user has not chosen a value. torch >= 2.2
+  // reads TORCH_NCCL_ASYNC_ERROR_HANDLING first and the old NCCL_ASYNC_ERROR_HANDLING only
+  // as a deprecated fallback, so a user's old-name choice is carried over rather than
+  // silently overridden by our default. The old name is never set for the user: torch 2.x
+  // warns about it in every rank (torch 1.13 reads only the old name: export it there).
+  auto oldName = inherited.find("NCCL_ASYNC_ERROR_HANDLING");
+  env.emplace("TORCH_NCCL_ASYNC_ERROR_HANDLING", oldName != inherited.end() ? oldName->second : "1");
   if (setsOmpNumThreads(inherited, placement.localWorldSize)) env["OMP_NUM_THREADS"] = "1";
   if (placement.cudaVisibleDevices) env["CUDA_VISIBLE_DEVICES"] = *placement.cudaVisibleDevices;
   return env;

@@ -78,20 +78,13 @@ class ElasticJob {
   }
 
  private:
-  // The port from "rendezvous store for run ID listening on HOST:PORT".
   int storePort(const ChildProcess& host) const {
-    const std::regex line("rendezvous store for run " + runId_ + " listening on [^\\s]+:([0-9]+)\n");
-    const auto deadline = std::chrono::steady_clock::now() + 20s;
-    std::string err;
-    while (std::chrono::steady_clock::now() < deadline) {
-      err = host.stderrSoFar();
-      std::smatch match;
-      if (std::regex_search(err, match, line)) return std::stoi(match[1].str());
-      std::this_thread::sleep_for(5ms);
+    const int port = rendezvousStorePort(host, 20s);
+    if (port == 0) {
+      INFO("the first agent's stderr: " << host.stderrSoFar());
+      FAIL("the first agent never printed its store's port");
     }
-    INFO("the first agent's stderr: " << err);
-    FAIL("the first agent never printed its store's port");
-    return 0;
+    return port;
   }
 
   const TempDir& dir_;

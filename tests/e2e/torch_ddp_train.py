@@ -1,8 +1,9 @@
-"""A small DistributedDataParallel training job (Debian's python3-torch: torch 1.13, CPU,
-gloo) for the elastic multi-node tests: `torch_ddp_train.py DIR [--steps N] [--fail-at K]`.
+"""A small DistributedDataParallel training job (CPU, gloo; torch 1.13 and 2.x alike) for
+the torch compatibility matrix (tests/e2e/torch_matrix_test.cc):
+`torch_ddp_train.py DIR [--steps N] [--fail-at K]`.
 
-Every worker joins the process group from pltrun's environment alone (env://, the agents'
-rendezvous store), trains a 2-layer MLP on synthetic data that is a function of (rank, step)
+Every worker joins the process group from pltrun's environment alone (env://: pltrun's
+workers' store, or rank 0's with --no-agent-store), trains a 2-layer MLP on synthetic data that is a function of (rank, step)
 only, and resumes from DIR/checkpoint.pt when one exists. Rank 0 writes that checkpoint at
 the start of every step, before the step's collectives: a checkpoint saying "next step s"
 holds exactly the state after s steps, and no rank can pass step s's all-reduce before it
@@ -13,7 +14,7 @@ the start of step K, after the checkpoint of step K-1 (at least) is on disk; the
 restarts every node's workers, which resume from the checkpoint.
 
 Rank 0 writes DIR/result.json at the end: the final parameters (flattened), the restart
-count it ran under and the step it resumed from. Every worker writes its pid to
+count it ran under, the step it resumed from, and the torch version. Every worker writes its pid to
 DIR/pids/round<N>_rank<R> first, so the test can check that none survives.
 """
 
@@ -118,6 +119,8 @@ def main():
             "resumed_from": start_step,
             "steps": args.steps,
             "world_size": world_size,
+            "torch": torch.__version__,
+            "agent_store": os.environ["TORCHELASTIC_USE_AGENT_STORE"],
             "first_loss": losses[0] if losses else None,
             "last_loss": losses[-1] if losses else None,
         }, os.path.join(args.directory, "result.json"))

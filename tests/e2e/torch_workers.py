@@ -1,4 +1,4 @@
-"""Real PyTorch workers (Debian's python3-torch: torch 1.13, CPU, gloo) for the
+"""Real PyTorch workers (torch 1.13 and 2.x, CPU, gloo) for the
 interoperability tests. `allreduce DIR`: join the process group from pltrun's environment
 (env://) and all-reduce; `raise`: fail inside torch's @record, which writes the error
 file pltrun reports."""

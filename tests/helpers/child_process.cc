@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -140,6 +141,18 @@ std::optional<std::string> ChildProcess::waitForStderr(const std::string& text,
     std::string err = stderrSoFar();
     if (err.find(text) != std::string::npos) return err;
     if (std::chrono::steady_clock::now() > deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+int rendezvousStorePort(const ChildProcess& agent, std::chrono::milliseconds timeout) {
+  const std::regex line("rendezvous store for run [^\\s]+ listening on [^\\s]+:([0-9]+)\n");
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    const std::string err = agent.stderrSoFar();
+    std::smatch match;
+    if (std::regex_search(err, match, line)) return std::stoi(match[1].str());
+    if (std::chrono::steady_clock::now() > deadline) return 0;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 }

@@ -46,6 +46,10 @@ class ChildProcess {
   std::unique_ptr<Reader> reader_;
 };
 
+/// The port an elastic agent that hosts the rendezvous store printed ("rendezvous store for
+/// run ID listening on HOST:PORT"); 0 when it printed none within `timeout`.
+int rendezvousStorePort(const ChildProcess& agent, std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
 /// Runs `pltrun args...` to completion (60 s limit) and returns its status and output.
 Finished runPltrun(const std::vector<std::string>& args, const std::vector<std::string>& extraEnv = {});
 

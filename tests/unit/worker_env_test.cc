@@ -117,6 +117,25 @@ TEST_CASE("TORCH_NCCL_ASYNC_ERROR_HANDLING is set only when not inherited", "[wo
                 "TORCH_NCCL_ASYNC_ERROR_HANDLING") == "3");
 }
 
+TEST_CASE("the old NCCL_ASYNC_ERROR_HANDLING is the user's choice for torch 2.x too", "[worker_env]") {
+  const WorkerPlacement placement = placementFor(1, 2, 0, 0);
+  SECTION("only the old name: torch >= 2.2's name follows it, the old one is passed on") {
+    Environment env = buildWorkerEnv({{"NCCL_ASYNC_ERROR_HANDLING", "0"}}, placement);
+    CHECK(valueOf(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING") == "0");
+    CHECK(valueOf(env, "NCCL_ASYNC_ERROR_HANDLING") == "0");
+  }
+  SECTION("both names: each keeps its own value") {
+    Environment env =
+        buildWorkerEnv({{"NCCL_ASYNC_ERROR_HANDLING", "0"}, {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "2"}}, placement);
+    CHECK(valueOf(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING") == "2");
+    CHECK(valueOf(env, "NCCL_ASYNC_ERROR_HANDLING") == "0");
+  }
+  SECTION("neither: only the new name is set (torch 2.x warns about the old one)") {
+    Environment env = buildWorkerEnv({}, placement);
+    CHECK(valueOf(env, "NCCL_ASYNC_ERROR_HANDLING") == "<unset>");
+  }
+}
+
 TEST_CASE("OMP_NUM_THREADS=1 only for several workers and only when unset", "[worker_env]") {
   SECTION("several workers, unset: set to 1") {
     CHECK(setsOmpNumThreads({}, 2));

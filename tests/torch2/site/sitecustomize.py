@@ -1,15 +1,17 @@
 """Test-only (tests/torch2/python3-trixie puts it on the chroot's path; never shipped).
 
 Debian trixie's torch 2.6 was built without libuv, yet `TCPStore` asks for the libuv
-transport by default, and torch's env:// rendezvous (`init_process_group`) creates its
-TCPStore without saying which transport. This makes `use_libuv=False` the default of the
-TCPStore that `torch.distributed.rendezvous` uses, once that module is imported, and
-changes nothing else. Careful: the attribute `torch.distributed.rendezvous` is a function;
+transport by default. torch's env:// rendezvous (`init_process_group`) creates its TCPStore
+without saying which transport when the launcher hosts it (TORCHELASTIC_USE_AGENT_STORE),
+and with `use_libuv` from the environment's USE_LIBUV (default "1") when rank 0 hosts it.
+This makes `use_libuv=False` the default of the TCPStore that `torch.distributed.rendezvous`
+uses, once that module is imported, and USE_LIBUV=0 unless set; nothing else. Careful: the attribute `torch.distributed.rendezvous` is a function;
 the module is `sys.modules["torch.distributed.rendezvous"]`.
 """
 
 import importlib.abc
 import importlib.util
+import os
 import sys
 
 _MODULE = "torch.distributed.rendezvous"
@@ -47,4 +49,5 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
         return spec
 
 
+os.environ.setdefault("USE_LIBUV", "0")
 sys.meta_path.insert(0, _PatchOnImport())

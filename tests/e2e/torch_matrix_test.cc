@@ -1,0 +1,240 @@
+// The torch compatibility matrix: real PyTorch workers (CPU, gloo) train a small
+// DistributedDataParallel model (tests/e2e/torch_ddp_train.py) under the real pltrun, once
+// cleanly and once with rank 3 SIGKILLed mid-training, which must restart every worker
+// exactly once, resume from rank 0's checkpoint and end with the clean run's parameters.
+//
+//   torch:   1.13 (Debian bookworm's python3-torch, /usr/bin/python3)
+//            2.6  (Debian trixie's, in the chroot of scripts/trixie-torch-chroot.sh)
+//   layout:  one node of 4 workers | 2 elastic agents x 2 workers (c10d, loopback)
+//   store:   the agent store (pltrun hosts the workers' TCPStore) | --no-agent-store
+//
+// torch 1.13 workers put their keys under /worker/attempt_N; torch >= 2.2 workers use no
+// prefix, so they restart correctly only because every attempt gets a store of its own.
+// The 2.6 cells fail on a launcher that keeps one workers' store for every attempt
+// ("Gloo connectFullMesh failed": attempt 1 reads attempt 0's peer addresses).
+//
+// Elastic cells: the first agent gets `--rdzv-endpoint 127.0.0.1:0` and prints the port it
+// picked; the second gets that port. No fixed port anywhere.
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "e2e/torch_runtimes.h"
+#include "helpers/child_process.h"
+
+using namespace pltrun::test;
+using namespace std::chrono_literals;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kScript = std::string(TESTS_SOURCE_DIR) + "/e2e/torch_ddp_train.py";
+constexpr int kSteps = 30;
+constexpr int kWorldSize = 4;
+// Rank 3 kills itself at the start of this step of the first attempt; rank 0 has
+// checkpointed step kFailAt - 1 at least by then.
+constexpr int kFailAt = 12;
+// The resumed run replays the clean run's steps on the same data from the exact saved state
+// (model and SGD momentum), but not bit for bit: DDP all-reduces its first iteration's
+// gradients in one bucket in parameter order and rebuilds the buckets in backward order
+// after it, and gloo's ring all-reduce sums each element in an order set by its place in
+// the bucket. So step kFailAt, the resumed process's first, rounds differently from the
+// clean run's step kFailAt (measured: max |diff| about 6e-8). Parameters are O(1); a resume
+// without the optimizer's state ends about 0.15 away, one from the wrong step further still.
+constexpr double kTolerance = 1e-5;
+
+enum class Layout { SingleNode, TwoAgents };
+enum class WorkersStore { Agent, RankZero };
+
+struct Cell {
+  TorchRuntime torch;
+  Layout layout;
+  WorkersStore store;
+
+  std::string name() const {
+    return "torch " + torch.version + ", " + (layout == Layout::SingleNode ? "single node" : "2 elastic agents") +
+           ", " + (store == WorkersStore::Agent ? "agent store" : "--no-agent-store");
+  }
+};
+
+struct TrainingRun {
+  std::vector<Finished> launchers;    // one per pltrun process (node)
+  json result;                        // rank 0's result.json
+  std::vector<std::string> pidFiles;  // round<N>_rank<R>, sorted
+  std::vector<pid_t> workerPids;
+
+  std::string output() const {
+    std::string text;
+    for (size_t index = 0; index < launchers.size(); ++index) {
+      text += "--- pltrun " + std::to_string(index) + " (status " + std::to_string(launchers[index].status) +
+              (launchers[index].timedOut ? ", timed out" : "") + "):\n" + launchers[index].out + launchers[index].err;
+    }
+    return text;
+  }
+  std::string allStderr() const {
+    std::string text;
+    for (const Finished& launcher : launchers) text += launcher.err;
+    return text;
+  }
+};
+
+std::vector<std::string> pltrunArgs(const Cell& cell, const TempDir& dir, const std::string& runId, bool fault,
+                                    int port) {
+  std::vector<std::string> args;
+  if (cell.layout == Layout::SingleNode) {
+    args = {"--nproc-per-node", std::to_string(kWorldSize)};
+  } else {
+    args = {"--nnodes", "2", "--nproc-per-node", "2", "--rdzv-endpoint", "127.0.0.1:" + std::to_string(port),
+            "--rdzv-id", runId, "--rdzv-conf", "join_timeout=60"};
+  }
+  if (cell.store == WorkersStore::RankZero) args.push_back("--no-agent-store");
+  args.insert(args.end(), {"--max-restarts", "1", "--term-timeout", "5", kScript, dir.path(), "--steps",
+                           std::to_string(kSteps)});
+  if (fault) args.insert(args.end(), {"--fail-at", std::to_string(kFailAt)});
+  return args;
+}
+
+TrainingRun runTraining(const Cell& cell, const TempDir& dir, const std::string& runId, bool fault) {
+  const std::vector<std::string> env = cell.torch.workerEnvironment(dir.path());
+  TrainingRun run;
+  if (cell.layout == Layout::SingleNode) {
+    ChildProcess pltrun(pltrunCommand(pltrunArgs(cell, dir, runId, fault, 0)), env);
+    run.launchers.push_back(pltrun.wait(150s));
+  } else {
+    ChildProcess host(pltrunCommand(pltrunArgs(cell, dir, runId, fault, 0)), env);
+    const int port = rendezvousStorePort(host);
+    INFO("the first agent's stderr: " << host.stderrSoFar());
+    REQUIRE(port != 0);
+    ChildProcess joiner(pltrunCommand(pltrunArgs(cell, dir, runId, fault, port)), env);
+    run.launchers.push_back(host.wait(150s));
+    run.launchers.push_back(joiner.wait(30s));
+  }
+  const std::string resultPath = dir / "result.json";
+  if (fs::exists(resultPath)) run.result = json::parse(readFile(resultPath));
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(dir / "pids", error)) {
+    run.pidFiles.push_back(entry.path().filename().string());
+    run.workerPids.push_back(std::stoi(readFile(entry.path().string())));
+  }
+  std::sort(run.pidFiles.begin(), run.pidFiles.end());
+  return run;
+}
+
+std::vector<std::string> pidFilesOfRounds(int rounds) {
+  std::vector<std::string> names;
+  for (int round = 0; round < rounds; ++round) {
+    for (int rank = 0; rank < kWorldSize; ++rank) {
+      names.push_back("round" + std::to_string(round) + "_rank" + std::to_string(rank));
+    }
+  }
+  return names;
+}
+
+// Every pltrun exited by itself with 0 and left no worker behind; `attempts` attempts ran.
+void checkEndedCleanly(const TrainingRun& run, int attempts) {
+  INFO(run.output());
+  for (const Finished& launcher : run.launchers) {
+    CHECK_FALSE(launcher.timedOut);
+    CHECK(launcher.status == 0);
+  }
+  // Every worker of every attempt wrote its pid before joining the group.
+  CHECK(run.pidFiles == pidFilesOfRounds(attempts));
+  std::vector<pid_t> survivors = waitUntilGone(run.workerPids, 2s);
+  INFO("worker pids still alive after pltrun exited: " << json(survivors).dump());
+  CHECK(survivors.empty());
+}
+
+std::vector<double> parametersOf(const TrainingRun& run) {
+  REQUIRE(run.result.contains("parameters"));
+  return run.result.at("parameters").get<std::vector<double>>();
+}
+
+void checkCell(const Cell& cell) {
+  if (!cell.torch.available()) return;
+  INFO(cell.name());
+  const std::string id = cell.torch.version == "1.13" ? "t113" : "t26";
+
+  TempDir cleanDir;
+  const auto cleanStarted = std::chrono::steady_clock::now();
+  TrainingRun clean = runTraining(cell, cleanDir, id + "-clean", false);
+  const std::chrono::duration<double> cleanSeconds = std::chrono::steady_clock::now() - cleanStarted;
+  checkEndedCleanly(clean, 1);
+  INFO(clean.output());
+  REQUIRE_FALSE(clean.result.is_null());
+  CHECK(clean.result.at("torch").get<std::string>().rfind(cell.torch.version, 0) == 0);
+  CHECK(clean.result.at("restart_count") == 0);
+  CHECK(clean.result.at("resumed_from") == 0);
+  CHECK(clean.result.at("world_size") == kWorldSize);
+  CHECK(clean.result.at("agent_store") == (cell.store == WorkersStore::Agent ? "True" : "False"));
+  // It trained: the loss went down.
+  CHECK(clean.result.at("last_loss").get<double>() < clean.result.at("first_loss").get<double>());
+
+  TempDir faultDir;
+  const auto faultStarted = std::chrono::steady_clock::now();
+  TrainingRun fault = runTraining(cell, faultDir, id + "-fault", true);
+  const std::chrono::duration<double> faultSeconds = std::chrono::steady_clock::now() - faultStarted;
+  checkEndedCleanly(fault, 2);
+  INFO(fault.output());
+  REQUIRE_FALSE(fault.result.is_null());
+  // The attempt that wrote the result is the second, and exactly one restart was used.
+  CHECK(fault.result.at("restart_count") == 1);
+  const std::string err = fault.allStderr();
+  CHECK_THAT(err, Catch::Contains("rank 3"));
+  if (cell.layout == Layout::SingleNode) {
+    CHECK_THAT(err, Catch::Contains("restarting the worker group (1 of 1 restarts) after rank 3"));
+  } else {
+    for (const Finished& agent : fault.launchers) {
+      CHECK_THAT(agent.err, Catch::Contains("restarting every node's workers (1 of 1 restarts)"));
+    }
+  }
+  // Resumed from the checkpoint rank 0 wrote at the start of step kFailAt - 1 or kFailAt.
+  const int resumedFrom = fault.result.at("resumed_from").get<int>();
+  CHECK(resumedFrom >= kFailAt - 1);
+  CHECK(resumedFrom <= kFailAt);
+
+  const std::vector<double> expected = parametersOf(clean);
+  const std::vector<double> actual = parametersOf(fault);
+  REQUIRE(actual.size() == expected.size());
+  CHECK(actual.size() == 8 * 16 + 16 + 16 + 1);
+  double maxDiff = 0;
+  for (size_t index = 0; index < actual.size(); ++index) {
+    maxDiff = std::max(maxDiff, std::abs(actual[index] - expected[index]));
+  }
+  INFO("max |fault - clean| over " << actual.size() << " parameters: " << maxDiff << " (tolerance " << kTolerance
+                                   << "); clean run " << cleanSeconds.count() << " s, fault run "
+                                   << faultSeconds.count() << " s");
+  CHECK(maxDiff <= kTolerance);
+}
+
+}  // namespace
+
+// One test case per cell, so that CTest runs (and names) each on its own.
+TEST_CASE("torch matrix: 1.13, single node, agent store", "[torch][matrix]") {
+  checkCell({torch113(), Layout::SingleNode, WorkersStore::Agent});
+}
+TEST_CASE("torch matrix: 1.13, single node, --no-agent-store", "[torch][matrix]") {
+  checkCell({torch113(), Layout::SingleNode, WorkersStore::RankZero});
+}
+TEST_CASE("torch matrix: 1.13, 2 elastic agents, agent store", "[torch][matrix][elastic]") {
+  checkCell({torch113(), Layout::TwoAgents, WorkersStore::Agent});
+}
+TEST_CASE("torch matrix: 1.13, 2 elastic agents, --no-agent-store", "[torch][matrix][elastic]") {
+  checkCell({torch113(), Layout::TwoAgents, WorkersStore::RankZero});
+}
+TEST_CASE("torch matrix: 2.6, single node, agent store", "[torch][torch2][matrix]") {
+  checkCell({torch26(), Layout::SingleNode, WorkersStore::Agent});
+}
+TEST_CASE("torch matrix: 2.6, single node, --no-agent-store", "[torch][torch2][matrix]") {
+  checkCell({torch26(), Layout::SingleNode, WorkersStore::RankZero});
+}
+TEST_CASE("torch matrix: 2.6, 2 elastic agents, agent store", "[torch][torch2][matrix][elastic]") {
+  checkCell({torch26(), Layout::TwoAgents, WorkersStore::Agent});
+}
+TEST_CASE("torch matrix: 2.6, 2 elastic agents, --no-agent-store", "[torch][torch2][matrix][elastic]") {
+  checkCell({torch26(), Layout::TwoAgents, WorkersStore::RankZero});
+}
