@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -104,17 +105,20 @@ TEST_CASE("many hosts (--hosts): 2 hosts x 2 workers over ssh, with the environm
   CHECK_THAT(end.err, Catch::Contains("[127.0.0.1] pltrun: round 0: node rank 0 of 2 nodes"));
   CHECK_THAT(end.err, Catch::Contains("[127.0.0.2] pltrun: round 0: node rank 1 of 2 nodes"));
   CHECK_THAT(end.err, Catch::Contains("all 2 hosts finished"));
+  std::set<std::string> masterPorts;
   for (int rank = 0; rank < 4; ++rank) {
     json env = json::parse(readFile(directory / ("env_" + std::to_string(rank) + ".json")));
     CHECK(env["WORLD_SIZE"] == "4");
     CHECK(env["GROUP_RANK"] == std::to_string(rank / 2));
     CHECK(env["TORCHELASTIC_RUN_ID"] == "remote-env");
-    CHECK(env["MASTER_ADDR"] == "127.0.0.1");  // the driver's address towards the hosts
+    CHECK(env["MASTER_ADDR"] == "127.0.0.1");  // node rank 0's host: its agent hosts the workers' store
+    masterPorts.insert(env["MASTER_PORT"].get<std::string>());
     CHECK(env["NCCL_DEBUG"] == "WARN");        // a forwarded prefix
     CHECK(env["PLTRUN_TEST_EXPORTED"] == "yes it's exported");  // -x, quoting intact
     CHECK(env["PLTRUN_TEST_FROM_FILE"] == "from the file");      // --env-file
     CHECK_FALSE(env.contains("PLTRUN_TEST_INHERITED"));          // not forwarded: the session's own env
   }
+  CHECK(masterPorts.size() == 1);  // one workers' store for the round, on every host
   CHECK(noneLeftMentioning("remote-env", 10s));
 }
 
