@@ -77,9 +77,10 @@ struct LaunchConfig {
   std::string runId;              ///< empty: a random id is generated
   std::string role = "default";
   bool standalone = false;
-  /// Single node: the launcher hosts the workers' TCPStore at MASTER_ADDR:MASTER_PORT
-  /// (TORCHELASTIC_USE_AGENT_STORE=True), so no worker opens a port. false
-  /// (--no-agent-store): rank 0 hosts it, as torchrun's static launch does.
+  /// The launcher hosts the workers' TCPStore at MASTER_ADDR:MASTER_PORT, new for every
+  /// attempt (single node) or round (elastic: node rank 0's agent), so no worker opens a
+  /// port (TORCHELASTIC_USE_AGENT_STORE=True). false (--no-agent-store): rank 0's worker
+  /// hosts it, as under torchrun.
   bool agentStore = true;
   /// --nnodes MIN:MAX, --rdzv-backend, --rdzv-endpoint, --rdzv-conf, --local-addr.
   RendezvousSettings rdzv;
