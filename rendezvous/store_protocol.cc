@@ -7,6 +7,7 @@ namespace pltrun::rdzv {
 namespace {
 
 constexpr std::uint8_t kExtensionBase = 0xA0;  // pltrun's own commands, in both dialects
+constexpr const char* kWrongMagic = "VALIDATE with a wrong magic number (not a torch 2.x TCPStore client)";
 
 // Command byte -> command, per dialect; the index is the byte.
 constexpr std::array<Command, 17> kTorch2Commands = {
@@ -49,10 +50,8 @@ std::optional<std::uint8_t> byteFor(Dialect dialect, Command command) {
 // sets `short_`; a size over the limits sets `error_`; later reads then do nothing.
 class FieldReader {
  public:
-  /// With `copy` false the reader only checks that every field is there, copying nothing:
-  /// a request arriving over many reads is measured on each, but built once.
-  FieldReader(std::string_view input, const ProtocolLimits& limits, bool copy)
-      : input_(input), limits_(limits), copy_(copy) {}
+  /// Builds a request RequestMeasure has found whole (it re-checks every limit anyway).
+  FieldReader(std::string_view input, const ProtocolLimits& limits) : input_(input), limits_(limits) {}
 
   bool ok() const { return !short_ && error_.empty(); }
   bool isShort() const { return short_; }
@@ -89,7 +88,7 @@ class FieldReader {
       short_ = true;
       return {};
     }
-    std::string value = copy_ ? std::string(input_.substr(position_, size)) : std::string();
+    std::string value(input_.substr(position_, size));
     position_ += size;
     return value;
   }
@@ -120,65 +119,74 @@ class FieldReader {
  private:
   std::string_view input_;
   const ProtocolLimits& limits_;
-  bool copy_ = true;
   size_t position_ = 0;
   std::uint64_t declared_ = 0;
   bool short_ = false;
   std::string error_;
 };
 
-void readArguments(FieldReader& reader, Request& request) {
-  switch (request.command) {
+// The fields of each command's arguments, in order: `fixed`, then, after a COUNT among
+// them, `repeated` once per counted item. One table for building (readArguments) and for
+// measuring (RequestMeasure), so the two cannot disagree.
+enum class Field : std::uint8_t { U32, I64, Key, Value, Count, Digest };
+
+struct ArgumentLayout {
+  std::vector<Field> fixed;
+  std::vector<Field> repeated;  ///< empty unless `fixed` ends with a COUNT
+};
+
+const ArgumentLayout& layoutOf(Command command) {
+  static const ArgumentLayout none{}, number{{Field::U32}, {}}, keyValue{{Field::Key, Field::Value}, {}},
+      compareSet{{Field::Key, Field::Value, Field::Value}, {}}, key{{Field::Key}, {}},
+      add{{Field::Key, Field::I64}, {}}, keys{{Field::Count}, {Field::Key}},
+      pairs{{Field::Count}, {Field::Key, Field::Value}}, digest{{Field::Digest}, {}};
+  switch (command) {
     case Command::Validate:
     case Command::Ping:
-      request.number = reader.integer<std::uint32_t>();
-      break;
+      return number;
     case Command::Set:
     case Command::SetEphemeral:
     case Command::OnCloseSet:
     case Command::Append:
-      request.keys.push_back(reader.key());
-      request.values.push_back(reader.value());
-      break;
+      return keyValue;
     case Command::CompareSet:
-      request.keys.push_back(reader.key());
-      request.values.push_back(reader.value());
-      request.values.push_back(reader.value());
-      break;
+      return compareSet;
     case Command::Get:
     case Command::DeleteKey:
     case Command::WatchKey:
-      request.keys.push_back(reader.key());
-      break;
+      return key;
     case Command::Add:
-      request.keys.push_back(reader.key());
-      request.number = reader.integer<std::int64_t>();
-      break;
+      return add;
     case Command::Check:
     case Command::Wait:
-    case Command::MultiGet: {
-      std::uint64_t count = reader.count();
-      for (std::uint64_t i = 0; i < count && reader.ok(); ++i) request.keys.push_back(reader.key());
-      break;
-    }
-    case Command::MultiSet: {
-      std::uint64_t count = reader.count();
-      for (std::uint64_t i = 0; i < count && reader.ok(); ++i) {
-        request.keys.push_back(reader.key());
-        request.values.push_back(reader.value());
-      }
-      break;
-    }
+    case Command::MultiGet:
+      return keys;
+    case Command::MultiSet:
+      return pairs;
     case Command::AuthProof:
-      request.values.push_back(reader.raw(kAuthDigestSize));
-      break;
-    case Command::GetNumKeys:
-    case Command::CancelWait:
-    case Command::AuthHello:
-    case Command::QueuePush:
-    case Command::QueuePop:
-    case Command::QueueLen:
-      break;
+      return digest;
+    default:
+      return none;
+  }
+}
+
+void readField(FieldReader& reader, Field field, Request& request, std::uint64_t& count) {
+  switch (field) {
+    case Field::U32: request.number = reader.integer<std::uint32_t>(); break;
+    case Field::I64: request.number = reader.integer<std::int64_t>(); break;
+    case Field::Key: request.keys.push_back(reader.key()); break;
+    case Field::Value: request.values.push_back(reader.value()); break;
+    case Field::Count: count = reader.count(); break;
+    case Field::Digest: request.values.push_back(reader.raw(kAuthDigestSize)); break;
+  }
+}
+
+void readArguments(FieldReader& reader, Request& request) {
+  const ArgumentLayout& layout = layoutOf(request.command);
+  std::uint64_t count = 0;
+  for (Field field : layout.fixed) readField(reader, field, request, count);
+  for (std::uint64_t i = 0; i < count && reader.ok(); ++i) {
+    for (Field field : layout.repeated) readField(reader, field, request, count);
   }
 }
 
@@ -238,47 +246,155 @@ bool hasReply(Command command) {
   }
 }
 
-DecodeResult decodeRequest(Dialect dialect, std::string_view input, const ProtocolLimits& limits) {
-  DecodeResult result;
-  if (input.empty()) return result;
-  auto byte = static_cast<std::uint8_t>(input[0]);
+namespace {
+
+// The command of a request's first byte; nothing (with `result` Invalid or Unsupported and
+// its error set) for a byte the dialect lacks or a command this server does not serve.
+std::optional<Command> commandOfFirstByte(Dialect dialect, std::uint8_t byte, DecodeResult& result) {
   auto command = commandFor(dialect, byte);
   if (!command) {
     result.status = DecodeStatus::Invalid;
     result.error = "unknown command byte " + std::to_string(byte) + " for the torch " +
                    (dialect == Dialect::Torch2 ? "2.x" : "1.13") + " protocol";
-    return result;
+    return std::nullopt;
   }
-  result.request.command = *command;
   switch (*command) {
     case Command::WatchKey:
     case Command::QueuePush:
     case Command::QueuePop:
     case Command::QueueLen:
+      result.request.command = *command;
       result.status = DecodeStatus::Unsupported;
       result.error = std::string("command ") + commandName(*command) + " (" + std::to_string(byte) +
                      ") is not supported by pltrun's store";
-      return result;
+      return std::nullopt;
     default:
-      break;
+      return command;
   }
+}
+
+}  // namespace
+
+RequestMeasure::RequestMeasure(const ProtocolLimits& limits) : limits_(limits) {}
+
+DecodeStatus RequestMeasure::fail(std::string error) {
+  status_ = DecodeStatus::Invalid;
+  error_ = std::string(commandName(command_)) + ": " + std::move(error);
+  return status_;
+}
+
+DecodeStatus RequestMeasure::advance(Dialect dialect, std::string_view pending) {
+  if (status_ != DecodeStatus::NeedMore) return status_;
+  if (position_ == 0) {
+    if (pending.empty()) return status_;
+    DecodeResult refused;
+    std::optional<Command> command = commandOfFirstByte(dialect, static_cast<std::uint8_t>(pending[0]), refused);
+    if (!command) {
+      status_ = refused.status;
+      error_ = refused.error;
+      return status_;
+    }
+    command_ = *command;
+    position_ = 1;
+  }
+  const ArgumentLayout& layout = layoutOf(command_);
+  for (;;) {
+    Field field;
+    if (fieldIndex_ < layout.fixed.size()) {
+      field = layout.fixed[fieldIndex_];
+    } else if (groupsLeft_ > 0) {
+      field = layout.repeated[groupField_];
+    } else {
+      status_ = DecodeStatus::Complete;
+      return status_;
+    }
+    const size_t available = pending.size() - position_;
+    size_t size = 0;
+    switch (field) {
+      case Field::U32:
+        size = 4;
+        if (command_ == Command::Validate && available >= size) {
+          std::uint32_t magic;
+          std::memcpy(&magic, pending.data() + position_, sizeof magic);
+          if (magic != kValidationMagic) {
+            status_ = DecodeStatus::Invalid;
+            error_ = kWrongMagic;
+            return status_;
+          }
+        }
+        break;
+      case Field::I64: size = 8; break;
+      case Field::Digest: size = kAuthDigestSize; break;
+      case Field::Count: {
+        if (available < 8) return status_;
+        std::uint64_t count;
+        std::memcpy(&count, pending.data() + position_, sizeof count);
+        if (count > limits_.maxKeysPerRequest) {
+          return fail("a request for " + std::to_string(count) + " keys is over the limit of " +
+                      std::to_string(limits_.maxKeysPerRequest));
+        }
+        groupsLeft_ = count;
+        size = 8;
+        break;
+      }
+      case Field::Key:
+      case Field::Value: {
+        if (available < 8) return status_;
+        std::uint64_t length;
+        std::memcpy(&length, pending.data() + position_, sizeof length);
+        const bool isKey = field == Field::Key;
+        const std::uint64_t limit = isKey ? limits_.maxKeySize : limits_.maxValueSize;
+        if (length > limit) {
+          return fail(std::string(isKey ? "a key" : "a value") + " of " + std::to_string(length) +
+                      " bytes is over the limit of " + std::to_string(limit));
+        }
+        if (declared_ + length > limits_.maxRequestSize) {
+          return fail("a request of more than " + std::to_string(limits_.maxRequestSize) +
+                      " bytes is over the limit");
+        }
+        if (available - 8 < length) return status_;
+        declared_ += length;
+        size = 8 + length;
+        break;
+      }
+    }
+    if (available < size) return status_;
+    position_ += size;
+    if (fieldIndex_ < layout.fixed.size()) {
+      ++fieldIndex_;
+    } else if (++groupField_ == layout.repeated.size()) {
+      groupField_ = 0;
+      --groupsLeft_;
+    }
+  }
+}
+
+DecodeResult decodeRequest(Dialect dialect, std::string_view input, const ProtocolLimits& limits) {
+  DecodeResult result;
+  if (input.empty()) return result;
+  auto command = commandOfFirstByte(dialect, static_cast<std::uint8_t>(input[0]), result);
+  if (!command) return result;
+  result.request.command = *command;
   // First only measure (nothing copied while the request is incomplete), then build.
-  FieldReader measure(input.substr(1), limits, false);
-  Request unused;
-  unused.command = *command;
-  readArguments(measure, unused);
-  if (measure.error().empty() && measure.isShort()) return DecodeResult{};  // NeedMore
-  FieldReader reader(input.substr(1), limits, measure.error().empty());
-  readArguments(reader, result.request);
-  if (!reader.error().empty()) {
-    result.status = DecodeStatus::Invalid;
-    result.error = std::string(commandName(*command)) + ": " + reader.error();
+  RequestMeasure measure(limits);
+  const DecodeStatus measured = measure.advance(dialect, input);
+  if (measured == DecodeStatus::NeedMore) return DecodeResult{};
+  if (measured != DecodeStatus::Complete) {
+    result.status = measured;
+    result.error = measure.error();
     return result;
   }
-  if (reader.isShort()) return DecodeResult{};  // NeedMore
+  FieldReader reader(input.substr(1, measure.length() - 1), limits);
+  readArguments(reader, result.request);
+  if (!reader.ok()) {  // cannot happen: the measure saw every field whole and within limits
+    result.status = DecodeStatus::Invalid;
+    result.error = std::string(commandName(*command)) + ": " +
+                   (reader.error().empty() ? std::string("request cut short") : reader.error());
+    return result;
+  }
   if (*command == Command::Validate && result.request.number != kValidationMagic) {
     result.status = DecodeStatus::Invalid;
-    result.error = "VALIDATE with a wrong magic number (not a torch 2.x TCPStore client)";
+    result.error = kWrongMagic;
     return result;
   }
   result.status = DecodeStatus::Complete;

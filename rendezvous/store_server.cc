@@ -23,7 +23,11 @@ std::uint64_t raiseOpenFileLimit() {
 }
 
 StoreServer::StoreServer(asio::io_context& context, StoreServerOptions options)
-    : context_(context), options_(std::move(options)), acceptor_(context), retryTimer_(context) {
+    : context_(context),
+      options_(std::move(options)),
+      acceptor_(context),
+      retryTimer_(context),
+      table_(TableLimits{options_.limits.maxValueSize, options_.maxStoreBytes, options_.maxStoreKeys}) {
   boost::system::error_code error;
   auto address = asio::ip::make_address(options_.host, error);
   if (error) {

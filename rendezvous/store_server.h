@@ -22,6 +22,9 @@ struct StoreServerOptions {
   std::string host = "127.0.0.1";
   int port = 0;  ///< 0: a free port, read back with port()
   ProtocolLimits limits;
+  /// The whole table: keys and values together, and how many keys.
+  std::uint64_t maxStoreBytes = 2ull * 1024 * 1024 * 1024;
+  std::uint64_t maxStoreKeys = 4 * 1024 * 1024;
   size_t maxConnections = 100000;
   /// A request that has started arriving must be complete within this (slow clients).
   std::chrono::milliseconds requestTimeout{30000};

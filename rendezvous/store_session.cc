@@ -86,9 +86,14 @@ void StoreSession::readMore() {
       close("");  // the client went away (or the server is stopping): nothing to report
       return;
     }
-    input_.append(readBuffer_, size);
+    try {
+      input_.append(readBuffer_, size);
+    } catch (const std::bad_alloc&) {
+      close("out of memory buffering its request");
+      return;
+    }
     armIdleTimer();
-    processInput();
+    processInputSafely();
     if (!closed_) readIfRoom();
   });
 }
@@ -96,13 +101,12 @@ void StoreSession::readMore() {
 // Backpressure: a client that does not read its replies (or sends while its WAIT is
 // parked) is not read from either, so it cannot take the server's memory.
 void StoreSession::readIfRoom() {
-  const size_t replies = outbox_.size() + writing_.size();
   const size_t requests = input_.size() - inputStart_;
   if (parked_ && requests > kParkedInputLimit) {
     close("sent " + std::to_string(requests) + " bytes while its WAIT was parked (a client sends only CANCEL_WAIT then)");
     return;
   }
-  if (replies > kReplyHighWater) {
+  if (repliesPending() > kReplyHighWater) {
     readPaused_ = true;  // flush() resumes reading once the replies are written
     return;
   }
@@ -110,21 +114,51 @@ void StoreSession::readIfRoom() {
   readMore();
 }
 
+void StoreSession::processInputSafely() {
+  try {
+    processInput();
+  } catch (const std::bad_alloc&) {
+    // One connection's request or reply too large for the memory left: that connection
+    // goes, the store and every other client stay.
+    close("out of memory serving its request");
+  }
+}
+
 void StoreSession::processInput() {
+  const ProtocolLimits& limits = server_.options().limits;
   while (!closed_ && inputStart_ < input_.size()) {
+    // Checked before every request, not only between reads: one read may hold thousands of
+    // small requests whose replies are large.
+    if (repliesPending() > kReplyHighWater) {
+      decodePaused_ = true;
+      break;
+    }
     std::string_view pending(input_.data() + inputStart_, input_.size() - inputStart_);
     if (!dialect_) {
       dialect_ = detectDialect(pending);
       // A pltrun extension first (authentication): shared by both dialects, decide later.
       if (!dialect_ && static_cast<std::uint8_t>(pending[0]) < 0xA0) break;
     }
-    // A parked request holds the connection: only its CANCEL_WAIT may overtake it.
-    DecodeResult decoded = decodeRequest(dialect_.value_or(Dialect::Torch2), pending, server_.options().limits);
-    if (decoded.status == DecodeStatus::NeedMore) break;
-    if (decoded.status != DecodeStatus::Complete) {
+    const Dialect dialect = dialect_.value_or(Dialect::Torch2);
+    if (!measure_) measure_.emplace(limits);
+    const DecodeStatus measured = measure_->advance(dialect, pending);
+    // Before authentication a request is refused on its first byte, before its body is
+    // buffered: an unauthenticated client cannot make the server hold a large SET.
+    if (!authenticated_ && measure_->command() && !allowedBeforeAuthentication(*measure_->command())) {
+      refuseUnauthenticated(*measure_->command());
+      return;
+    }
+    if (measured == DecodeStatus::NeedMore) break;
+    if (measured != DecodeStatus::Complete) {
+      close(measure_->error());
+      return;
+    }
+    DecodeResult decoded = decodeRequest(dialect, pending.substr(0, measure_->length()), limits);
+    if (decoded.status != DecodeStatus::Complete) {  // not expected: the measure saw it whole
       close(decoded.error);
       return;
     }
+    // A parked request holds the connection: only its CANCEL_WAIT may overtake it.
     if (parked_ && decoded.request.command != Command::CancelWait) {
       // torch 1.13 clients cannot cancel a wait: they time out locally and go on with the
       // next request, and a 1.13 client sends nothing while it still waits. So a request
@@ -136,6 +170,7 @@ void StoreSession::processInput() {
       parked_.reset();
       ++parkGeneration_;
     }
+    measure_.reset();
     inputStart_ += decoded.consumed;
     ++requestsDone_;
     if (!handle(decoded.request)) return;
@@ -150,12 +185,27 @@ void StoreSession::processInput() {
   armRequestTimer();
 }
 
+void StoreSession::refuseUnauthenticated(Command command) {
+  close(std::string("refused ") + commandName(command) +
+        ": this store requires pltrun's shared-secret authentication (torch clients cannot use it)");
+}
+
 bool StoreSession::handle(const Request& request) {
   if (!authenticated_ && !allowedBeforeAuthentication(request.command)) {
-    close(std::string("refused ") + commandName(request.command) +
-          ": this store requires pltrun's shared-secret authentication (torch clients cannot use it)");
+    refuseUnauthenticated(request.command);
     return false;
   }
+  try {
+    return apply(request);
+  } catch (const TableFull& full) {
+    // The store's byte, key or value limits: this client's write is refused (torch's way
+    // to report an error is to close the connection); everything stored stays.
+    close(std::string(commandName(request.command)) + " refused: " + full.what());
+    return false;
+  }
+}
+
+bool StoreSession::apply(const Request& request) {
   std::string reply;
   switch (request.command) {
     case Command::Validate:
@@ -182,7 +232,7 @@ bool StoreSession::handle(const Request& request) {
       table_.append(request.keys[0], request.values[0]);
       return true;
     case Command::MultiSet:
-      for (size_t i = 0; i < request.keys.size(); ++i) table_.set(request.keys[i], request.values[i]);
+      table_.setMany(request.keys, request.values);
       return true;
     case Command::CompareSet:
       appendBytes(reply, table_.compareSet(request.keys[0], request.values[0], request.values[1]));
@@ -269,8 +319,13 @@ void StoreSession::onKeysReady(std::uint64_t generation) {
   Request request = std::move(parked_->request);
   parked_.reset();
   // A key may have been deleted between the wakeup and now: park again if so.
-  answerOrPark(std::move(request));
-  if (!parked_) processInput();
+  try {
+    answerOrPark(std::move(request));
+  } catch (const std::bad_alloc&) {
+    close("out of memory building its reply");
+    return;
+  }
+  if (!parked_) processInputSafely();
 }
 
 void StoreSession::answerReady(const Request& request) {
@@ -278,7 +333,20 @@ void StoreSession::answerReady(const Request& request) {
   if (request.command == Command::Wait) {
     appendU8(reply, kWaitStop);
   } else {
-    for (const std::string& key : request.keys) appendBytes(reply, *table_.get(key));
+    // Sized before it is built: a small MULTI_GET naming one large value many times must
+    // not make the server allocate gigabytes.
+    const std::uint64_t limit = server_.options().limits.maxReplySize;
+    std::uint64_t size = 0;
+    for (const std::string& key : request.keys) {
+      size += sizeof(std::uint64_t) + table_.peek(key)->size();
+      if (size > limit) {
+        close(std::string(commandName(request.command)) + " of " + std::to_string(request.keys.size()) +
+              " keys would need a reply of more than " + std::to_string(limit) + " bytes; ask for fewer keys");
+        return;
+      }
+    }
+    reply.reserve(size);
+    for (const std::string& key : request.keys) appendBytes(reply, *table_.peek(key));
   }
   send(reply);
 }
@@ -303,6 +371,11 @@ void StoreSession::flush() {
       return;
     }
     flush();
+    if (decodePaused_ && repliesPending() <= kReplyHighWater) {
+      decodePaused_ = false;
+      processInputSafely();
+      if (closed_) return;
+    }
     if (readPaused_ && !writeInFlight_) readIfRoom();
   });
 }

@@ -18,7 +18,8 @@ class StoreServer;
 
 class StoreSession : public std::enable_shared_from_this<StoreSession> {
  public:
-  /// Replies waiting to be written above which the connection is not read from.
+  /// Replies waiting to be written above which the connection's next request is not
+  /// decoded, nor more of its bytes read, until the client has read enough of them.
   static constexpr size_t kReplyHighWater = 16 * 1024 * 1024;
   /// Bytes a client may send while its WAIT is parked (CANCEL_WAIT is one byte).
   static constexpr size_t kParkedInputLimit = 4096;
@@ -38,8 +39,13 @@ class StoreSession : public std::enable_shared_from_this<StoreSession> {
 
   void readMore();
   void readIfRoom();
+  /// processInput, closing only this connection when serving it runs out of memory.
+  void processInputSafely();
   void processInput();
+  size_t repliesPending() const { return outbox_.size() + writing_.size(); }
+  void refuseUnauthenticated(Command command);
   bool handle(const Request& request);  // false: the connection was closed
+  bool apply(const Request& request);   // handle() for an allowed request
   bool handleUnauthenticated(const Request& request);
   void answerOrPark(Request request);
   void answerReady(const Request& request);
@@ -57,6 +63,10 @@ class StoreSession : public std::enable_shared_from_this<StoreSession> {
   std::optional<Dialect> dialect_;
   std::string input_;
   size_t inputStart_ = 0;  ///< bytes of input_ already consumed
+  /// How far the request at inputStart_ has been measured: its bytes are looked at once,
+  /// however many reads it takes to arrive.
+  std::optional<RequestMeasure> measure_;
+  bool decodePaused_ = false;  ///< too many replies unread: flush() resumes decoding
   char readBuffer_[64 * 1024];
   std::string outbox_;
   std::string writing_;

@@ -7,7 +7,76 @@
 
 namespace pltrun::rdzv {
 
-void StoreTable::store(const std::string& key, std::string value, OwnerId owner) {
+std::string printableKey(const std::string& key) {
+  constexpr size_t kShown = 80;
+  std::string text = "'";
+  for (size_t i = 0; i < key.size() && text.size() < kShown; ++i) {
+    const auto byte = static_cast<unsigned char>(key[i]);
+    if (byte >= 0x20 && byte < 0x7F && byte != '\\' && byte != '\'') {
+      text += static_cast<char>(byte);
+    } else {
+      static const char* digits = "0123456789abcdef";
+      text += "\\x";
+      text += digits[byte >> 4];
+      text += digits[byte & 15];
+    }
+  }
+  text += text.size() >= kShown ? "'..." : "'";
+  return text;
+}
+
+void StoreTable::checkRoom(const std::string& key, std::optional<std::uint64_t> oldSize, std::uint64_t newSize) const {
+  if (newSize > limits_.maxValueSize) {
+    throw TableFull("a value of " + std::to_string(newSize) + " bytes for key " + printableKey(key) +
+                    " is over the limit of " + std::to_string(limits_.maxValueSize));
+  }
+  if (!oldSize && entries_.size() >= limits_.maxKeys) {
+    throw TableFull("the store holds its limit of " + std::to_string(limits_.maxKeys) + " keys; key " +
+                    printableKey(key) + " is refused");
+  }
+  const std::uint64_t others = bytes_ - (oldSize ? key.size() + *oldSize : 0);
+  if (others + key.size() + newSize > limits_.maxBytes) {
+    throw TableFull("key " + printableKey(key) + " would take the store past its limit of " +
+                    std::to_string(limits_.maxBytes) + " bytes");
+  }
+}
+
+void StoreTable::checkRoomForAll(const std::vector<std::string>& keys, const std::vector<std::string>& values) const {
+  std::uint64_t added = 0, removed = 0, newKeys = 0;
+  std::unordered_set<std::string> seen;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    auto found = entries_.find(keys[i]);
+    checkRoom(keys[i], found == entries_.end() ? std::nullopt : std::optional<std::uint64_t>(found->second.value.size()),
+              values[i].size());
+    added += keys[i].size() + values[i].size();
+    if (!seen.insert(keys[i]).second) continue;  // a repeated key replaces its own earlier value
+    if (found == entries_.end()) {
+      ++newKeys;
+    } else {
+      removed += keys[i].size() + found->second.value.size();
+    }
+  }
+  if (entries_.size() + newKeys > limits_.maxKeys) {
+    throw TableFull("the store holds " + std::to_string(entries_.size()) + " keys; " + std::to_string(newKeys) +
+                    " more would pass its limit of " + std::to_string(limits_.maxKeys));
+  }
+  if (bytes_ - removed + added > limits_.maxBytes) {
+    throw TableFull("a MULTI_SET of " + std::to_string(keys.size()) + " keys would take the store past its limit of " +
+                    std::to_string(limits_.maxBytes) + " bytes");
+  }
+}
+
+void StoreTable::forget(std::unordered_map<std::string, Entry>::iterator entry) {
+  bytes_ -= entry->first.size() + entry->second.value.size();
+  entries_.erase(entry);
+}
+
+void StoreTable::store(const std::string& key, std::string value, OwnerId owner, bool checked) {
+  auto existing = entries_.find(key);
+  const std::optional<std::uint64_t> oldSize =
+      existing == entries_.end() ? std::nullopt : std::optional<std::uint64_t>(existing->second.value.size());
+  if (checked) checkRoom(key, oldSize, value.size());
+  bytes_ += key.size() + value.size() - (oldSize ? key.size() + *oldSize : 0);
   auto [entry, created] = entries_.try_emplace(key);
   entry->second.value = std::move(value);
   entry->second.owner = owner;
@@ -33,6 +102,11 @@ void StoreTable::keyAppeared(const std::string& key) {
 
 void StoreTable::set(const std::string& key, std::string value) { store(key, std::move(value), 0); }
 
+void StoreTable::setMany(const std::vector<std::string>& keys, const std::vector<std::string>& values) {
+  checkRoomForAll(keys, values);
+  for (size_t i = 0; i < keys.size(); ++i) store(keys[i], values[i], 0, false);
+}
+
 void StoreTable::setEphemeral(const std::string& key, std::string value, OwnerId owner) {
   store(key, std::move(value), owner);
 }
@@ -45,6 +119,8 @@ std::string StoreTable::compareSet(const std::string& key, const std::string& ex
     return desired;
   }
   if (found->second.value != expected) return found->second.value;
+  checkRoom(key, found->second.value.size(), desired.size());
+  bytes_ += desired.size() - found->second.value.size();
   found->second.value = desired;
   found->second.owner = 0;
   return desired;
@@ -57,7 +133,7 @@ std::int64_t StoreTable::add(const std::string& key, std::int64_t delta) {
     const std::string& text = found->second.value;
     auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), current);
     if (error != std::errc() || end != text.data() + text.size()) {
-      throw std::invalid_argument("the value of key '" + key + "' is not an integer, so it cannot be added to");
+      throw std::invalid_argument("the value of key " + printableKey(key) + " is not an integer, so it cannot be added to");
     }
   }
   // Two's-complement wrap-around, as torch's int64 arithmetic does, without UB.
@@ -72,6 +148,8 @@ void StoreTable::append(const std::string& key, const std::string& suffix) {
     store(key, suffix, 0);
     return;
   }
+  checkRoom(key, found->second.value.size(), found->second.value.size() + suffix.size());
+  bytes_ += suffix.size();
   found->second.value += suffix;
   found->second.owner = 0;  // like any other write from another client: the key is no longer ephemeral
 }
@@ -86,7 +164,17 @@ bool StoreTable::containsAll(const std::vector<std::string>& keys) const {
   return std::all_of(keys.begin(), keys.end(), [this](const std::string& key) { return contains(key); });
 }
 
-std::int64_t StoreTable::erase(const std::string& key) { return entries_.erase(key) > 0 ? 1 : 0; }
+const std::string* StoreTable::peek(const std::string& key) const {
+  auto found = entries_.find(key);
+  return found == entries_.end() ? nullptr : &found->second.value;
+}
+
+std::int64_t StoreTable::erase(const std::string& key) {
+  auto found = entries_.find(key);
+  if (found == entries_.end()) return 0;
+  forget(found);
+  return 1;
+}
 
 StoreTable::WaiterId StoreTable::addWaiter(const std::vector<std::string>& keys, Wakeup wakeup) {
   std::set<std::string> missing;
@@ -127,7 +215,7 @@ void StoreTable::dropOwner(OwnerId owner) {
   if (found != ownedKeys_.end()) {
     for (const std::string& key : found->second) {
       auto entry = entries_.find(key);
-      if (entry != entries_.end() && entry->second.owner == owner) entries_.erase(entry);
+      if (entry != entries_.end() && entry->second.owner == owner) forget(entry);
     }
     ownedKeys_.erase(found);
   }
@@ -137,7 +225,7 @@ void StoreTable::dropOwner(OwnerId owner) {
   CloseNotice applied = std::move(notice->second);
   closeNotices_.erase(notice);
   // Like compareSet(key, "", value), except that an existing key holding "" is kept too.
-  if (!contains(applied.key)) store(applied.key, std::move(applied.value), 0);
+  if (!contains(applied.key)) store(applied.key, std::move(applied.value), 0, /*checked=*/false);
 }
 
 }  // namespace pltrun::rdzv

@@ -6,8 +6,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -15,14 +17,40 @@
 
 namespace pltrun::rdzv {
 
+/// What the whole table may hold; unlimited by default (the in-memory store).
+struct TableLimits {
+  std::uint64_t maxValueSize = std::numeric_limits<std::uint64_t>::max();  ///< APPEND included
+  std::uint64_t maxBytes = std::numeric_limits<std::uint64_t>::max();      ///< keys and values together
+  std::uint64_t maxKeys = std::numeric_limits<std::uint64_t>::max();
+};
+
+/// Thrown by a write that would take the table past its limits; nothing was changed.
+struct TableFull : std::length_error {
+  using std::length_error::length_error;
+};
+
+/// `key` as it may appear in a log line or error: printable ASCII kept, anything else
+/// (control characters, ANSI escapes, bytes of binary keys) as \xNN, at most 80 characters.
+std::string printableKey(const std::string& key);
+
 class StoreTable {
  public:
   using OwnerId = std::uint64_t;   ///< a connection; 0 means "nobody"
   using WaiterId = std::uint64_t;
   using Wakeup = std::function<void()>;
 
+  explicit StoreTable(TableLimits limits = {}) : limits_(limits) {}
+  const TableLimits& limits() const { return limits_; }
+  /// Bytes of every key and value held now.
+  std::uint64_t bytes() const { return bytes_; }
+
+  /// Every write below throws TableFull, changing nothing, when it would take the table
+  /// past its limits (or a value past maxValueSize).
+
   /// Stores `value`; the key is no longer ephemeral.
   void set(const std::string& key, std::string value);
+  /// Stores every pair, or (TableFull) none of them.
+  void setMany(const std::vector<std::string>& keys, const std::vector<std::string>& values);
   /// Stores `value` as owned by `owner`: dropOwner(owner) deletes it.
   void setEphemeral(const std::string& key, std::string value, OwnerId owner);
   /// torch's COMPARE_SET: a missing key is created only when `expected` is empty (the
@@ -36,6 +64,8 @@ class StoreTable {
   /// Appends to the value, creating the key when missing.
   void append(const std::string& key, const std::string& suffix);
   std::optional<std::string> get(const std::string& key) const;
+  /// The value of `key` without a copy; nullptr when it is missing. Valid until the next write.
+  const std::string* peek(const std::string& key) const;
   bool contains(const std::string& key) const { return entries_.count(key) > 0; }
   bool containsAll(const std::vector<std::string>& keys) const;
   /// 1 when the key existed, else 0.
@@ -78,10 +108,19 @@ class StoreTable {
     Wakeup wakeup;
   };
 
-  /// Stores and wakes the waiters the new key completes.
-  void store(const std::string& key, std::string value, OwnerId owner);
+  /// Stores and wakes the waiters the new key completes; within the limits unless
+  /// `checked` is false (a close notice: one small value per connection, and the news of
+  /// a lost connection must get through).
+  void store(const std::string& key, std::string value, OwnerId owner, bool checked = true);
+  /// Throws TableFull unless the table may go from holding `oldSize` bytes for `key` (none
+  /// when it is new) to `newSize`.
+  void checkRoom(const std::string& key, std::optional<std::uint64_t> oldSize, std::uint64_t newSize) const;
+  void checkRoomForAll(const std::vector<std::string>& keys, const std::vector<std::string>& values) const;
+  void forget(std::unordered_map<std::string, Entry>::iterator entry);
   void keyAppeared(const std::string& key);
 
+  TableLimits limits_;
+  std::uint64_t bytes_ = 0;
   std::unordered_map<std::string, Entry> entries_;
   std::unordered_map<OwnerId, std::unordered_set<std::string>> ownedKeys_;
   std::unordered_map<OwnerId, CloseNotice> closeNotices_;

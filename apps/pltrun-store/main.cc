@@ -61,6 +61,11 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--max-value-size", options.limits.maxValueSize, "largest value in bytes (default 64 MiB)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--max-store-bytes", options.maxStoreBytes,
+                 "keys and values held in all, in bytes; a write past it is refused (default 2 GiB)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-keys", options.maxStoreKeys, "keys held at once; a new key past it is refused (default 4 Mi)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--request-timeout", requestTimeoutSeconds,
                  "seconds a started request may take to arrive whole (default 30)")
       ->check(CLI::PositiveNumber);

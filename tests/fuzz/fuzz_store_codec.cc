@@ -5,6 +5,7 @@
 //   mode bit 1     auto-detect: the dialect comes from detectDialect(stream), as the server
 //                  does (falling back to bit 0 while it cannot tell)
 //   mode bits 2-3  which ProtocolLimits (see kLimits)
+//   mode bits 4-7  how many bytes more RequestMeasure sees at each step, minus one
 //
 // The stream is decoded request after request until the decoder stops returning Complete.
 // Beyond "does not crash", every step checks properties the server relies on, and traps
@@ -16,9 +17,12 @@
 //   - decoding is a pure function of the request's own bytes: the request alone decodes
 //     the same, and every strict prefix of it is NeedMore (never Invalid), so the server
 //     may decode a request that arrives in pieces;
+//   - RequestMeasure, fed the stream a few bytes more at a time as reads deliver it, ends
+//     with decodeRequest's status, length and error;
 //   - round trip: encodeRequest(decoded) reproduces exactly the consumed bytes, and
 //     decoding those again is Complete, consumes all of them and yields identical fields.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -106,6 +110,25 @@ void checkPrefixes(rdzv::Dialect dialect, std::string_view request, const rdzv::
   if (size > 96) checkPrefix(size / 2);
 }
 
+// The server measures a request as it arrives (RequestMeasure), `step` bytes more each
+// time, and decodes it once whole: the measure must end where decodeRequest does, with the
+// same status and error, however the bytes are split.
+void checkMeasuredInPieces(rdzv::Dialect dialect, std::string_view pending, const rdzv::DecodeResult& decoded,
+                           const rdzv::ProtocolLimits& limits, size_t step) {
+  rdzv::RequestMeasure measure(limits);
+  rdzv::DecodeStatus status = rdzv::DecodeStatus::NeedMore;
+  for (size_t length = std::min(step, pending.size());; length = std::min(length + step, pending.size())) {
+    status = measure.advance(dialect, pending.substr(0, length));
+    if (status != rdzv::DecodeStatus::NeedMore || length == pending.size()) break;
+  }
+  check(status == decoded.status, "RequestMeasure in pieces disagrees with decodeRequest's status");
+  if (status == rdzv::DecodeStatus::Complete) {
+    check(measure.length() == decoded.consumed, "RequestMeasure in pieces ends elsewhere than decodeRequest");
+  } else if (status != rdzv::DecodeStatus::NeedMore) {
+    check(measure.error() == decoded.error, "RequestMeasure in pieces gives another error than decodeRequest");
+  }
+}
+
 void checkRoundTrip(rdzv::Dialect dialect, std::string_view original, const rdzv::Request& request,
                     const rdzv::ProtocolLimits& limits) {
   std::string encoded = rdzv::encodeRequest(dialect, request);
@@ -135,6 +158,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, size_t size) {
     std::string_view pending = stream.substr(offset);
     rdzv::DecodeResult result = rdzv::decodeRequest(dialect, pending, limits);
     checkStatusShape(result, pending.size());
+    checkMeasuredInPieces(dialect, pending, result, limits, 1 + (mode >> 4));
     if (result.status != rdzv::DecodeStatus::Complete) break;
 
     std::string_view own = pending.substr(0, result.consumed);

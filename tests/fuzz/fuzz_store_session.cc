@@ -32,6 +32,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -159,6 +160,21 @@ void runUntil(std::vector<Client>& clients, Done done, const char* what) {
   }
 }
 
+// libFuzzer's -timeout alarm (SIGALRM, every few seconds) can interrupt a blocking
+// connect(): the connection goes on regardless, so wait for it and read its outcome.
+bool connectFinishedAfterSignal(int fd) {
+  pollfd writable{fd, POLLOUT, 0};
+  int ready;
+  do {
+    ready = ::poll(&writable, 1, 5000);
+  } while (ready < 0 && errno == EINTR);
+  int error = 0;
+  socklen_t length = sizeof error;
+  if (ready != 1 || ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0) return false;
+  errno = error;
+  return error == 0;
+}
+
 Client connectTo(int port) {
   Client client;
   client.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -178,7 +194,8 @@ Client connectTo(int port) {
   address.sin_port = htons(static_cast<std::uint16_t>(port));
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   // Loopback connects complete from the listen backlog, before the server accepts.
-  if (::connect(client.fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+  if (::connect(client.fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 &&
+      !(errno == EINTR && connectFinishedAfterSignal(client.fd))) {
     std::perror("fuzz_store_session: connect");
     fail("cannot connect to the store server");
   }
@@ -292,7 +309,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, size_t size) {
 
   for (Client& client : clients) ::close(client.fd);
   settle(clients);
-  h.open->table() = rdzv::StoreTable();
-  h.secured->table() = rdzv::StoreTable();
+  h.open->table() = rdzv::StoreTable(h.open->table().limits());
+  h.secured->table() = rdzv::StoreTable(h.secured->table().limits());
   return 0;
 }

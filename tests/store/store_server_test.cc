@@ -16,6 +16,7 @@
 #include "helpers/child_process.h"
 #include "pltrun/error.h"
 #include "rendezvous/store_protocol.h"
+#include "store/raw_connection.h"
 #include "store/server_thread.h"
 
 using namespace pltrun;
@@ -23,40 +24,6 @@ using namespace pltrun::test;
 using namespace std::chrono_literals;
 
 namespace {
-
-// A raw loopback connection, for sending bytes no well-behaved client would.
-class RawConnection {
- public:
-  explicit RawConnection(int port) {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<uint16_t>(port));
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
-    timeval timeout{5, 0};
-    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  }
-  ~RawConnection() {
-    if (fd_ >= 0) close(fd_);
-  }
-  void send(const std::string& bytes) { ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL); }
-  /// True when the server closed the connection (read returns 0 or an error) within 5 s.
-  bool closedByServer() {
-    char byte;
-    return recv(fd_, &byte, 1, 0) <= 0;
-  }
-  /// Closes with a reset, as a killed process's socket would.
-  void abort() {
-    linger hard{1, 0};
-    setsockopt(fd_, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
-    close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
 
 std::string encode(rdzv::Dialect dialect, rdzv::Command command, std::vector<std::string> keys = {},
                    std::vector<std::string> values = {}) {

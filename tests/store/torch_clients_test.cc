@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "helpers/child_process.h"
+#include "store/store_process.h"
 #include "pltrun/tcp_store.h"
 
 using namespace pltrun::test;
@@ -17,33 +18,6 @@ using namespace std::chrono_literals;
 namespace {
 
 const std::string kScripts = std::string(TESTS_SOURCE_DIR) + "/store/";
-
-// pltrun-store on 127.0.0.1, port 0, for the length of a test.
-class StoreProcess {
- public:
-  explicit StoreProcess(std::vector<std::string> extra = {}) {
-    std::vector<std::string> argv = {PLTRUN_STORE_BINARY, "--port", "0"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    process_ = std::make_unique<ChildProcess>(argv, std::vector<std::string>{}, dir_ / "out.txt");
-    auto deadline = std::chrono::steady_clock::now() + 10s;
-    std::string line;
-    while ((line = readFile(dir_ / "out.txt")).find('\n') == std::string::npos) {
-      REQUIRE(std::chrono::steady_clock::now() < deadline);
-      std::this_thread::sleep_for(5ms);
-    }
-    port_ = std::stoi(line.substr(line.rfind(':') + 1));
-  }
-  ~StoreProcess() {
-    process_->signal(SIGTERM);
-    process_->wait(10s);
-  }
-  std::string port() const { return std::to_string(port_); }
-
- private:
-  TempDir dir_;
-  std::unique_ptr<ChildProcess> process_;
-  int port_ = 0;
-};
 
 Finished runPython(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"/usr/bin/python3"};

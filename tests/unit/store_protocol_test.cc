@@ -1018,3 +1018,76 @@ TEST_CASE("a request whose fields together pass maxRequestSize is refused before
   CHECK(decode(Dialect::Torch2, bytes({0x01}) + wireString("k") + wireString(std::string(900, 'v')), limits).status ==
         DecodeStatus::Complete);
 }
+
+// ---------------------------------------------------------------------------------------
+// RequestMeasure: the server's incremental measure of a request arriving in pieces
+
+namespace {
+
+// Feeds `wire` to one RequestMeasure `step` bytes more at a time, as reads would deliver it.
+DecodeStatus measureInPieces(Dialect dialect, const std::string& wire, size_t step, RequestMeasure& measure) {
+  DecodeStatus status = DecodeStatus::NeedMore;
+  for (size_t length = std::min(step, wire.size());; length = std::min(length + step, wire.size())) {
+    status = measure.advance(dialect, std::string_view(wire).substr(0, length));
+    if (status != DecodeStatus::NeedMore || length == wire.size()) return status;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("RequestMeasure agrees with decodeRequest on every request, fed in any piece size", "[store_protocol]") {
+  for (Dialect dialect : kDialects) {
+    for (const Request& request : requestsFor(dialect)) {
+      const std::string wire = encodeRequest(dialect, request) + "trailing request bytes";
+      const DecodeResult decoded = decode(dialect, wire);
+      for (size_t step : {size_t(1), size_t(3), size_t(8), size_t(64), wire.size()}) {
+        CAPTURE(dialect, request.command, step);
+        RequestMeasure measure(kDefaultLimits);
+        CHECK(measureInPieces(dialect, wire, step, measure) == decoded.status);
+        CHECK(measure.length() == decoded.consumed);
+        // A final status repeats, whatever comes after.
+        CHECK(measure.advance(dialect, wire) == decoded.status);
+      }
+    }
+  }
+}
+
+TEST_CASE("RequestMeasure: a MULTI_SET of many pairs, byte by byte, ends exactly where it should",
+          "[store_protocol]") {
+  std::vector<std::string> keys, values;
+  for (int i = 0; i < 2000; ++i) {
+    keys.push_back("k" + std::to_string(i));
+    values.push_back(std::string(static_cast<size_t>(i % 7), 'v'));
+  }
+  const std::string wire = encodeRequest(Dialect::Torch2, makeRequest(Command::MultiSet, keys, values));
+  RequestMeasure measure(kDefaultLimits);
+  for (size_t length = 0; length < wire.size(); ++length) {
+    REQUIRE(measure.advance(Dialect::Torch2, std::string_view(wire).substr(0, length)) == DecodeStatus::NeedMore);
+  }
+  CHECK(measure.advance(Dialect::Torch2, wire + "next") == DecodeStatus::Complete);
+  CHECK(measure.length() == wire.size());
+}
+
+TEST_CASE("RequestMeasure refuses over-limit sizes as the headers arrive, with decodeRequest's words",
+          "[store_protocol]") {
+  ProtocolLimits limits = kDefaultLimits;
+  limits.maxKeysPerRequest = 4;
+  limits.maxValueSize = 10;
+  SECTION("too many keys: refused on the count, before any key is there") {
+    std::string wire = encodeRequest(Dialect::Torch2, makeRequest(Command::MultiGet, {"a", "b", "c", "d", "e"}, {}));
+    RequestMeasure measure(limits);
+    CHECK(measure.advance(Dialect::Torch2, std::string_view(wire).substr(0, 9)) == DecodeStatus::Invalid);
+    CHECK(measure.error() == decode(Dialect::Torch2, wire, limits).error);
+  }
+  SECTION("a value too large: refused on its length, before its bytes") {
+    std::string wire = encodeRequest(Dialect::Torch2, makeRequest(Command::Set, {"k"}, {std::string(11, 'x')}));
+    RequestMeasure measure(limits);
+    CHECK(measure.advance(Dialect::Torch2, std::string_view(wire).substr(0, 1 + 9 + 8)) == DecodeStatus::Invalid);
+    CHECK(measure.error() == decode(Dialect::Torch2, wire, limits).error);
+  }
+  SECTION("an unknown command byte") {
+    RequestMeasure measure(limits);
+    CHECK(measure.advance(Dialect::Torch113, "\x20") == DecodeStatus::Invalid);
+    CHECK(measure.error() == decode(Dialect::Torch113, "\x20", limits).error);
+  }
+}

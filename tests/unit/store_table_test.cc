@@ -14,7 +14,10 @@
 #include <string>
 #include <vector>
 
+using pltrun::rdzv::printableKey;
 using pltrun::rdzv::StoreTable;
+using pltrun::rdzv::TableFull;
+using pltrun::rdzv::TableLimits;
 
 namespace {
 
@@ -629,4 +632,93 @@ TEST_CASE("a wakeup run by a close notice may call back into the table", "[store
   CHECK(seen == std::optional<std::string>("v"));
   CHECK_FALSE(table.contains("again"));
   CHECK(table.closeNoticeCount() == 1);
+}
+
+// ---------------------------------------------------------------------------------------
+// Limits: what the whole table may hold
+
+TEST_CASE("the table counts the bytes of its keys and values through every write and delete", "[store_table]") {
+  StoreTable table;
+  table.set("ab", "123");
+  CHECK(table.bytes() == 5);
+  table.set("ab", "1");  // replaced
+  CHECK(table.bytes() == 3);
+  table.append("ab", "2345");
+  CHECK(table.bytes() == 7);
+  CHECK(table.compareSet("ab", "12345", "x") == "x");
+  CHECK(table.bytes() == 3);
+  table.add("n", 10);
+  CHECK(table.bytes() == 3 + 1 + 2);
+  table.setEphemeral("e", "vv", 7);
+  table.setMany({"m1", "m2", "m1"}, {"a", "b", "cc"});
+  CHECK(table.bytes() == 6 + 3 + 3 + 4);
+  table.dropOwner(7);
+  CHECK(table.bytes() == 6 + 3 + 4);
+  CHECK(table.erase("m1") == 1);
+  CHECK(table.erase("m2") == 1);
+  CHECK(table.erase("n") == 1);
+  CHECK(table.erase("ab") == 1);
+  CHECK(table.bytes() == 0);
+}
+
+TEST_CASE("writes past the table's limits throw TableFull and change nothing", "[store_table]") {
+  TableLimits limits;
+  limits.maxValueSize = 8;
+  limits.maxBytes = 30;
+  limits.maxKeys = 3;
+  StoreTable table(limits);
+  SECTION("APPEND cannot grow a value past maxValueSize") {
+    table.append("log", "12345");
+    CHECK_THROWS_AS(table.append("log", "6789"), TableFull);
+    CHECK(table.get("log") == "12345");
+  }
+  SECTION("a new key past maxKeys") {
+    table.set("a", "1");
+    table.set("b", "1");
+    table.set("c", "1");
+    CHECK_THROWS_AS(table.set("d", "1"), TableFull);
+    CHECK_FALSE(table.contains("d"));
+    table.set("a", "2");  // replacing an existing key is not a new one
+    CHECK(table.get("a") == "2");
+  }
+  SECTION("bytes past maxBytes, for SET, ADD, COMPARE_SET and a whole MULTI_SET") {
+    table.set("key1", "12345678");  // 12 bytes
+    table.set("key2", "12345678");  // 24
+    CHECK_THROWS_AS(table.set("key3", "12345678"), TableFull);
+    CHECK_THROWS_AS(table.compareSet("key3", "", "12345678"), TableFull);
+    CHECK_THROWS_AS(table.setMany({"x", "y"}, {"123", "1234"}), TableFull);  // 9 more: 33 > 30
+    CHECK_FALSE(table.contains("x"));  // none of the MULTI_SET was applied
+    CHECK_FALSE(table.contains("y"));
+    CHECK(table.bytes() == 24);
+    table.add("n", 5);  // 2 bytes: 26
+    CHECK(table.get("n") == "5");
+  }
+  SECTION("a waiter is not woken by a write that was refused") {
+    bool woken = false;
+    table.set("a", "1");
+    table.set("b", "1");
+    table.set("c", "1");
+    CHECK(table.addWaiter({"d"}, [&] { woken = true; }) != 0);
+    CHECK_THROWS_AS(table.set("d", "1"), TableFull);
+    CHECK_FALSE(woken);
+  }
+}
+
+TEST_CASE("a close notice is applied even when the table is full", "[store_table]") {
+  TableLimits limits;
+  limits.maxKeys = 1;
+  StoreTable table(limits);
+  table.set("only", "1");
+  table.setCloseNotice(4, "pltrun/rdzv/run/r0/end", "lost");
+  table.dropOwner(4);
+  CHECK(table.get("pltrun/rdzv/run/r0/end") == "lost");
+}
+
+TEST_CASE("printableKey escapes what could forge or colour a log line", "[store_table]") {
+  CHECK(printableKey("pltrun/rdzv/x") == "'pltrun/rdzv/x'");
+  CHECK(printableKey(std::string("a\nb\x1b[31m\0", 9)) == "'a\\x0ab\\x1b[31m\\x00'");
+  CHECK(printableKey("it's") == "'it\\x27s'");
+  const std::string shown = printableKey(std::string(500, 'k'));
+  CHECK(shown.size() < 90);
+  CHECK(shown.substr(shown.size() - 4) == "'...");
 }
