@@ -6,9 +6,11 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -34,6 +36,8 @@ struct StoreServerOptions {
   /// Shared secret: when set, every connection must pass pltrun's challenge-response
   /// before any other request; torch clients cannot, and are refused.
   std::string secret;
+  /// With a secret: a connection that has not authenticated within this is closed.
+  std::chrono::milliseconds authTimeout{5000};
 };
 
 class StoreSession;
@@ -58,13 +62,26 @@ class StoreServer {
   int port() const { return port_; }
   const std::string& host() const { return options_.host; }
   size_t connectionCount() const { return sessions_.size(); }
+  /// Connections that have not authenticated yet (always 0 without a secret).
+  size_t pendingCount() const { return pending_.size(); }
+  /// At most this many connections wait to authenticate at once: half the connection
+  /// limit, so authenticated clients always keep the other half. When a new connection
+  /// would pass it, the one that has waited longest is closed (it had the most time).
+  size_t maxPending() const { return std::max<size_t>(1, options_.maxConnections / 2); }
   StoreTable& table() { return table_; }
   const StoreServerOptions& options() const { return options_; }
 
  private:
   friend class StoreSession;
   void acceptNext();
+  void admit(boost::asio::ip::tcp::socket socket);
+  /// Out of descriptors: the spare one makes room to accept the waiting connection and
+  /// close it at once, so its client is told instead of left hanging. False when the
+  /// spare could not be had back (accept again only after a pause).
+  bool shedConnectionWithoutDescriptors();
+  void evictOldestPending(const std::string& reason);
   void sessionClosed(StoreTable::OwnerId id);
+  void sessionAuthenticated(StoreTable::OwnerId id) { pending_.erase(id); }
 
   boost::asio::io_context& context_;
   StoreServerOptions options_;
@@ -73,6 +90,10 @@ class StoreServer {
   int port_ = 0;
   StoreTable table_;
   std::unordered_map<StoreTable::OwnerId, std::shared_ptr<StoreSession>> sessions_;
+  std::set<StoreTable::OwnerId> pending_;  ///< not authenticated yet; ids grow, so begin() waited longest
+  int spareDescriptor_ = -1;
+  std::uint64_t shed_ = 0;  ///< connections closed for want of descriptors since the last log line
+  std::chrono::steady_clock::time_point lastShedLog_{};
   StoreTable::OwnerId nextSessionId_ = 1;
   bool stopped_ = false;
 };

@@ -44,7 +44,7 @@ bool allowedBeforeAuthentication(Command command) {
 StoreSession::StoreSession(boost::asio::ip::tcp::socket socket, StoreServer& server, StoreTable::OwnerId id)
     : socket_(std::move(socket)), server_(server), table_(server.table()), id_(id), peer_(describePeer(socket_)),
       authenticated_(server.options().secret.empty()), requestTimer_(socket_.get_executor()),
-      idleTimer_(socket_.get_executor()) {
+      idleTimer_(socket_.get_executor()), authTimer_(socket_.get_executor()) {
   boost::system::error_code ignored;
   socket_.set_option(boost::asio::ip::tcp::no_delay(true), ignored);
   // A peer whose host died sends no FIN: TCP keepalive probes find it within about 11 s,
@@ -60,7 +60,22 @@ StoreSession::StoreSession(boost::asio::ip::tcp::socket socket, StoreServer& ser
 
 void StoreSession::start() {
   armIdleTimer();
+  armAuthTimer();
   readMore();
+}
+
+// With a secret, a connection has a few seconds to prove it: one that stays silent, or
+// trickles, cannot hold a connection slot (or buffers) for long.
+void StoreSession::armAuthTimer() {
+  if (authenticated_) return;
+  const auto timeout = server_.options().authTimeout;
+  authTimer_.expires_after(timeout);
+  std::weak_ptr<StoreSession> weak = weak_from_this();
+  authTimer_.async_wait([weak, timeout](boost::system::error_code error) {
+    auto self = weak.lock();
+    if (error || !self || self->authenticated_) return;
+    self->close("did not authenticate within " + std::to_string(timeout.count()) + " ms");
+  });
 }
 
 void StoreSession::close(const std::string& reason) {
@@ -72,6 +87,7 @@ void StoreSession::close(const std::string& reason) {
   table_.dropOwner(id_);  // ephemeral keys go with their connection; its close notice fires
   requestTimer_.cancel();
   idleTimer_.cancel();
+  authTimer_.cancel();
   boost::system::error_code ignored;
   socket_.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
@@ -290,6 +306,8 @@ bool StoreSession::handleUnauthenticated(const Request& request) {
     return false;
   }
   authenticated_ = true;
+  authTimer_.cancel();
+  server_.sessionAuthenticated(id_);
   std::string reply;
   appendU8(reply, kAuthAccepted);
   send(reply);

@@ -54,6 +54,7 @@ class StoreSession : public std::enable_shared_from_this<StoreSession> {
   void flush();
   void armRequestTimer();
   void armIdleTimer();
+  void armAuthTimer();
 
   boost::asio::ip::tcp::socket socket_;
   StoreServer& server_;
@@ -83,6 +84,7 @@ class StoreSession : public std::enable_shared_from_this<StoreSession> {
   std::uint64_t timedRequest_ = 0;   ///< the request the running timer is for
   boost::asio::steady_timer requestTimer_;
   boost::asio::steady_timer idleTimer_;
+  boost::asio::steady_timer authTimer_;
 };
 
 }  // namespace pltrun::rdzv

@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
   CLI::App app{"pltrun-store: the rendezvous store (PyTorch TCPStore protocol, torch 1.13 and 2.x clients)",
                "pltrun-store"};
   pltrun::rdzv::StoreServerOptions options;
-  double requestTimeoutSeconds = 30, idleTimeoutSeconds = 0;
+  double requestTimeoutSeconds = 30, idleTimeoutSeconds = 0, authTimeoutSeconds = 5;
   std::string secretFile;
   app.add_option("--host", options.host, "address to listen on (default 127.0.0.1)");
   app.add_option("--port", options.port, "port to listen on; 0 picks a free one (default 0)")->check(CLI::Range(0, 65535));
@@ -71,6 +71,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--idle-timeout", idleTimeoutSeconds, "close connections silent this many seconds (default 0: never)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--auth-timeout", authTimeoutSeconds,
+                 "with --secret-file: seconds a connection has to authenticate (default 5)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--secret-file", secretFile,
                  "require pltrun's shared-secret authentication, with the secret in this file (torch clients are "
                  "then refused)");
@@ -78,6 +81,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
     options.requestTimeout = std::chrono::milliseconds(static_cast<long long>(requestTimeoutSeconds * 1000));
     options.idleTimeout = std::chrono::milliseconds(static_cast<long long>(idleTimeoutSeconds * 1000));
+    options.authTimeout = std::chrono::milliseconds(static_cast<long long>(authTimeoutSeconds * 1000));
     if (!secretFile.empty()) options.secret = readSecret(secretFile);
     return serve(std::move(options));
   } catch (const CLI::CallForHelp&) {

@@ -20,8 +20,10 @@ namespace pltrun::test {
 
 class StoreProcess {
  public:
-  explicit StoreProcess(std::vector<std::string> extra = {}) {
-    std::vector<std::string> argv = {PLTRUN_STORE_BINARY, "--port", "0"};
+  /// `wrapper` runs it (e.g. prlimit with its options), `extra` are its own flags.
+  explicit StoreProcess(std::vector<std::string> extra = {}, std::vector<std::string> wrapper = {}) {
+    std::vector<std::string> argv = wrapper;
+    argv.insert(argv.end(), {PLTRUN_STORE_BINARY, "--port", "0"});
     argv.insert(argv.end(), extra.begin(), extra.end());
     process_ = std::make_unique<ChildProcess>(argv, std::vector<std::string>{}, dir_ / "out.txt");
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);

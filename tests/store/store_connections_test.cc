@@ -1,0 +1,110 @@
+// Connection slots of the real pltrun-store cannot be taken from the clients that hold the
+// secret: unauthenticated connections get a few seconds, at most half the slots, and the
+// one that waited longest makes room; out of descriptors, new connections are closed at
+// once with one log line instead of left hanging. Loopback, port 0.
+
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <vector>
+
+#include "helpers/child_process.h"
+#include "pltrun/error.h"
+#include "pltrun/tcp_store.h"
+#include "store/raw_connection.h"
+#include "store/store_process.h"
+
+using namespace pltrun;
+using namespace pltrun::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string kSecret = "the job's secret";
+
+class SecretFile {
+ public:
+  SecretFile() {
+    std::ofstream file(dir_ / "secret");
+    file << kSecret << "\n";
+    file.close();
+    chmod(path().c_str(), 0600);
+  }
+  std::string path() const { return dir_ / "secret"; }
+
+ private:
+  TempDir dir_;
+};
+
+std::unique_ptr<TcpStore> authenticatedClient(int port) {
+  TcpStoreOptions options;
+  options.port = port;
+  options.connectTimeout = 2s;
+  options.timeout = 2s;
+  options.secret = kSecret;
+  return std::make_unique<TcpStore>(options);
+}
+
+size_t countOf(const std::string& text, const std::string& what) {
+  size_t count = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++count;
+  return count;
+}
+
+}  // namespace
+
+TEST_CASE("a connection that does not authenticate in time is closed", "[store][connections][auth]") {
+  SecretFile secret;
+  StoreProcess store({"--secret-file", secret.path(), "--auth-timeout", "0.5"});
+  RawConnection silent(store.portNumber());
+  const auto started = std::chrono::steady_clock::now();
+  CHECK(silent.closedByServer());
+  const auto waited = std::chrono::steady_clock::now() - started;
+  CHECK(waited >= 400ms);
+  CHECK(waited < 3s);
+  CHECK_THAT(store.log(), Catch::Contains("did not authenticate within 500 ms"));
+}
+
+TEST_CASE("idle unauthenticated sockets cannot keep a client with the secret out", "[store][connections][auth]") {
+  SecretFile secret;
+  StoreProcess store({"--secret-file", secret.path(), "--max-connections", "20"});
+  std::vector<std::unique_ptr<RawConnection>> squatters;
+  for (int i = 0; i < 20; ++i) squatters.push_back(std::make_unique<RawConnection>(store.portNumber()));
+  std::this_thread::sleep_for(100ms);  // all accepted
+  const auto started = std::chrono::steady_clock::now();
+  std::unique_ptr<TcpStore> client = authenticatedClient(store.portNumber());
+  client->set("k", "v");
+  CHECK(client->get("k", 1s) == "v");
+  CHECK(std::chrono::steady_clock::now() - started < 1s);
+  // The squatters that waited longest were closed to make room.
+  CHECK_THAT(store.log(), Catch::Contains("waited longest"));
+  CHECK(squatters.front()->closedByServer());
+}
+
+TEST_CASE("out of descriptors, new connections are closed at once and the store goes on", "[store][connections]") {
+  // 32 descriptors in all (soft and hard: pltrun-store raises its soft limit to the hard one).
+  StoreProcess store({}, {"/usr/bin/prlimit", "--nofile=32:32"});
+  TcpStoreOptions options;
+  options.port = store.portNumber();
+  options.timeout = 2s;
+  TcpStore first(options);
+  first.set("before", "1");
+  std::vector<std::unique_ptr<RawConnection>> flood;
+  for (int i = 0; i < 60; ++i) flood.push_back(std::make_unique<RawConnection>(store.portNumber()));
+  // The last ones found no descriptor: closed at once rather than left in the backlog.
+  const auto started = std::chrono::steady_clock::now();
+  CHECK(flood.back()->closedByServer());
+  CHECK(std::chrono::steady_clock::now() - started < 2s);
+  CHECK(first.get("before", 1s) == "1");  // connections it had are still served
+  flood.clear();
+  std::this_thread::sleep_for(200ms);
+  TcpStore later(options);  // with descriptors free again, new clients are served
+  CHECK(later.get("before", 1s) == "1");
+  const std::string log = store.log();
+  INFO(log);
+  CHECK(countOf(log, "out of file descriptors") == 1);
+  CHECK(countOf(log, "accept failed") == 0);
+}
