@@ -39,14 +39,6 @@ class SecretFile {
   TempDir dir_;
 };
 
-std::unique_ptr<TcpStore> authenticatedClient(int port) {
-  TcpStoreOptions options;
-  options.port = port;
-  options.connectTimeout = 2s;
-  options.timeout = 2s;
-  options.secret = kSecret;
-  return std::make_unique<TcpStore>(options);
-}
 
 size_t countOf(const std::string& text, const std::string& what) {
   size_t count = 0;
@@ -75,7 +67,7 @@ TEST_CASE("idle unauthenticated sockets cannot keep a client with the secret out
   for (int i = 0; i < 20; ++i) squatters.push_back(std::make_unique<RawConnection>(store.portNumber()));
   std::this_thread::sleep_for(100ms);  // all accepted
   const auto started = std::chrono::steady_clock::now();
-  std::unique_ptr<TcpStore> client = authenticatedClient(store.portNumber());
+  std::unique_ptr<TcpStore> client = storeClient(store.portNumber(), kSecret);
   client->set("k", "v");
   CHECK(client->get("k", 1s) == "v");
   CHECK(std::chrono::steady_clock::now() - started < 1s);

@@ -43,18 +43,10 @@ Request withKeys(Command command, std::vector<std::string> keys, std::vector<std
   return request;
 }
 
-std::unique_ptr<TcpStore> client(int port, const std::string& secret = "") {
-  TcpStoreOptions options;
-  options.port = port;
-  options.connectTimeout = 2s;
-  options.timeout = 5s;
-  options.secret = secret;
-  return std::make_unique<TcpStore>(options);
-}
 
 // Another client gets its answer fast: the store's one event loop was not taken over.
 void checkOthersAnswered(const StoreProcess& store) {
-  std::unique_ptr<TcpStore> other = client(store.portNumber());
+  std::unique_ptr<TcpStore> other = storeClient(store.portNumber());
   const auto started = std::chrono::steady_clock::now();
   other->set("other", "still served");
   CHECK(other->get("other", 1s) == "still served");
@@ -65,7 +57,7 @@ void checkOthersAnswered(const StoreProcess& store) {
 
 // A 1 MiB value under "/big", read back so it is surely stored before the attack.
 std::unique_ptr<TcpStore> storeBigValue(const StoreProcess& store) {
-  std::unique_ptr<TcpStore> setter = client(store.portNumber());
+  std::unique_ptr<TcpStore> setter = storeClient(store.portNumber());
   setter->set("big", std::string(1 << 20, 'x'));
   REQUIRE(setter->get("big", 5s).size() == 1 << 20);
   return setter;
@@ -128,7 +120,7 @@ TEST_CASE("before authentication a large SET is refused on its first bytes, not 
   INFO("store peak RSS before " << before << " kB, after " << after << " kB");
   CHECK(after - before < 1024);
   CHECK_THAT(store.log(), Catch::Contains("requires pltrun's shared-secret authentication"));
-  std::unique_ptr<TcpStore> authenticated = client(store.portNumber(), "a shared secret");
+  std::unique_ptr<TcpStore> authenticated = storeClient(store.portNumber(), "a shared secret");
   authenticated->set("k", "v");
   CHECK(authenticated->get("k", 1s) == "v");
 }
@@ -152,7 +144,7 @@ TEST_CASE("a MULTI_SET of a million pairs is refused on its count; 131072 pairs 
   values.resize(131072);
   RawConnection allowed(store.portNumber());
   REQUIRE(allowed.send(validate() + frame(withKeys(Command::MultiSet, keys, values))));
-  std::unique_ptr<TcpStore> reader = client(store.portNumber());
+  std::unique_ptr<TcpStore> reader = storeClient(store.portNumber());
   CHECK(reader->get("k131071", 10s) == "v");  // the whole MULTI_SET arrived and was applied
   const double cpu = store.cpuSeconds() - cpuBefore;
   INFO("store CPU for the refused million and the accepted 131072 pairs: " << cpu << " s");
@@ -162,15 +154,15 @@ TEST_CASE("a MULTI_SET of a million pairs is refused on its count; 131072 pairs 
 TEST_CASE("APPEND stays within --max-value-size and writes stop at --max-store-bytes, losing nothing", "[store][limits]") {
   StoreProcess store({"--max-value-size", "1000", "--max-store-bytes", "20000"});
   SECTION("APPEND past the value limit is refused; the value stays as it was") {
-    std::unique_ptr<TcpStore> appender = client(store.portNumber());
+    std::unique_ptr<TcpStore> appender = storeClient(store.portNumber());
     appender->append("log", std::string(600, 'a'));
     appender->append("log", std::string(600, 'b'));  // one-way: the refusal closes the connection
     CHECK_THROWS_AS(appender->get("log", 1s), Error);
-    CHECK(client(store.portNumber())->get("log", 1s) == std::string(600, 'a'));
+    CHECK(storeClient(store.portNumber())->get("log", 1s) == std::string(600, 'a'));
     CHECK_THAT(store.log(), Catch::Contains("is over the limit of 1000"));
   }
   SECTION("SETs past the store's byte budget are refused; what was stored stays readable") {
-    std::unique_ptr<TcpStore> writer = client(store.portNumber());
+    std::unique_ptr<TcpStore> writer = storeClient(store.portNumber());
     int stored = 0;
     try {
       for (; stored < 100; ++stored) {
@@ -182,7 +174,7 @@ TEST_CASE("APPEND stays within --max-value-size and writes stop at --max-store-b
     INFO("SETs of 900 bytes stored before the 20000-byte budget ran out: " << stored);
     CHECK(stored > 15);
     CHECK(stored < 25);
-    std::unique_ptr<TcpStore> reader = client(store.portNumber());
+    std::unique_ptr<TcpStore> reader = storeClient(store.portNumber());
     for (int i = 0; i < stored; ++i) CHECK(reader->get("key" + std::to_string(i), 1s).size() == 900);
     CHECK_THAT(store.log(), Catch::Contains("past its limit of 20000 bytes"));
   }
