@@ -3,10 +3,12 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
 #include <thread>
 #include <nlohmann/json.hpp>
 
 #include "pltrun/error.h"
+#include "rendezvous/store_table.h"
 
 namespace pltrun::rdzv {
 
@@ -14,6 +16,33 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 namespace {
+
+// A value this rendezvous wrote as JSON, read back: anything else in the store (another
+// program's key, a hand-made value) is a clear error naming the key, not an internal one.
+nlohmann::json storedJson(const std::string& key, const std::string& text) {
+  nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
+  if (!value.is_object()) {
+    throw Error(ErrorCode::Protocol, "rendezvous: the store holds " + printableKey(text) + " at " +
+                                         printableKey(key) + ", not the JSON object pltrun writes there");
+  }
+  return value;
+}
+
+// A count this rendezvous wrote as decimal text, read back.
+int storedInteger(const std::string& key, const std::string& text) {
+  int value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value < 0) {
+    throw Error(ErrorCode::Protocol, "rendezvous: the store holds " + printableKey(text) + " at " +
+                                         printableKey(key) + ", not the count pltrun writes there");
+  }
+  return value;
+}
+
+int storedCount(const nlohmann::json& object, const char* field, int fallback) {
+  auto found = object.find(field);
+  return found != object.end() && found->is_number_integer() ? found->get<int>() : fallback;
+}
 
 // The first progress line comes this soon, then every progressInterval.
 constexpr milliseconds kFirstProgress{1000};
@@ -71,7 +100,7 @@ void ElasticRendezvous::advanceRoundHint(int seen, int round) {
   while (seen < round) {
     const std::string now = store_.compareSet(jobKey("round"), std::to_string(seen), std::to_string(round));
     if (now == std::to_string(round)) return;
-    seen = std::stoi(now);
+    seen = storedInteger(jobKey("round"), now);
   }
 }
 
@@ -87,8 +116,8 @@ RoundInfo ElasticRendezvous::join(int after, std::optional<int> expectedNodes, c
     }
     if (store_.check({roundKey(round, "complete")})) {
       // Formed and running without us.
-      nlohmann::json complete = nlohmann::json::parse(store_.get(roundKey(round, "complete")));
-      const int nnodes = complete.value("nnodes", options_.maxNodes);
+      const std::string completeKey = roundKey(round, "complete");
+      const int nnodes = storedCount(storedJson(completeKey, store_.get(completeKey)), "nnodes", options_.maxNodes);
       standAside(round, nnodes, betweenWaits);
       expectedNodes = std::min(nnodes + 1, options_.maxNodes);
       ++round;
@@ -219,8 +248,9 @@ std::optional<RoundInfo> ElasticRendezvous::tryRound(int round, std::optional<in
   const std::string assignKey = roundKey(round, "assign/" + std::to_string(slot));
   if (!store_.check({assignKey})) {
     store_.setCloseNotice("", "");
-    nlohmann::json complete = nlohmann::json::parse(store_.get(roundKey(round, "complete")));
-    standAside(round, complete.value("nnodes", options_.maxNodes), betweenWaits);
+    const std::string completeKey = roundKey(round, "complete");
+    standAside(round, storedCount(storedJson(completeKey, store_.get(completeKey)), "nnodes", options_.maxNodes),
+               betweenWaits);
     return std::nullopt;
   }
   std::vector<std::string> values = store_.multiGet({roundKey(round, "complete"), assignKey}, options_.closeTimeout);
@@ -228,7 +258,7 @@ std::optional<RoundInfo> ElasticRendezvous::tryRound(int round, std::optional<in
   info.round = round;
   info.slot = slot;
   info.assignment = nodeAssignmentFromJson(values[1]);
-  info.failures = nlohmann::json::parse(values[0]).value("failures", 0);
+  info.failures = storedCount(storedJson(roundKey(round, "complete"), values[0]), "failures", 0);
   return info;
 }
 

@@ -1,5 +1,7 @@
 #include "rendezvous/node_assignment.h"
 
+#include <limits>
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -139,7 +141,12 @@ AssignmentResult assignNodeRanks(const std::vector<NodeDescriptor>& participants
   int worldSize = 0;
   for (int rank = 0; rank < count; ++rank) {
     firstRankOfNode[rank] = worldSize;
-    worldSize += participants[byRank[rank]].localWorldSize;
+    const int workers = participants[byRank[rank]].localWorldSize;
+    if (workers > std::numeric_limits<int>::max() - worldSize) {  // only junk descriptors get here
+      throw Error(ErrorCode::Protocol, "rendezvous: the nodes' worker counts add up past " +
+                                           std::to_string(std::numeric_limits<int>::max()) + " ranks");
+    }
+    worldSize += workers;
   }
   const std::string rank0Addr = count > 0 ? participants[byRank[0]].addr : "";
   for (int i = 0; i < count; ++i) {

@@ -234,9 +234,15 @@ int ElasticAgent::run() {
         error.code() != ErrorCode::Protocol) {
       throw;
     }
-    spdlog::error("lost the rendezvous store at {}:{} ({}); the agent that hosted it has ended or cannot be "
-                  "reached, so this node stops",
-                  storeOptions_.host, storeOptions_.port, error.what());
+    if (error.code() == ErrorCode::Protocol && std::string_view(error.what()).rfind("rendezvous:", 0) == 0) {
+      spdlog::error("the rendezvous state of run {} in the store at {}:{} is not what pltrun writes ({}); is "
+                    "another job using the same --rdzv-id? This node stops",
+                    job_.runId, storeOptions_.host, storeOptions_.port, error.what());
+    } else {
+      spdlog::error("lost the rendezvous store at {}:{} ({}); the agent that hosted it has ended or cannot be "
+                    "reached, so this node stops",
+                    storeOptions_.host, storeOptions_.port, error.what());
+    }
   }
   events_.write("job_finished", {{"status", status}});
   return status;

@@ -11,6 +11,7 @@
 #include "pltrun/error.h"
 #include "pltrun/in_memory_store.h"
 #include "rendezvous/elastic_rendezvous.h"
+#include "rendezvous/node_assignment.h"
 
 using namespace pltrun;
 using namespace pltrun::rdzv;
@@ -240,4 +241,42 @@ TEST_CASE("an agent that finds its run id already finished is told so", "[rendez
   } catch (const JobClosed& closed) {
     CHECK(closed.beforeJoining);
   }
+}
+
+TEST_CASE("junk in the store's rendezvous keys is a clear error naming the key", "[rendezvous]") {
+  InMemoryStore table;
+  SECTION("a round marked complete with something that is not pltrun's JSON") {
+    std::unique_ptr<InMemoryStore> writer = table.connect();
+    writer->set("pltrun/rdzv/test/r0/complete", "\x1b[31mnot json");
+    Agent agent(table, options(1, 1), 0);
+    try {
+      agent.rendezvous->join(-1, std::nullopt, {});
+      FAIL("join accepted junk");
+    } catch (const Error& error) {
+      CHECK(error.code() == ErrorCode::Protocol);
+      CHECK_THAT(error.what(), Catch::Contains("'pltrun/rdzv/test/r0/complete'"));
+      CHECK_THAT(error.what(), Catch::Contains("\\x1b[31mnot json"));  // escaped, never raw
+    }
+  }
+  SECTION("a round hint that is not a count") {
+    std::unique_ptr<InMemoryStore> writer = table.connect();
+    writer->set("pltrun/rdzv/test/round", "zero");
+    Agent agent(table, options(1, 1), 0);
+    try {
+      agent.rendezvous->join(-1, std::nullopt, {});
+      FAIL("join accepted junk");
+    } catch (const Error& error) {
+      CHECK_THAT(error.what(), Catch::Contains("'pltrun/rdzv/test/round'"));
+    }
+  }
+}
+
+TEST_CASE("worker counts that add up past the int range are refused, not wrapped", "[rendezvous]") {
+  std::vector<NodeDescriptor> nodes(3);
+  for (int i = 0; i < 3; ++i) {
+    nodes[i].agentId = "a" + std::to_string(i);
+    nodes[i].addr = "10.0.0." + std::to_string(i);
+    nodes[i].localWorldSize = 1 << 30;
+  }
+  CHECK_THROWS_AS(assignNodeRanks(nodes), Error);
 }
