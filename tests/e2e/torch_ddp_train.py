@@ -25,6 +25,7 @@ import signal
 
 import torch
 import torch.distributed as dist
+from torch_exit import destroy_and_exit
 from torch.nn.parallel import DistributedDataParallel
 
 IN_FEATURES = 8
@@ -125,7 +126,7 @@ def main():
             "last_loss": losses[-1] if losses else None,
         }, os.path.join(args.directory, "result.json"))
     dist.barrier()
-    dist.destroy_process_group()
+    destroy_and_exit()
 
 
 if __name__ == "__main__":

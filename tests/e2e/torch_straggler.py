@@ -20,6 +20,7 @@ import sys
 import time
 
 import torch.distributed as dist
+from torch_exit import destroy_and_exit
 
 
 def raw_store(timeout_seconds):
@@ -86,7 +87,7 @@ def main():
     seen = {name: store.add(name, 0) for name in ("attempt0_ranks", "straggler_writes")}
     write_json_atomically(seen, os.path.join(directory, f"seen_{rank}.json"))
     dist.barrier()
-    dist.destroy_process_group()
+    destroy_and_exit()
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import sys
 
 import torch
 import torch.distributed as dist
+from torch_exit import destroy_and_exit
 from torch.distributed.elastic.multiprocessing.errors import record
 
 
@@ -25,7 +26,7 @@ def allreduce(directory, fail_first_attempt):
         file.write(f"{value.item():g} {[int(t.item()) for t in gathered]} "
                    f"agent-store={os.environ['TORCHELASTIC_USE_AGENT_STORE']}")
     dist.barrier()
-    dist.destroy_process_group()
+    destroy_and_exit()
 
 
 @record
