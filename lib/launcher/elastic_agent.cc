@@ -50,6 +50,12 @@ int parsePortValue(const std::string& key, const std::string& value) {
   return static_cast<int>(*port);
 }
 
+// How long the round watcher waits for any one reply before it declares the store lost.
+std::chrono::milliseconds fenceDeadline(const RendezvousSettings& settings) {
+  const auto othersNotice = settings.keepAliveInterval * std::max(1, settings.keepAliveMaxAttempt - 1);
+  return std::max(std::chrono::milliseconds(200), std::chrono::duration_cast<std::chrono::milliseconds>(othersNotice / 3));
+}
+
 // A stop signal arrived while no worker group was running.
 struct Interrupted {};
 
@@ -77,6 +83,7 @@ class ElasticAgent {
   NodePlacement placementFor(const RoundInfo& info);
   int openWorkersStore(const std::string& address);
   std::unique_ptr<TcpStore> connectStore() const;
+  std::unique_ptr<TcpStore> connectWatcherStore() const;
   void pollEvents();
   void watchSignals();
   void runUntil(const std::function<bool()>& done);
@@ -182,6 +189,17 @@ void ElasticAgent::watchSignals() {
 }
 
 std::unique_ptr<TcpStore> ElasticAgent::connectStore() const { return std::make_unique<TcpStore>(storeOptions_); }
+
+// The watcher's connection must notice a cut-off store well before the other nodes notice
+// this node missing, so that its workers are killed before the job re-forms without it
+// (fencing: two generations of the job never run at once). The others need at least
+// (keep_alive_max_attempt - 1) heartbeat intervals; the watcher makes a round trip every
+// 250 ms, and gives up on one that takes a third of that.
+std::unique_ptr<TcpStore> ElasticAgent::connectWatcherStore() const {
+  TcpStoreOptions options = storeOptions_;
+  options.timeout = fenceDeadline(settings_);
+  return std::make_unique<TcpStore>(options);
+}
 
 // The signal handler runs whenever the event loop does: while workers run, and between the
 // waits of a rendezvous (pollEvents).
@@ -351,7 +369,7 @@ RoundResult ElasticAgent::runRound(const RoundInfo& info) {
     watch.keepAliveInterval = settings_.keepAliveInterval;
     watch.keepAliveMaxAttempt = settings_.keepAliveMaxAttempt;
     rdzv::RoundWatcher watcher(
-        connectStore(), *rendezvous_, info, watch,
+        connectWatcherStore(), *rendezvous_, info, watch,
         [&](const RoundEnd& end) {
           boost::asio::post(context_, [&, end] {
             if (!ended) ended = end;
@@ -361,7 +379,8 @@ RoundResult ElasticAgent::runRound(const RoundInfo& info) {
         [&](const std::string& message) {
           boost::asio::post(context_, [&, message] {
             storeLost = message;
-            group.stop();
+            // Fencing: the others may re-form without this node any moment now.
+            group.kill();
           });
         });
     runUntil([&] { return groupDone; });
@@ -383,7 +402,8 @@ RoundResult ElasticAgent::runRound(const RoundInfo& info) {
   context_.restart();
   context_.poll();
   if (storeLost && !ended) {
-    spdlog::error("lost the rendezvous store at {}:{} ({}); the agent that hosted it has ended, so this job cannot go on",
+    spdlog::error("lost the rendezvous store at {}:{} ({}); this node's workers were killed at once, before the "
+                  "other nodes could re-form without it, and this node stops",
                   storeOptions_.host, storeOptions_.port, *storeLost);
     return RoundResult{true, 1, std::nullopt};
   }

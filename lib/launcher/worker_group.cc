@@ -118,6 +118,12 @@ void WorkerGroup::stop() {
   stopRunningWorkers(SIGTERM);
 }
 
+void WorkerGroup::kill() {
+  if (running_ == 0) return;
+  stopping_ = true;
+  killRunningWorkers();
+}
+
 void WorkerGroup::stopRunningWorkers(int signal) {
   stopping_ = true;
   signalRunningWorkers(signal);

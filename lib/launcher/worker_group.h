@@ -70,6 +70,11 @@ class WorkerGroup {
   /// re-forms elsewhere: neither a failure nor an interruption of this group.
   void stop();
 
+  /// Kills the workers that still run, at once (SIGKILL, no grace period): this node has
+  /// lost the rendezvous store, and the other nodes may start the job's next generation
+  /// any moment, which must never run beside this one.
+  void kill();
+
   GroupOutcome outcome() const;
 
  private:

@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <limits>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -645,5 +647,60 @@ TEST_CASE("agents in two network namespaces meet over a veth pair", "[elastic][n
   CHECK(masterPorts.count(std::to_string(job.port())) == 0);
   CHECK(masterAddrs.size() == 1);
   CHECK((masterAddrs.count("10.231.77.1") + masterAddrs.count("10.231.77.2")) == 1);
+  checkNoWorkerLeft(dir);
+}
+
+TEST_CASE("a node cut off from the store kills its workers before the others re-form without it",
+          "[elastic][netns][fencing]") {
+  NamespacePair namespaces;
+  if (!namespaces.error().empty()) {
+    WARN("skipped: " << namespaces.error());
+    return;
+  }
+  TempDir dir;
+  WorkerSweeper sweeper(dir);
+  ElasticJob job(dir, "1:2", "fence", {}, {testWorker(), "serve", dir.path()});
+  job.start({"/bin/ip", "netns", "exec", namespaces.a()}, "10.231.77.1");  // hosts the store
+  ChildProcess& cutOff = job.start({"/bin/ip", "netns", "exec", namespaces.b()}, "10.231.77.1");
+  Round both = waitForRound(dir, 4, 0);
+  std::vector<pid_t> cutOffWorkers;
+  for (const auto& [rank, record] : both.byRank) {
+    if (record.ppid() == cutOff.pid()) cutOffWorkers.push_back(record.pid());
+  }
+  REQUIRE(cutOffWorkers.size() == 2);
+
+  // The cut: b's link goes down, nothing is sent or answered any more, no connection resets.
+  std::atomic<long long> cutOffWorkersGoneNs{0};
+  std::thread watchWorkers([&] {
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (std::all_of(cutOffWorkers.begin(), cutOffWorkers.end(), processGone)) {
+        cutOffWorkersGoneNs = monotonicNanoseconds();
+        return;
+      }
+      std::this_thread::sleep_for(2ms);
+    }
+  });
+  const long long cutNs = monotonicNanoseconds();
+  ChildProcess down({"/bin/ip", "-n", namespaces.b(), "link", "set", "veth-b", "down"});
+  REQUIRE(down.wait(10s).status == 0);
+
+  // The host's side re-forms alone once its heartbeats miss the cut-off node.
+  Round alone = waitForRound(dir, 2, both.restart + 1);
+  watchWorkers.join();
+  long long aloneStartedNs = std::numeric_limits<long long>::max();
+  for (const auto& [rank, record] : alone.byRank) aloneStartedNs = std::min(aloneStartedNs, record.startedNs());
+  INFO("after the cut: the cut-off node's workers gone at " << (cutOffWorkersGoneNs - cutNs) / 1e6
+                                                            << " ms, the new round's first worker started at "
+                                                            << (aloneStartedNs - cutNs) / 1e6 << " ms");
+  REQUIRE(cutOffWorkersGoneNs > 0);
+  CHECK(cutOffWorkersGoneNs < aloneStartedNs);  // never two generations of the job at once
+
+  release(dir);
+  std::vector<Finished> results = job.waitAll();
+  INFO(describe(results));
+  CHECK(results[0].status == 0);  // the job finished on the host's side
+  CHECK(results[1].status == 1);
+  CHECK(contains(results[1].err, "workers were killed at once, before the other nodes could re-form without it"));
   checkNoWorkerLeft(dir);
 }
