@@ -370,26 +370,32 @@ DecodeStatus RequestMeasure::advance(Dialect dialect, std::string_view pending) 
 }
 
 DecodeResult decodeRequest(Dialect dialect, std::string_view input, const ProtocolLimits& limits) {
-  DecodeResult result;
-  if (input.empty()) return result;
-  auto command = commandOfFirstByte(dialect, static_cast<std::uint8_t>(input[0]), result);
-  if (!command) return result;
-  result.request.command = *command;
   // First only measure (nothing copied while the request is incomplete), then build.
   RequestMeasure measure(limits);
   const DecodeStatus measured = measure.advance(dialect, input);
   if (measured == DecodeStatus::NeedMore) return DecodeResult{};
   if (measured != DecodeStatus::Complete) {
-    result.status = measured;
-    result.error = measure.error();
-    return result;
+    DecodeResult refused;
+    commandOfFirstByte(dialect, static_cast<std::uint8_t>(input[0]), refused);  // names an unsupported one
+    if (measure.command()) refused.request.command = *measure.command();
+    refused.status = measured;
+    refused.error = measure.error();
+    return refused;
   }
-  FieldReader reader(input.substr(1, measure.length() - 1), limits);
+  return decodeMeasuredRequest(dialect, input.substr(0, measure.length()), limits);
+}
+
+DecodeResult decodeMeasuredRequest(Dialect dialect, std::string_view request, const ProtocolLimits& limits) {
+  DecodeResult result;
+  auto command = commandOfFirstByte(dialect, static_cast<std::uint8_t>(request[0]), result);
+  if (!command) return result;
+  result.request.command = *command;
+  FieldReader reader(request.substr(1), limits);
   readArguments(reader, result.request);
-  if (!reader.ok()) {  // cannot happen: the measure saw every field whole and within limits
+  if (!reader.ok() || 1 + reader.position() != request.size()) {  // not a request RequestMeasure found whole
     result.status = DecodeStatus::Invalid;
     result.error = std::string(commandName(*command)) + ": " +
-                   (reader.error().empty() ? std::string("request cut short") : reader.error());
+                   (reader.error().empty() ? std::string("not one whole request") : reader.error());
     return result;
   }
   if (*command == Command::Validate && result.request.number != kValidationMagic) {
@@ -398,7 +404,7 @@ DecodeResult decodeRequest(Dialect dialect, std::string_view input, const Protoc
     return result;
   }
   result.status = DecodeStatus::Complete;
-  result.consumed = 1 + reader.position();
+  result.consumed = request.size();
   return result;
 }
 
