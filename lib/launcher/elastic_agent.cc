@@ -167,8 +167,13 @@ ElasticAgent::ElasticAgent(const ElasticJob& job)
   options.closeTimeout = settings_.closeTimeout;
   options.pollInterval = std::min(options.pollInterval, std::max(settings_.lastCallTimeout / 4, std::chrono::milliseconds(10)));
   rendezvous_ = std::make_unique<rdzv::ElasticRendezvous>(*store_, options, self);
-  // Created here, before any round: its listeners open only when this node is rank 0.
-  if (job_.config.agentStore) workersStore_ = std::make_unique<AttemptStore>(self.addr);
+  // Created here, before any round: its listeners open only when this node is rank 0. It
+  // listens on the address this node joined with (the workers' MASTER_ADDR) when that is a
+  // literal of this machine; on every interface for a host name (as torch does) or for an
+  // address this machine does not own (--local-addr behind NAT).
+  if (job_.config.agentStore) {
+    workersStore_ = std::make_unique<AttemptStore>(isLocalHost(self.addr) ? listenAddressFor(self.addr) : "0.0.0.0");
+  }
 
   for (int signal : forwardedSignals()) signals_.add(signal);
 }
