@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 #include <stdexcept>
 
 namespace pltrun::rdzv {
@@ -25,45 +27,38 @@ std::string printableKey(const std::string& key) {
   return text;
 }
 
-void StoreTable::checkRoom(const std::string& key, std::optional<std::uint64_t> oldSize, std::uint64_t newSize) const {
-  if (newSize > limits_.maxValueSize) {
-    throw TableFull("a value of " + std::to_string(newSize) + " bytes for key " + printableKey(key) +
+void StoreTable::checkValueSize(const std::string& key, std::uint64_t size) const {
+  if (size > limits_.maxValueSize) {
+    throw TableFull("a value of " + std::to_string(size) + " bytes for key " + printableKey(key) +
                     " is over the limit of " + std::to_string(limits_.maxValueSize));
-  }
-  if (!oldSize && entries_.size() >= limits_.maxKeys) {
-    throw TableFull("the store holds its limit of " + std::to_string(limits_.maxKeys) + " keys; key " +
-                    printableKey(key) + " is refused");
-  }
-  const std::uint64_t others = bytes_ - (oldSize ? key.size() + *oldSize : 0);
-  if (others + key.size() + newSize > limits_.maxBytes) {
-    throw TableFull("key " + printableKey(key) + " would take the store past its limit of " +
-                    std::to_string(limits_.maxBytes) + " bytes");
   }
 }
 
+void StoreTable::refuse(const std::string& subject, std::uint64_t keys) const {
+  if (keys > limits_.maxKeys) {
+    throw TableFull(subject + " would pass the store's limit of " + std::to_string(limits_.maxKeys) + " keys");
+  }
+  throw TableFull(subject + " would take the store past its limit of " + std::to_string(limits_.maxBytes) + " bytes");
+}
+
 void StoreTable::checkRoomForAll(const std::vector<std::string>& keys, const std::vector<std::string>& values) const {
-  std::uint64_t added = 0, removed = 0, newKeys = 0;
-  std::unordered_set<std::string> seen;
+  // What the table would hold afterwards: each key once, with its last value.
+  std::unordered_map<std::string_view, size_t> lastIndex;
   for (size_t i = 0; i < keys.size(); ++i) {
-    auto found = entries_.find(keys[i]);
-    checkRoom(keys[i], found == entries_.end() ? std::nullopt : std::optional<std::uint64_t>(found->second.value.size()),
-              values[i].size());
-    added += keys[i].size() + values[i].size();
-    if (!seen.insert(keys[i]).second) continue;  // a repeated key replaces its own earlier value
+    checkValueSize(keys[i], values[i].size());
+    lastIndex[keys[i]] = i;
+  }
+  std::uint64_t keysAfter = entries_.size(), bytesAfter = bytes_;
+  for (const auto& [key, index] : lastIndex) {
+    auto found = entries_.find(keys[index]);
     if (found == entries_.end()) {
-      ++newKeys;
+      ++keysAfter;
+      bytesAfter += key.size() + values[index].size();
     } else {
-      removed += keys[i].size() + found->second.value.size();
+      bytesAfter += values[index].size() - found->second.value.size();
     }
   }
-  if (entries_.size() + newKeys > limits_.maxKeys) {
-    throw TableFull("the store holds " + std::to_string(entries_.size()) + " keys; " + std::to_string(newKeys) +
-                    " more would pass its limit of " + std::to_string(limits_.maxKeys));
-  }
-  if (bytes_ - removed + added > limits_.maxBytes) {
-    throw TableFull("a MULTI_SET of " + std::to_string(keys.size()) + " keys would take the store past its limit of " +
-                    std::to_string(limits_.maxBytes) + " bytes");
-  }
+  if (!fits(keysAfter, bytesAfter)) refuse("a MULTI_SET of " + std::to_string(keys.size()) + " keys", keysAfter);
 }
 
 void StoreTable::forget(std::unordered_map<std::string, Entry>::iterator entry) {
@@ -72,12 +67,19 @@ void StoreTable::forget(std::unordered_map<std::string, Entry>::iterator entry) 
 }
 
 void StoreTable::store(const std::string& key, std::string value, OwnerId owner, bool checked) {
-  auto existing = entries_.find(key);
-  const std::optional<std::uint64_t> oldSize =
-      existing == entries_.end() ? std::nullopt : std::optional<std::uint64_t>(existing->second.value.size());
-  if (checked) checkRoom(key, oldSize, value.size());
-  bytes_ += key.size() + value.size() - (oldSize ? key.size() + *oldSize : 0);
-  auto [entry, created] = entries_.try_emplace(key);
+  auto [entry, created] = entries_.try_emplace(key);  // one lookup: a refused new key is erased again
+  const std::uint64_t oldBytes = created ? 0 : key.size() + entry->second.value.size();
+  const std::uint64_t bytesAfter = bytes_ - oldBytes + key.size() + value.size();
+  if (checked) {
+    try {
+      checkValueSize(key, value.size());
+      if (!fits(entries_.size(), bytesAfter)) refuse("key " + printableKey(key), entries_.size());
+    } catch (const TableFull&) {
+      if (created) entries_.erase(entry);
+      throw;
+    }
+  }
+  bytes_ = bytesAfter;
   entry->second.value = std::move(value);
   entry->second.owner = owner;
   if (owner != 0) ownedKeys_[owner].insert(key);
@@ -119,8 +121,10 @@ std::string StoreTable::compareSet(const std::string& key, const std::string& ex
     return desired;
   }
   if (found->second.value != expected) return found->second.value;
-  checkRoom(key, found->second.value.size(), desired.size());
-  bytes_ += desired.size() - found->second.value.size();
+  checkValueSize(key, desired.size());
+  const std::uint64_t bytesAfter = bytes_ - found->second.value.size() + desired.size();
+  if (!fits(entries_.size(), bytesAfter)) refuse("key " + printableKey(key), entries_.size());
+  bytes_ = bytesAfter;
   found->second.value = desired;
   found->second.owner = 0;
   return desired;
@@ -148,7 +152,8 @@ void StoreTable::append(const std::string& key, const std::string& suffix) {
     store(key, suffix, 0);
     return;
   }
-  checkRoom(key, found->second.value.size(), found->second.value.size() + suffix.size());
+  checkValueSize(key, found->second.value.size() + suffix.size());
+  if (!fits(entries_.size(), bytes_ + suffix.size())) refuse("key " + printableKey(key), entries_.size());
   bytes_ += suffix.size();
   found->second.value += suffix;
   found->second.owner = 0;  // like any other write from another client: the key is no longer ephemeral

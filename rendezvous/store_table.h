@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -112,9 +113,13 @@ class StoreTable {
   /// `checked` is false (a close notice: one small value per connection, and the news of
   /// a lost connection must get through).
   void store(const std::string& key, std::string value, OwnerId owner, bool checked = true);
-  /// Throws TableFull unless the table may go from holding `oldSize` bytes for `key` (none
-  /// when it is new) to `newSize`.
-  void checkRoom(const std::string& key, std::optional<std::uint64_t> oldSize, std::uint64_t newSize) const;
+  /// Throws TableFull when a value of `size` bytes for `key` is over maxValueSize.
+  void checkValueSize(const std::string& key, std::uint64_t size) const;
+  /// Whether the table may hold `keys` keys of `bytes` bytes in all.
+  bool fits(std::uint64_t keys, std::uint64_t bytes) const { return keys <= limits_.maxKeys && bytes <= limits_.maxBytes; }
+  /// Throws TableFull for `subject`, which would leave the table with `keys` keys (saying
+  /// which limit it passes).
+  [[noreturn]] void refuse(const std::string& subject, std::uint64_t keys) const;
   void checkRoomForAll(const std::vector<std::string>& keys, const std::vector<std::string>& values) const;
   void forget(std::unordered_map<std::string, Entry>::iterator entry);
   void keyAppeared(const std::string& key);
