@@ -46,23 +46,20 @@ std::optional<std::uint8_t> byteFor(Dialect dialect, Command command) {
   return std::nullopt;
 }
 
-// Reads fields from the input without ever going past its end. A read that runs short
-// sets `short_`; a size over the limits sets `error_`; later reads then do nothing.
+// Builds a request from fields RequestMeasure has found whole and within the limits (the
+// measure is where the limits are enforced): it only never reads past the input's end. A
+// read that runs short sets `short_`; later reads then do nothing.
 class FieldReader {
  public:
-  /// Builds a request RequestMeasure has found whole (it re-checks every limit anyway).
-  FieldReader(std::string_view input, const ProtocolLimits& limits) : input_(input), limits_(limits) {}
+  explicit FieldReader(std::string_view input) : input_(input) {}
 
-  bool ok() const { return !short_ && error_.empty(); }
-  bool isShort() const { return short_; }
-  const std::string& error() const { return error_; }
+  bool ok() const { return !short_; }
   size_t position() const { return position_; }
 
   template <typename Integer>
   Integer integer() {
     Integer value{};
-    if (!ok()) return value;
-    if (input_.size() - position_ < sizeof value) {
+    if (short_ || input_.size() - position_ < sizeof value) {
       short_ = true;
       return value;
     }
@@ -71,43 +68,14 @@ class FieldReader {
     return value;
   }
 
-  std::string bytes(std::uint64_t limit, const char* what) {
-    std::uint64_t size = integer<std::uint64_t>();
-    if (!ok()) return {};
-    if (size > limit) {
-      error_ = std::string(what) + " of " + std::to_string(size) + " bytes is over the limit of " +
-               std::to_string(limit);
-      return {};
-    }
-    declared_ += size;
-    if (declared_ > limits_.maxRequestSize) {
-      error_ = "a request of more than " + std::to_string(limits_.maxRequestSize) + " bytes is over the limit";
-      return {};
-    }
-    if (input_.size() - position_ < size) {
-      short_ = true;
-      return {};
-    }
-    std::string value(input_.substr(position_, size));
-    position_ += size;
-    return value;
+  /// A length-prefixed key or value.
+  std::string bytes() {
+    const std::uint64_t size = integer<std::uint64_t>();
+    return raw(size);
   }
 
-  std::string key() { return bytes(limits_.maxKeySize, "a key"); }
-  std::string value() { return bytes(limits_.maxValueSize, "a value"); }
-
-  std::uint64_t count() {
-    std::uint64_t count = integer<std::uint64_t>();
-    if (ok() && count > limits_.maxKeysPerRequest) {
-      error_ = "a request for " + std::to_string(count) + " keys is over the limit of " +
-               std::to_string(limits_.maxKeysPerRequest);
-    }
-    return count;
-  }
-
-  std::string raw(size_t size) {
-    if (!ok()) return {};
-    if (input_.size() - position_ < size) {
+  std::string raw(std::uint64_t size) {
+    if (short_ || input_.size() - position_ < size) {
       short_ = true;
       return {};
     }
@@ -118,11 +86,8 @@ class FieldReader {
 
  private:
   std::string_view input_;
-  const ProtocolLimits& limits_;
   size_t position_ = 0;
-  std::uint64_t declared_ = 0;
   bool short_ = false;
-  std::string error_;
 };
 
 // The fields of each command's arguments, in order: `fixed`, then, after a COUNT among
@@ -174,9 +139,9 @@ void readField(FieldReader& reader, Field field, Request& request, std::uint64_t
   switch (field) {
     case Field::U32: request.number = reader.integer<std::uint32_t>(); break;
     case Field::I64: request.number = reader.integer<std::int64_t>(); break;
-    case Field::Key: request.keys.push_back(reader.key()); break;
-    case Field::Value: request.values.push_back(reader.value()); break;
-    case Field::Count: count = reader.count(); break;
+    case Field::Key: request.keys.push_back(reader.bytes()); break;
+    case Field::Value: request.values.push_back(reader.bytes()); break;
+    case Field::Count: count = reader.integer<std::uint64_t>(); break;
     case Field::Digest: request.values.push_back(reader.raw(kAuthDigestSize)); break;
   }
 }
@@ -382,20 +347,19 @@ DecodeResult decodeRequest(Dialect dialect, std::string_view input, const Protoc
     refused.error = measure.error();
     return refused;
   }
-  return decodeMeasuredRequest(dialect, input.substr(0, measure.length()), limits);
+  return decodeMeasuredRequest(dialect, input.substr(0, measure.length()));
 }
 
-DecodeResult decodeMeasuredRequest(Dialect dialect, std::string_view request, const ProtocolLimits& limits) {
+DecodeResult decodeMeasuredRequest(Dialect dialect, std::string_view request) {
   DecodeResult result;
   auto command = commandOfFirstByte(dialect, static_cast<std::uint8_t>(request[0]), result);
   if (!command) return result;
   result.request.command = *command;
-  FieldReader reader(request.substr(1), limits);
+  FieldReader reader(request.substr(1));
   readArguments(reader, result.request);
   if (!reader.ok() || 1 + reader.position() != request.size()) {  // not a request RequestMeasure found whole
     result.status = DecodeStatus::Invalid;
-    result.error = std::string(commandName(*command)) + ": " +
-                   (reader.error().empty() ? std::string("not one whole request") : reader.error());
+    result.error = std::string(commandName(*command)) + ": not one whole request";
     return result;
   }
   if (*command == Command::Validate && result.request.number != kValidationMagic) {

@@ -128,8 +128,9 @@ class RequestMeasure {
 };
 
 /// Builds the request that RequestMeasure found Complete: `request` is exactly its
-/// length() bytes, so nothing is measured again (Invalid if it is not one whole request).
-DecodeResult decodeMeasuredRequest(Dialect dialect, std::string_view request, const ProtocolLimits& limits);
+/// length() bytes, so nothing is measured again, nor any limit checked (Invalid if it is
+/// not one whole request).
+DecodeResult decodeMeasuredRequest(Dialect dialect, std::string_view request);
 
 /// The bytes a client of `dialect` sends for `request`.
 std::string encodeRequest(Dialect dialect, const Request& request);

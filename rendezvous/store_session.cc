@@ -169,7 +169,7 @@ void StoreSession::processInput() {
       close(measure_->error());
       return;
     }
-    DecodeResult decoded = decodeMeasuredRequest(dialect, pending.substr(0, measure_->length()), limits);
+    DecodeResult decoded = decodeMeasuredRequest(dialect, pending.substr(0, measure_->length()));
     if (decoded.status != DecodeStatus::Complete) {  // not expected: the measure saw it whole
       close(decoded.error);
       return;
