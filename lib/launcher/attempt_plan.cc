@@ -55,7 +55,6 @@ NodePlacement staticPlacement(const LaunchConfig& config) {
   node.nodeRank = config.nodeRank;
   node.nnodes = config.nnodes;
   node.masterAddr = config.masterAddr;
-  node.masterPort = config.masterPort.value_or(0);
   return node;
 }
 

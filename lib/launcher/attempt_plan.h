@@ -39,8 +39,8 @@ struct NodePlacement {
 /// The workers of attempt `attempt` placed as `node` says.
 std::vector<WorkerSpec> workerSpecsFor(const RunPlan& plan, int attempt, const NodePlacement& node);
 
-/// A static job's placement, from the flags alone; the master port is --master-port's
-/// (0 when not given: the launcher picks one per attempt).
+/// A static job's placement, from the flags alone; the master port is left to each
+/// attempt's store (attempt_store.h).
 NodePlacement staticPlacement(const LaunchConfig& config);
 
 }  // namespace pltrun

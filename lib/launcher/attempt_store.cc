@@ -14,9 +14,9 @@ constexpr int kPortTries = 64;
 
 }  // namespace
 
-AttemptStore::AttemptStore(std::string bindAddress, std::optional<int> fixedPort)
-    : bindAddress_(std::move(bindAddress)), fixedPort_(fixedPort) {
-  rdzv::raiseOpenFileLimit();
+AttemptStore::AttemptStore(Host host, std::string bindAddress, std::optional<int> fixedPort)
+    : host_(host), bindAddress_(std::move(bindAddress)), fixedPort_(fixedPort) {
+  if (hostedHere()) rdzv::raiseOpenFileLimit();  // a store holds one descriptor per client
 }
 
 AttemptStore::~AttemptStore() { close(); }
@@ -29,15 +29,20 @@ std::unique_ptr<HostedStore> AttemptStore::listen(int port) {
 }
 
 int AttemptStore::openNext() {
+  if (!hostedHere()) return fixedPort_ ? *fixedPort_ : pickUnusedPort();
   if (fixedPort_) {
     // The same port: the old listener must go first.
     close();
     current_ = listen(*fixedPort_);
     return current_->port();
   }
-  // The old listener stays open until the new one has its port, so the kernel cannot hand
-  // that port out again; listeners on ports an earlier attempt used are kept aside until
-  // the loop ends for the same reason.
+  return listenOnUnusedPort();
+}
+
+// The old listener stays open until the new one has its port, so the kernel cannot hand
+// that port out again; listeners on ports an earlier attempt used are kept aside until the
+// loop ends for the same reason.
+int AttemptStore::listenOnUnusedPort() {
   std::vector<std::unique_ptr<HostedStore>> rejected;
   for (int tries = 0; tries < kPortTries; ++tries) {
     std::unique_ptr<HostedStore> next = listen(0);
@@ -52,15 +57,17 @@ int AttemptStore::openNext() {
                                       " that no earlier attempt of this run used; pass --master-port");
 }
 
-void AttemptStore::close() { current_.reset(); }
-
-int pickFreePortExcept(const std::string& address, const std::set<int>& avoid) {
+// For rank 0's worker: a port that is free now (the last attempt's store may still hold
+// its port in TIME_WAIT, and a straggler of it must not reach the new one).
+int AttemptStore::pickUnusedPort() {
   for (int tries = 0; tries < kPortTries; ++tries) {
-    const int port = pickFreePort(address);
-    if (avoid.count(port) == 0) return port;
+    const int port = pickFreePort(bindAddress_);
+    if (usedPorts_.insert(port).second) return port;
   }
-  throw Error(ErrorCode::Network, "cannot find a free port on " + address +
+  throw Error(ErrorCode::Network, "cannot find a free port on " + bindAddress_ +
                                       " that no earlier attempt of this run used; pass --master-port");
 }
+
+void AttemptStore::close() { current_.reset(); }
 
 }  // namespace pltrun

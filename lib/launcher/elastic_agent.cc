@@ -3,8 +3,6 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <set>
-
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -81,7 +79,6 @@ class ElasticAgent {
   RoundResult stopJob(const std::optional<GroupOutcome>& outcome);
   int endOfClosedJob(const rdzv::JobClosed& closed);
   NodePlacement placementFor(const RoundInfo& info);
-  int openWorkersStore(const std::string& address);
   std::unique_ptr<TcpStore> connectStore() const;
   std::unique_ptr<TcpStore> connectWatcherStore() const;
   void pollEvents();
@@ -96,10 +93,10 @@ class ElasticAgent {
   const std::string agentId_;
   OrphanGuard guard_;  // before any thread or worker exists
   std::unique_ptr<HostedStore> hosted_;
-  // The workers' store, hosted by this agent in the rounds where it is node rank 0 (with
-  // the agent store): new every round, closed when the round ends.
+  // The workers' store in the rounds where this node is rank 0: hosted by this agent (the
+  // agent store), new every round and closed when the round ends, or only its port chosen
+  // for rank 0's worker (--no-agent-store).
   std::unique_ptr<AttemptStore> workersStore_;
-  std::set<int> usedWorkerPorts_;  ///< --no-agent-store: ports earlier rounds gave rank 0
   TcpStoreOptions storeOptions_;
   std::unique_ptr<TcpStore> store_;
   std::unique_ptr<rdzv::ElasticRendezvous> rendezvous_;
@@ -170,9 +167,13 @@ ElasticAgent::ElasticAgent(const ElasticJob& job)
   // Created here, before any round: its listeners open only when this node is rank 0. It
   // listens on the address this node joined with (the workers' MASTER_ADDR) when that is a
   // literal of this machine; on every interface for a host name (as torch does) or for an
-  // address this machine does not own (--local-addr behind NAT).
+  // address this machine does not own (--local-addr behind NAT). Rank 0's worker's port is
+  // picked on that address (pickFreePort falls back to every interface the same way).
   if (job_.config.agentStore) {
-    workersStore_ = std::make_unique<AttemptStore>(isLocalHost(self.addr) ? listenAddressFor(self.addr) : "0.0.0.0");
+    workersStore_ = std::make_unique<AttemptStore>(
+        AttemptStore::Host::Launcher, isLocalHost(self.addr) ? listenAddressFor(self.addr) : "0.0.0.0");
+  } else {
+    workersStore_ = std::make_unique<AttemptStore>(AttemptStore::Host::RankZeroWorker, self.addr);
   }
 
   for (int signal : forwardedSignals()) signals_.add(signal);
@@ -294,7 +295,7 @@ int ElasticAgent::runRounds() {
     currentRound_ = info.round;
     RoundResult result = runRound(info);
     currentRound_.reset();
-    if (workersStore_) workersStore_->close();  // this round's stragglers lose it too
+    workersStore_->close();  // this round's stragglers lose it too
     if (result.finished) return result.status;
     expectedNodes = result.expectedNodes;
   }
@@ -310,23 +311,16 @@ NodePlacement ElasticAgent::placementFor(const RoundInfo& info) {
   node.nnodes = info.assignment.nnodes;
   node.worldSize = info.assignment.worldSize;
   node.firstRank = info.assignment.firstRank;
-  node.useAgentStore = job_.config.agentStore;
+  node.useAgentStore = workersStore_->hostedHere();
   node.masterAddr = info.assignment.rank0Addr;
   const std::string key = rendezvous_->roundKey(info.round, "master_port");
   if (info.assignment.nodeRank == 0) {
-    node.masterPort = openWorkersStore(node.masterAddr);
+    node.masterPort = workersStore_->openNext();
     store_->set(key, std::to_string(node.masterPort));
   } else {
     node.masterPort = parsePortValue(key, store_->get(key, settings_.closeTimeout));
   }
   return node;
-}
-
-int ElasticAgent::openWorkersStore(const std::string& address) {
-  if (workersStore_) return workersStore_->openNext();
-  const int port = pickFreePortExcept(address, usedWorkerPorts_);
-  usedWorkerPorts_.insert(port);
-  return port;
 }
 
 RoundResult ElasticAgent::runRound(const RoundInfo& info) {

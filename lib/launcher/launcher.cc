@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <memory>
-#include <set>
 
 #include "launcher/attempt_plan.h"
 #include "launcher/attempt_store.h"
@@ -41,33 +40,25 @@ int usableCpuCount() {
 // workers' store, new for every attempt (attempt_store.h): no worker opens a port, nothing
 // collides on MASTER_PORT, and no attempt sees another's keys. Otherwise rank 0's worker
 // hosts it, as under torchrun, on a port no earlier attempt used unless --master-port
-// fixes it (the last attempt's store may still hold its port in TIME_WAIT, and a straggler
-// of it must not reach the new one).
+// fixes it.
 class StaticAttempts {
  public:
-  explicit StaticAttempts(const RunPlan& plan) : plan_(plan) {
-    const LaunchConfig& config = plan.config;
-    if (config.agentStore && config.nnodes == 1) {
-      workerStore_ = std::make_unique<AttemptStore>(config.masterAddr, config.masterPort);
-    }
-  }
+  explicit StaticAttempts(const RunPlan& plan)
+      : plan_(plan),
+        workersStore_(plan.config.agentStore && plan.config.nnodes == 1 ? AttemptStore::Host::Launcher
+                                                                         : AttemptStore::Host::RankZeroWorker,
+                      plan.config.masterAddr, plan.config.masterPort) {}
 
   std::vector<WorkerSpec> workersOf(int attempt) {
     NodePlacement node = staticPlacement(plan_.config);
-    if (workerStore_) {
-      node.useAgentStore = true;
-      node.masterPort = workerStore_->openNext();
-    } else if (node.masterPort == 0) {
-      node.masterPort = pickFreePortExcept(node.masterAddr, usedPorts_);
-      usedPorts_.insert(node.masterPort);
-    }
+    node.useAgentStore = workersStore_.hostedHere();
+    node.masterPort = workersStore_.openNext();
     return workerSpecsFor(plan_, attempt, node);
   }
 
  private:
   const RunPlan& plan_;
-  std::unique_ptr<AttemptStore> workerStore_;
-  std::set<int> usedPorts_;
+  AttemptStore workersStore_;
 };
 
 }  // namespace

@@ -26,7 +26,7 @@ std::unique_ptr<TcpStore> clientOf(int port) {
 }  // namespace
 
 TEST_CASE("each attempt's store is new: nothing of the last attempt can be read or written", "[attempt_store]") {
-  AttemptStore stores("127.0.0.1");
+  AttemptStore stores(AttemptStore::Host::Launcher, "127.0.0.1");
   const int first = stores.openNext();
   REQUIRE(first > 0);
   std::unique_ptr<TcpStore> straggler = clientOf(first);
@@ -48,7 +48,7 @@ TEST_CASE("each attempt's store is new: nothing of the last attempt can be read 
 }
 
 TEST_CASE("ports never repeat within a run", "[attempt_store]") {
-  AttemptStore stores("127.0.0.1");
+  AttemptStore stores(AttemptStore::Host::Launcher, "127.0.0.1");
   std::set<int> ports;
   for (int attempt = 0; attempt < 40; ++attempt) ports.insert(stores.openNext());
   CHECK(ports.size() == 40);
@@ -56,10 +56,10 @@ TEST_CASE("ports never repeat within a run", "[attempt_store]") {
 
 TEST_CASE("a fixed port is the same for every attempt, with an empty table each time", "[attempt_store]") {
   const int port = [] {
-    AttemptStore probe("127.0.0.1");
+    AttemptStore probe(AttemptStore::Host::Launcher, "127.0.0.1");
     return probe.openNext();  // free a moment ago; closed again with `probe`
   }();
-  AttemptStore stores("127.0.0.1", port);
+  AttemptStore stores(AttemptStore::Host::Launcher, "127.0.0.1", port);
   REQUIRE(stores.openNext() == port);
   clientOf(port)->set("key", "attempt 0");
   REQUIRE(stores.openNext() == port);
@@ -67,7 +67,7 @@ TEST_CASE("a fixed port is the same for every attempt, with an empty table each 
 }
 
 TEST_CASE("close ends the current attempt's store; opening again works", "[attempt_store]") {
-  AttemptStore stores("127.0.0.1");
+  AttemptStore stores(AttemptStore::Host::Launcher, "127.0.0.1");
   const int port = stores.openNext();
   std::unique_ptr<TcpStore> client = clientOf(port);
   client->set("key", "value");
@@ -78,11 +78,28 @@ TEST_CASE("close ends the current attempt's store; opening again works", "[attem
 }
 
 TEST_CASE("an address that cannot be listened on is a clear error", "[attempt_store]") {
-  AttemptStore stores("192.0.2.1");  // TEST-NET-1: never an address of this machine; nothing is sent
+  AttemptStore stores(AttemptStore::Host::Launcher, "192.0.2.1");  // TEST-NET-1: never an address of this machine; nothing is sent
   try {
     stores.openNext();
     FAIL("listening on 192.0.2.1 succeeded");
   } catch (const Error& error) {
     CHECK_THAT(error.what(), Catch::Contains("192.0.2.1"));
   }
+}
+
+TEST_CASE("for rank 0's worker only a port is chosen: free, never one an earlier attempt had", "[attempt_store]") {
+  AttemptStore ports(AttemptStore::Host::RankZeroWorker, "127.0.0.1");
+  CHECK_FALSE(ports.hostedHere());
+  std::set<int> seen;
+  for (int attempt = 0; attempt < 40; ++attempt) {
+    const int port = ports.openNext();
+    CHECK(ports.port() == 0);  // nothing listens here: torch's store in rank 0 will
+    CHECK_THROWS_AS(clientOf(port), Error);
+    seen.insert(port);
+  }
+  CHECK(seen.size() == 40);
+  const int given = *seen.begin();  // as if given by --master-port
+  AttemptStore fixed(AttemptStore::Host::RankZeroWorker, "127.0.0.1", given);
+  CHECK(fixed.openNext() == given);  // the same for every attempt, bound by nobody here
+  CHECK(fixed.openNext() == given);
 }
