@@ -79,9 +79,12 @@ int main(int argc, char** argv) {
                  "then refused)");
   try {
     app.parse(argc, argv);
-    options.requestTimeout = std::chrono::milliseconds(static_cast<long long>(requestTimeoutSeconds * 1000));
-    options.idleTimeout = std::chrono::milliseconds(static_cast<long long>(idleTimeoutSeconds * 1000));
-    options.authTimeout = std::chrono::milliseconds(static_cast<long long>(authTimeoutSeconds * 1000));
+    const auto milliseconds = [](double seconds) {
+      return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+    };
+    options.requestTimeout = milliseconds(requestTimeoutSeconds);
+    options.idleTimeout = milliseconds(idleTimeoutSeconds);
+    options.authTimeout = milliseconds(authTimeoutSeconds);
     if (!secretFile.empty()) options.secret = readSecret(secretFile);
     return serve(std::move(options));
   } catch (const CLI::CallForHelp&) {

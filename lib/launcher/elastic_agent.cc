@@ -23,6 +23,7 @@
 #include "pltrun/tcp_store.h"
 #include "rendezvous/elastic_rendezvous.h"
 #include "rendezvous/round_watcher.h"
+#include "rendezvous/store_table.h"
 
 namespace pltrun {
 
@@ -43,7 +44,8 @@ constexpr std::chrono::seconds kProgressInterval{10};
 int parsePortValue(const std::string& key, const std::string& value) {
   const std::optional<long long> port = parseInteger(value);
   if (!port || *port < 1 || *port > 65535) {
-    throw Error(ErrorCode::Protocol, "the store holds '" + value.substr(0, 32) + "' at " + key + ", not a port");
+    throw Error(ErrorCode::Protocol, "rendezvous: the store holds " + rdzv::printableKey(value) + " at " +
+                                         rdzv::printableKey(key) + ", not the port pltrun writes there");
   }
   return static_cast<int>(*port);
 }

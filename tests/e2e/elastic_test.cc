@@ -326,6 +326,19 @@ class NamespacePair {
   bool createdA_ = false, createdB_ = false;
 };
 
+// False (with a warning) where network namespaces cannot be made here: the test skips.
+bool namespacesReady(const NamespacePair& namespaces) {
+  if (namespaces.error().empty()) return true;
+  WARN("skipped: " << namespaces.error());
+  return false;
+}
+
+// An agent of `job` inside network namespace `ns`; the endpoint is namespace a's address,
+// so the agent started there hosts the store.
+ChildProcess& startInNamespace(ElasticJob& job, const std::string& ns) {
+  return job.start({"/bin/ip", "netns", "exec", ns}, "10.231.77.1");
+}
+
 }  // namespace
 
 TEST_CASE("2 and 3 agents meet through the c10d store and every worker gets its global rank", "[elastic]") {
@@ -617,15 +630,12 @@ TEST_CASE("SIGTERM to one agent stops the whole job: every agent exits 143", "[e
 
 TEST_CASE("agents in two network namespaces meet over a veth pair", "[elastic][netns]") {
   NamespacePair namespaces;
-  if (!namespaces.error().empty()) {
-    WARN("skipped: " << namespaces.error());
-    return;
-  }
+  if (!namespacesReady(namespaces)) return;
   TempDir dir;
   WorkerSweeper sweeper(dir);
   ElasticJob job(dir, "2", "netns", {}, {testWorker(), "env", dir.path()});
-  job.start({"/bin/ip", "netns", "exec", namespaces.a()}, "10.231.77.1");
-  job.start({"/bin/ip", "netns", "exec", namespaces.b()}, "10.231.77.1");
+  startInNamespace(job, namespaces.a());
+  startInNamespace(job, namespaces.b());
   std::vector<Finished> results = job.waitAll();
   INFO(describe(results));
   for (const Finished& result : results) CHECK(result.status == 0);
@@ -653,15 +663,12 @@ TEST_CASE("agents in two network namespaces meet over a veth pair", "[elastic][n
 TEST_CASE("a node cut off from the store kills its workers before the others re-form without it",
           "[elastic][netns][fencing]") {
   NamespacePair namespaces;
-  if (!namespaces.error().empty()) {
-    WARN("skipped: " << namespaces.error());
-    return;
-  }
+  if (!namespacesReady(namespaces)) return;
   TempDir dir;
   WorkerSweeper sweeper(dir);
   ElasticJob job(dir, "1:2", "fence", {}, {testWorker(), "serve", dir.path()});
-  job.start({"/bin/ip", "netns", "exec", namespaces.a()}, "10.231.77.1");  // hosts the store
-  ChildProcess& cutOff = job.start({"/bin/ip", "netns", "exec", namespaces.b()}, "10.231.77.1");
+  startInNamespace(job, namespaces.a());  // hosts the store
+  ChildProcess& cutOff = startInNamespace(job, namespaces.b());
   Round both = waitForRound(dir, 4, 0);
   std::vector<pid_t> cutOffWorkers;
   for (const auto& [rank, record] : both.byRank) {
