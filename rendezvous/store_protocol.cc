@@ -104,7 +104,8 @@ const ArgumentLayout& layoutOf(Command command) {
   static const ArgumentLayout none{}, number{{Field::U32}, {}}, keyValue{{Field::Key, Field::Value}, {}},
       compareSet{{Field::Key, Field::Value, Field::Value}, {}}, key{{Field::Key}, {}},
       add{{Field::Key, Field::I64}, {}}, keys{{Field::Count}, {Field::Key}},
-      pairs{{Field::Count}, {Field::Key, Field::Value}}, digest{{Field::Digest}, {}};
+      pairs{{Field::Count}, {Field::Key, Field::Value}}, digest{{Field::Digest}, {}},
+      hello{{Field::Digest, Field::Key}, {}};
   switch (command) {
     case Command::Validate:
     case Command::Ping:
@@ -128,6 +129,8 @@ const ArgumentLayout& layoutOf(Command command) {
       return keys;
     case Command::MultiSet:
       return pairs;
+    case Command::AuthHello:
+      return hello;
     case Command::AuthProof:
       return digest;
     default:
@@ -410,6 +413,10 @@ std::string encodeRequest(Dialect dialect, const Request& request) {
       break;
     case Command::AuthProof:
       out += request.values.at(0);
+      break;
+    case Command::AuthHello:  // the nonce raw, then the context as a key
+      out += request.values.at(0);
+      appendBytes(out, request.keys.at(0));
       break;
     default:  // key(s) then value(s), each length-prefixed
       for (const std::string& key : request.keys) appendBytes(out, key);

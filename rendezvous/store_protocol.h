@@ -35,8 +35,8 @@ enum class Command {
   QueuePush,  ///< 2.x libuv server only; refused
   QueuePop,
   QueueLen,
-  AuthHello,     ///< pltrun: ask for a challenge
-  AuthProof,     ///< pltrun: HMAC-SHA256(secret, challenge)
+  AuthHello,     ///< pltrun: the client's nonce and context; the reply proves the server's secret
+  AuthProof,     ///< pltrun: the client's proof (store_auth.h)
   SetEphemeral,  ///< pltrun: a key deleted when this connection closes
   OnCloseSet,    ///< pltrun: a key set (unless it exists) when this connection closes
 };
@@ -147,7 +147,20 @@ void appendBytes(std::string& out, std::string_view bytes);
 /// SET_EPHEMERAL and ON_CLOSE_SET do not).
 bool hasReply(Command command);
 
-/// The length of an AUTH_PROOF's HMAC-SHA256 and of the server's challenge.
+/// The length of AUTH_HELLO's nonce and of AUTH_PROOF's proof (raw bytes, no length).
 constexpr size_t kAuthDigestSize = 32;
+
+/// What a connection may send before it has authenticated: AUTH_HELLO's context is a run
+/// id, not a 64 KiB key, so an unauthenticated client makes the server buffer at most
+/// about 1 KiB.
+inline constexpr ProtocolLimits kBeforeAuthenticationLimits = [] {
+  ProtocolLimits limits;
+  limits.maxKeySize = 1024;  // AUTH_HELLO's context
+  limits.maxValueSize = 0;   // no command allowed before authentication carries a value
+  limits.maxKeysPerRequest = 1;
+  limits.maxRequestSize = 2048;
+  limits.maxReplySize = 1024;
+  return limits;
+}();
 
 }  // namespace pltrun::rdzv

@@ -33,9 +33,12 @@ struct StoreServerOptions {
   /// Close connections that send nothing for this long (0: never; PyTorch workers keep
   /// their store connection idle for a whole training run).
   std::chrono::milliseconds idleTimeout{0};
-  /// Shared secret: when set, every connection must pass pltrun's challenge-response
-  /// before any other request; torch clients cannot, and are refused.
+  /// Shared secret: when set, every connection must pass pltrun's handshake
+  /// (store_auth.h) before any other request; torch clients cannot, and are refused.
   std::string secret;
+  /// With a secret: when set, only clients that name this run in AUTH_HELLO authenticate
+  /// (an agent's store serves its own job); empty: any run (a shared pltrun-store).
+  std::string context;
   /// With a secret: a connection that has not authenticated within this is closed.
   std::chrono::milliseconds authTimeout{5000};
 };

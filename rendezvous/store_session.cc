@@ -3,14 +3,12 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <spdlog/spdlog.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <stdexcept>
 
-#include "rendezvous/sha256.h"
 #include "rendezvous/store_server.h"
 
 namespace pltrun::rdzv {
@@ -21,16 +19,6 @@ std::string describePeer(const boost::asio::ip::tcp::socket& socket) {
   auto endpoint = socket.remote_endpoint(error);
   if (error) return "a client";
   return endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
-}
-
-std::string randomChallenge() {
-  std::string challenge(kAuthDigestSize, '\0');
-  size_t filled = 0;
-  while (filled < challenge.size()) {
-    ssize_t got = getrandom(challenge.data() + filled, challenge.size() - filled, 0);
-    if (got > 0) filled += static_cast<size_t>(got);
-  }
-  return challenge;
 }
 
 // Commands allowed before a connection has authenticated: they reveal and change nothing.
@@ -141,8 +129,9 @@ void StoreSession::processInputSafely() {
 }
 
 void StoreSession::processInput() {
-  const ProtocolLimits& limits = server_.options().limits;
   while (!closed_ && inputStart_ < input_.size()) {
+    // Before authentication only the small handshake requests can be whole.
+    const ProtocolLimits& limits = authenticated_ ? server_.options().limits : kBeforeAuthenticationLimits;
     // Checked before every request, not only between reads: one read may hold thousands of
     // small requests whose replies are large.
     if (repliesPending() > kReplyHighWater) {
@@ -230,11 +219,9 @@ bool StoreSession::apply(const Request& request) {
       appendU32(reply, static_cast<std::uint32_t>(request.number));
       break;
     case Command::AuthHello:
-      challenge_ = randomChallenge();
-      reply = challenge_;
-      break;
+      return handleHello(request);
     case Command::AuthProof:
-      return handleUnauthenticated(request);
+      return handleProof(request);
     case Command::Set:
       table_.set(request.keys[0], request.values[0]);
       return true;
@@ -291,17 +278,38 @@ bool StoreSession::apply(const Request& request) {
   return true;
 }
 
-bool StoreSession::handleUnauthenticated(const Request& request) {
+// The server proves the secret first, over the client's nonce and its own: a client
+// learns whether this is its job's store before it sends anything of its own.
+bool StoreSession::handleHello(const Request& request) {
+  const StoreServerOptions& options = server_.options();
+  if (options.secret.empty()) {
+    close("AUTH_HELLO refused: this store has no shared secret (the client has one: give the store the same "
+          "secret, or the client none)");
+    return false;
+  }
+  const std::string& context = request.keys[0];
+  if (!options.context.empty() && context != options.context) {
+    close("AUTH_HELLO refused: the client is in run " + printableKey(context) + "; this store serves run " +
+          printableKey(options.context));
+    return false;
+  }
+  handshake_ = Handshake{request.values[0], randomBytes(kAuthNonceSize), context};
+  const Digest proof = serverProof(options.secret, *handshake_);
+  std::string reply = handshake_->serverNonce;
+  reply.append(reinterpret_cast<const char*>(proof.data()), proof.size());
+  send(reply);
+  return true;
+}
+
+bool StoreSession::handleProof(const Request& request) {
   const std::string& secret = server_.options().secret;
-  if (challenge_.empty()) {
+  if (!handshake_ || secret.empty()) {
     close("AUTH_PROOF without AUTH_HELLO");
     return false;
   }
-  Digest expected = hmacSha256(secret, challenge_);
-  Digest given{};
-  std::copy(request.values[0].begin(), request.values[0].end(), given.begin());
-  challenge_.clear();  // one proof per challenge: no replay
-  if (secret.empty() || !digestsEqual(expected, given)) {
+  const Digest expected = clientProof(secret, *handshake_);
+  handshake_.reset();  // one proof per handshake: no second guess, no replay
+  if (!digestsEqual(expected, digestOf(request.values[0]))) {
     close("authentication failed: wrong shared secret");
     return false;
   }

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "rendezvous/store_auth.h"
 #include "rendezvous/store_protocol.h"
 #include "rendezvous/store_table.h"
 
@@ -46,7 +47,8 @@ class StoreSession : public std::enable_shared_from_this<StoreSession> {
   void refuseUnauthenticated(Command command);
   bool handle(const Request& request);  // false: the connection was closed
   bool apply(const Request& request);   // handle() for an allowed request
-  bool handleUnauthenticated(const Request& request);
+  bool handleHello(const Request& request);
+  bool handleProof(const Request& request);
   void answerOrPark(Request request);
   void answerReady(const Request& request);
   void onKeysReady(std::uint64_t generation);
@@ -75,7 +77,7 @@ class StoreSession : public std::enable_shared_from_this<StoreSession> {
   std::optional<Parked> parked_;
   std::uint64_t parkGeneration_ = 0;
   bool authenticated_ = false;
-  std::string challenge_;
+  std::optional<Handshake> handshake_;  ///< between AUTH_HELLO and AUTH_PROOF
   bool closed_ = false;
   bool readPaused_ = false;
   bool requestTimerArmed_ = false;

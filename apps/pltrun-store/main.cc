@@ -8,23 +8,15 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <cstdio>
-#include <fstream>
+#include <cstdlib>
 
 #include "pltrun/error.h"
+#include "rendezvous/secret_file.h"
 #include "rendezvous/store_server.h"
 
 namespace {
 
 constexpr int kUsageError = 2;
-
-std::string readSecret(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) throw pltrun::Error(pltrun::ErrorCode::InvalidArgument, "--secret-file: cannot read '" + path + "'");
-  std::string secret((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
-  if (secret.empty()) throw pltrun::Error(pltrun::ErrorCode::InvalidArgument, "--secret-file: '" + path + "' is empty");
-  return secret;
-}
 
 int serve(pltrun::rdzv::StoreServerOptions options) {
   boost::asio::io_context context;
@@ -75,8 +67,8 @@ int main(int argc, char** argv) {
                  "with --secret-file: seconds a connection has to authenticate (default 5)")
       ->check(CLI::PositiveNumber);
   app.add_option("--secret-file", secretFile,
-                 "require pltrun's shared-secret authentication, with the secret in this file (torch clients are "
-                 "then refused)");
+                 "require pltrun's shared-secret authentication, with the secret in this file, readable by its "
+                 "owner only (default: $PLTRUN_SECRET_FILE; torch clients are then refused)");
   try {
     app.parse(argc, argv);
     const auto milliseconds = [](double seconds) {
@@ -85,7 +77,11 @@ int main(int argc, char** argv) {
     options.requestTimeout = milliseconds(requestTimeoutSeconds);
     options.idleTimeout = milliseconds(idleTimeoutSeconds);
     options.authTimeout = milliseconds(authTimeoutSeconds);
-    if (!secretFile.empty()) options.secret = readSecret(secretFile);
+    if (!secretFile.empty()) {
+      options.secret = pltrun::rdzv::readSecretFile(secretFile, "--secret-file");
+    } else if (const char* fromEnvironment = std::getenv("PLTRUN_SECRET_FILE"); fromEnvironment && *fromEnvironment) {
+      options.secret = pltrun::rdzv::readSecretFile(fromEnvironment, "PLTRUN_SECRET_FILE");
+    }
     return serve(std::move(options));
   } catch (const CLI::CallForHelp&) {
     std::fputs(app.help().c_str(), stdout);

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdlib>
 
 #include "pltrun/error.h"
 #include "launcher/rendezvous_flags.h"
@@ -151,6 +152,10 @@ void applyNodeFlags(const RawFlags& raw, LaunchConfig& config) {
   }
   applyEndpoint(raw, config);
   if (!raw.rdzvConf.empty()) applyRendezvousConf(raw.rdzvConf, rdzv);
+  if (rdzv.secretFile.empty()) {
+    const char* fromEnvironment = std::getenv("PLTRUN_SECRET_FILE");
+    if (fromEnvironment != nullptr) rdzv.secretFile = fromEnvironment;
+  }
   if (!raw.localAddr.empty()) rdzv.localAddr = raw.localAddr;
 
   if (!raw.nodeRank.empty()) {

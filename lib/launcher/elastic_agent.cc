@@ -23,6 +23,7 @@
 #include "pltrun/tcp_store.h"
 #include "rendezvous/elastic_rendezvous.h"
 #include "rendezvous/round_watcher.h"
+#include "rendezvous/secret_file.h"
 #include "rendezvous/store_table.h"
 
 namespace pltrun {
@@ -83,6 +84,7 @@ class ElasticAgent {
   NodePlacement placementFor(const RoundInfo& info);
   std::unique_ptr<TcpStore> connectStore() const;
   std::unique_ptr<TcpStore> connectWatcherStore() const;
+  std::string refusedStoreAdvice() const;
   void pollEvents();
   void watchSignals();
   void runUntil(const std::function<bool()>& done);
@@ -122,7 +124,11 @@ ElasticAgent::ElasticAgent(const ElasticJob& job)
       events_(directory_.keepsLogs() ? std::optional<std::string>((directory_.root() / "events.jsonl").string())
                                      : std::nullopt),
       signals_(context_) {
-  hosted_ = hostRendezvousStoreIfOurs(settings_);
+  const std::string secret =
+      settings_.secretFile.empty() ? "" : rdzv::readSecretFile(settings_.secretFile, "secret_file");
+  hosted_ = hostRendezvousStoreIfOurs(settings_, secret, job_.runId);
+  storeOptions_.secret = secret;
+  storeOptions_.authContext = job_.runId;
   storeOptions_.host = settings_.endpointHost;
   storeOptions_.port = hosted_ ? hosted_->port() : settings_.endpointPort;
   if (storeOptions_.port == 0) {
@@ -137,9 +143,15 @@ ElasticAgent::ElasticAgent(const ElasticJob& job)
     spdlog::info("rendezvous store for run {} listening on {}:{}", job_.runId, listenAddressFor(settings_.endpointHost),
                  hosted_->port());
   }
+  if (secret.empty() && !isLoopbackAddress(listenAddressFor(settings_.endpointHost))) {
+    spdlog::warn("the rendezvous at {}:{} is not authenticated: anyone who can reach it can end this job or join it; "
+                 "give every agent the same --rdzv-conf secret_file=PATH or PLTRUN_SECRET_FILE (docs/SECURITY.md)",
+                 settings_.endpointHost, storeOptions_.port);
+  }
   try {
     connectStore();  // waits up to read_timeout for the store's host to come up
   } catch (const Error& error) {
+    if (error.code() == ErrorCode::PermissionDenied) throw Error(error.code(), error.what() + refusedStoreAdvice());
     throw Error(error.code(), std::string(error.what()) +
                                   "; start pltrun on the endpoint's host first (it hosts the store), or check "
                                   "--rdzv-endpoint");
@@ -197,6 +209,18 @@ void ElasticAgent::watchSignals() {
 }
 
 std::unique_ptr<TcpStore> ElasticAgent::connectStore() const { return std::make_unique<TcpStore>(storeOptions_); }
+
+// What to do when the store at the endpoint failed the shared-secret handshake. When this
+// machine should have hosted it, another process holds the port (a squatter, or a store of
+// another job): this agent refuses it rather than take its word for the job's state.
+std::string ElasticAgent::refusedStoreAdvice() const {
+  if (!hosted_ && isLocalHost(settings_.endpointHost)) {
+    return "; this machine should host the rendezvous store, but another process holds port " +
+           std::to_string(storeOptions_.port) + " and is not this job's store: stop it, or choose another port for "
+           "--rdzv-endpoint";
+  }
+  return "; give every agent of the job the same --rdzv-conf secret_file (or PLTRUN_SECRET_FILE) and --rdzv-id";
+}
 
 // The watcher's connection must notice a cut-off store well before the other nodes notice
 // this node missing, so that its workers are killed before the job re-forms without it

@@ -42,6 +42,9 @@ struct RendezvousSettings {
   std::optional<bool> isHost;                         ///< is_host; empty = decide by address
   std::optional<int> nodeRankHint;                    ///< --node-rank given with c10d
   std::string localAddr;                              ///< --local-addr; empty = detect
+  /// secret_file, else $PLTRUN_SECRET_FILE: the agents and the store share the secret in
+  /// it ("-": standard input); empty = no authentication.
+  std::string secretFile;
 };
 
 /// A job started from one shell on many hosts (--hosts, --hostfile): this pltrun is the

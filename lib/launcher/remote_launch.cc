@@ -12,6 +12,8 @@
 #include "launcher/orphan_guard.h"
 #include "launcher/program_command.h"
 #include "launcher/rendezvous_host.h"
+#include "rendezvous/secret_file.h"
+#include "rendezvous/store_auth.h"
 #include "launcher/supervisor.h"
 #include "launcher/text_parsing.h"
 #include "launcher/worker_group.h"
@@ -84,7 +86,8 @@ std::vector<std::string> agentArguments(const LaunchConfig& config, const HostSl
                                    "--max-restarts", std::to_string(config.maxRestarts),
                                    "--term-timeout", secondsText(config.termTimeout), "--role", config.role};
   args.push_back("--rdzv-conf");
-  args.push_back("is_host=0,join_timeout=" + secondsText(rdzv.joinTimeout) + ",last_call_timeout=" +
+  // secret_file=-: the job's secret comes on the agent's standard input, never in argv.
+  args.push_back("is_host=0,secret_file=-,join_timeout=" + secondsText(rdzv.joinTimeout) + ",last_call_timeout=" +
                  secondsText(rdzv.lastCallTimeout) + ",close_timeout=" + secondsText(rdzv.closeTimeout) +
                  ",keep_alive_interval=" + secondsText(rdzv.keepAliveInterval) + ",keep_alive_max_attempt=" +
                  std::to_string(rdzv.keepAliveMaxAttempt) + ",read_timeout=" + secondsText(rdzv.readTimeout));
@@ -109,6 +112,13 @@ std::vector<std::string> agentArguments(const LaunchConfig& config, const HostSl
   args.push_back(config.program);
   args.insert(args.end(), config.programArgs.begin(), config.programArgs.end());
   return args;
+}
+
+// The user's secret when one is given (the store then also serves agents started by hand
+// with it); otherwise a new one for this job alone: every agent gets it from the driver.
+std::string jobSecret(const RendezvousSettings& settings) {
+  if (!settings.secretFile.empty()) return rdzv::readSecretFile(settings.secretFile, "secret_file");
+  return rdzv::toHex(rdzv::randomBytes(32));
 }
 
 }  // namespace
@@ -198,6 +208,8 @@ int runDriver(const LaunchConfig& config, const Environment& inherited) {
   rdzv::StoreServerOptions storeOptions;
   storeOptions.host = address;
   storeOptions.port = 0;
+  storeOptions.secret = jobSecret(config.rdzv);
+  storeOptions.context = runId;
   HostedStore store(storeOptions);
   const std::string endpoint =
       (address.find(':') != std::string::npos ? "[" + address + "]" : address) + ":" + std::to_string(store.port());
@@ -230,6 +242,7 @@ int runDriver(const LaunchConfig& config, const Environment& inherited) {
     }
     spec.launch.argv = argv;
     spec.launch.environment = environment;
+    spec.launch.standardInput = storeOptions.secret + "\n";  // ssh passes it to the agent's stdin
     specs.push_back(std::move(spec));
   }
 

@@ -16,7 +16,7 @@ constexpr const char* kEndpointForms =
 constexpr const char* kConfFlag = "--rdzv-conf";
 constexpr const char* kConfKeys =
     "join_timeout, timeout, last_call_timeout, close_timeout, keep_alive_interval, heartbeat_timeout, "
-    "keep_alive_max_attempt, read_timeout, is_host, use_libuv, store_type";
+    "keep_alive_max_attempt, read_timeout, is_host, secret_file, use_libuv, store_type";
 
 bool isNameCharacter(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '-' || c == '_';
@@ -94,6 +94,8 @@ void applyConfItem(const std::string& item, RendezvousSettings& settings) {
       throwInvalidFlag(kConfFlag, item, key + " expects a positive integer, like 3");
     }
     settings.keepAliveMaxAttempt = static_cast<int>(*attempts);
+  } else if (key == "secret_file") {
+    settings.secretFile = std::string(value);  // read (and its permissions checked) when the agent starts
   } else if (key == "is_host") {
     settings.isHost = parseBoolean(item, key, value);
   } else if (key == "use_libuv" || key == "store_type") {

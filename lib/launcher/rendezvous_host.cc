@@ -150,12 +150,15 @@ std::string localAddressTowards(const std::string& host, int port) {
   return local;
 }
 
-std::unique_ptr<HostedStore> hostRendezvousStoreIfOurs(const RendezvousSettings& settings) {
+std::unique_ptr<HostedStore> hostRendezvousStoreIfOurs(const RendezvousSettings& settings, const std::string& secret,
+                                                       const std::string& runId) {
   const bool ours = settings.isHost.value_or(isLocalHost(settings.endpointHost));
   if (!ours) return nullptr;
   rdzv::StoreServerOptions options;
   options.host = listenAddressFor(settings.endpointHost);
   options.port = settings.endpointPort;
+  options.secret = secret;
+  options.context = runId;
   try {
     return std::make_unique<HostedStore>(options);
   } catch (const rdzv::AddressInUse&) {
@@ -164,7 +167,9 @@ std::unique_ptr<HostedStore> hostRendezvousStoreIfOurs(const RendezvousSettings&
                                           std::to_string(settings.endpointPort) +
                                           " is taken; choose a free port for --rdzv-endpoint");
     }
-    // Another agent on this machine hosts it already: connect like everyone else.
+    // Another agent on this machine hosts it already: connect like everyone else. With a
+    // secret, the handshake then proves that the process on the port is this job's store
+    // (a squatter is refused); without one, nothing can.
     return nullptr;
   }
 }

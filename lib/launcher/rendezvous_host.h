@@ -54,7 +54,9 @@ std::string listenAddressFor(const std::string& host);
 /// MASTER_ADDR when rank 0's node hosts the workers' store. Empty when there is no route.
 std::string localAddressTowards(const std::string& host, int port);
 
-/// Hosts the rendezvous store when this agent should (see above); empty otherwise.
-std::unique_ptr<HostedStore> hostRendezvousStoreIfOurs(const RendezvousSettings& settings);
+/// Hosts the rendezvous store when this agent should (see above); empty otherwise. With a
+/// secret, the store admits only clients that prove it and are in run `runId`.
+std::unique_ptr<HostedStore> hostRendezvousStoreIfOurs(const RendezvousSettings& settings, const std::string& secret,
+                                                       const std::string& runId);
 
 }  // namespace pltrun

@@ -1,5 +1,6 @@
 #include "launcher/worker_process.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -38,6 +39,38 @@ struct JoinOwnGroupAndDieWithLauncher {
   }
 };
 
+// The read end of a pipe that already holds all of `bytes` and whose write end is closed:
+// the child reads them, then end of file. They fit the pipe's buffer, so nothing blocks.
+class FilledPipe {
+ public:
+  explicit FilledPipe(const std::string& bytes) {
+    constexpr size_t kPipeBuffer = 64 * 1024;  // Linux's default pipe capacity
+    if (bytes.size() > kPipeBuffer) throw Error(ErrorCode::InvalidArgument, "standard input over 64 KiB");
+    int ends[2];
+    if (pipe2(ends, O_CLOEXEC) != 0) throw Error(ErrorCode::System, std::string("pipe: ") + std::strerror(errno));
+    readEnd_ = ends[0];
+    size_t written = 0;
+    while (written < bytes.size()) {
+      const ssize_t count = ::write(ends[1], bytes.data() + written, bytes.size() - written);
+      if (count < 0 && errno == EINTR) continue;
+      if (count < 0) {
+        const int error = errno;
+        ::close(ends[1]);
+        throw Error(ErrorCode::System, std::string("writing a child's stdin: ") + std::strerror(error));
+      }
+      written += static_cast<size_t>(count);
+    }
+    ::close(ends[1]);
+  }
+  ~FilledPipe() { ::close(readEnd_); }  // the child has its own copy once started
+  FilledPipe(const FilledPipe&) = delete;
+  FilledPipe& operator=(const FilledPipe&) = delete;
+  int readEnd() const { return readEnd_; }
+
+ private:
+  int readEnd_ = -1;
+};
+
 }  // namespace
 
 std::string signalName(int signal) {
@@ -59,10 +92,19 @@ WorkerProcess::WorkerProcess(boost::asio::io_context& context, const Launch& lau
                              boost::asio::readable_pipe& stderrPipe) {
   std::vector<std::string> arguments(launch.argv.begin() + 1, launch.argv.end());
   bp::error_code error;
-  bp::process process = bp::default_process_launcher()(
-      context.get_executor(), error, launch.executable, arguments,
-      bp::process_stdio{nullptr, stdoutPipe, stderrPipe}, bp::process_environment(launch.environment),
-      JoinOwnGroupAndDieWithLauncher{getpid()});
+  std::optional<FilledPipe> input;
+  if (launch.standardInput) input.emplace(*launch.standardInput);
+  // Two calls, not one stdio object filled in: the bindings own descriptors and must not
+  // be copied or reassigned.
+  bp::process process =
+      input ? bp::default_process_launcher()(context.get_executor(), error, launch.executable, arguments,
+                                             bp::process_stdio{input->readEnd(), stdoutPipe, stderrPipe},
+                                             bp::process_environment(launch.environment),
+                                             JoinOwnGroupAndDieWithLauncher{getpid()})
+            : bp::default_process_launcher()(context.get_executor(), error, launch.executable, arguments,
+                                             bp::process_stdio{nullptr, stdoutPipe, stderrPipe},
+                                             bp::process_environment(launch.environment),
+                                             JoinOwnGroupAndDieWithLauncher{getpid()});
   if (error) {
     throw Error(ErrorCode::System, "cannot start '" + launch.executable + "': " + error.message());
   }

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,10 +36,14 @@ class WorkerProcess {
     std::string executable;
     std::vector<std::string> argv;  ///< argv[0] included (Boost.Process passes `executable` as argv[0])
     std::vector<std::string> environment;  ///< "KEY=VALUE" entries
+    /// What the process reads on stdin, then end of file (a secret handed to a remote
+    /// agent without putting it in argv); empty: stdin is /dev/null. At most 64 KiB.
+    std::optional<std::string> standardInput;
   };
 
-  /// Starts the process with stdin on /dev/null and stdout/stderr on new pipes whose read
-  /// ends are `stdoutPipe` and `stderrPipe`. Throws Error(System) if it cannot be started.
+  /// Starts the process with stdin on /dev/null (or a pipe holding `standardInput`) and
+  /// stdout/stderr on new pipes whose read ends are `stdoutPipe` and `stderrPipe`. Throws
+  /// Error(System) if it cannot be started.
   WorkerProcess(boost::asio::io_context& context, const Launch& launch,
                 boost::asio::readable_pipe& stdoutPipe, boost::asio::readable_pipe& stderrPipe);
   ~WorkerProcess();

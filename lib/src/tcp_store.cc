@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "pltrun/error.h"
-#include "rendezvous/sha256.h"
+#include "rendezvous/store_auth.h"
 #include "rendezvous/store_protocol.h"
 #include "socket_stream.h"
 #include "store_errors.h"
@@ -84,20 +84,38 @@ struct TcpStore::Impl {
     if (!options.secret.empty()) authenticate();
   }
 
+  // Mutual: the store proves the secret over our nonce and its own before we send our
+  // proof, so a process squatting on the port, or a store of another job, learns nothing
+  // and is refused (store_auth.h).
   void authenticate() {
-    send(request(Command::AuthHello), "authentication");
-    std::string challenge(rdzv::kAuthDigestSize, '\0');
-    receive(challenge.data(), challenge.size(), "authentication", deadlineFor(options.timeout));
-    rdzv::Digest proof = rdzv::hmacSha256(options.secret, challenge);
+    rdzv::Handshake handshake;
+    handshake.clientNonce = rdzv::randomBytes(rdzv::kAuthNonceSize);
+    handshake.context = options.authContext;
+    send(request(Command::AuthHello, {handshake.context}, {handshake.clientNonce}), "authentication");
+    std::string answer(rdzv::kAuthNonceSize + rdzv::kAuthDigestSize, '\0');
+    const auto status = socket.readExact(answer.data(), answer.size(), deadlineFor(options.timeout));
+    if (status != SocketStream::Status::Ok) {
+      socket.close();
+      throw Error(status == SocketStream::Status::Timeout ? ErrorCode::Timeout : ErrorCode::PermissionDenied,
+                  "the store at " + endpoint() + " did not prove our shared secret" +
+                      (status == SocketStream::Status::Timeout
+                           ? " (no answer in time)"
+                           : " (it closed the connection: it has no secret or another one, serves another run, "
+                             "or is not a pltrun store)"));
+    }
+    handshake.serverNonce = answer.substr(0, rdzv::kAuthNonceSize);
+    const rdzv::Digest claimed = rdzv::digestOf(std::string_view(answer).substr(rdzv::kAuthNonceSize));
+    if (!rdzv::digestsEqual(claimed, rdzv::serverProof(options.secret, handshake))) {
+      socket.close();
+      throw Error(ErrorCode::PermissionDenied, "the store at " + endpoint() +
+                                                   " could not prove our shared secret: it is not this job's store "
+                                                   "(another secret, or another program on the port)");
+    }
+    const rdzv::Digest proof = rdzv::clientProof(options.secret, handshake);
     send(request(Command::AuthProof, {}, {std::string(proof.begin(), proof.end())}), "authentication");
     std::uint8_t accepted = 0;
-    try {
-      receive(&accepted, 1, "authentication", deadlineFor(options.timeout));
-    } catch (const Error&) {
-      socket.close();
-      throw Error(ErrorCode::PermissionDenied, "the store at " + endpoint() + " refused our shared secret");
-    }
-    if (accepted != rdzv::kAuthAccepted) {
+    if (socket.readExact(&accepted, 1, deadlineFor(options.timeout)) != SocketStream::Status::Ok ||
+        accepted != rdzv::kAuthAccepted) {
       socket.close();
       throw Error(ErrorCode::PermissionDenied, "the store at " + endpoint() + " refused our shared secret");
     }

@@ -10,10 +10,13 @@
 #include <fstream>
 #include <set>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <thread>
 
 #include "helpers/child_process.h"
 #include "helpers/sshd_fixture.h"
+#include "pltrun/error.h"
+#include "pltrun/tcp_store.h"
 
 using namespace pltrun::test;
 using namespace std::chrono_literals;
@@ -180,4 +183,44 @@ TEST_CASE("many hosts (--hosts): a dropped ssh connection stops that host's agen
   INFO(end.err);
   CHECK(end.status != 0);
   CHECK(noneLeftMentioning("remote-drop", 10s));
+}
+
+TEST_CASE("many hosts: the driver's rendezvous admits only its agents, whose secret is in no argv",
+          "[remote][e2e][auth]") {
+  SKIP_WITHOUT_SSHD();
+  Hosts hosts;
+  TempDir directory;
+  ChildProcess driver(hosts.driverArgs("remote-auth", {testWorker(), "signals", directory.path()}));
+  const std::optional<std::string> started = driver.waitForStderr("rendezvous store on", 30s);
+  REQUIRE(started);
+  std::smatch match;
+  REQUIRE(std::regex_search(*started, match, std::regex("rendezvous store on 127\\.0\\.0\\.1:(\\d+)")));
+  const int port = std::stoi(match[1]);
+  for (int rank = 0; rank < 4; ++rank) REQUIRE(waitForFile(directory / ("ready_" + std::to_string(rank)), 60s));
+
+  // Every agent authenticated (the job formed); a client without the job's secret, which
+  // the driver made up and handed over ssh's stdin, cannot even read.
+  pltrun::TcpStoreOptions options;
+  options.port = port;
+  options.connectTimeout = 5s;
+  options.timeout = 5s;
+  CHECK_THROWS_AS(pltrun::TcpStore(options).numKeys(), pltrun::Error);
+  options.secret = "not the secret, but long enough";
+  options.authContext = "remote-auth";
+  CHECK_THROWS_AS(pltrun::TcpStore(options), pltrun::Error);
+
+  // The agents' command lines say where the secret comes from, never the secret (the
+  // driver's are 64 hex digits).
+  const std::vector<pid_t> agents = processesMentioning("secret_file=-");
+  CHECK(agents.size() >= 2);
+  for (pid_t pid : processesMentioning("remote-auth")) {
+    const std::string cmdline = readFile("/proc/" + std::to_string(pid) + "/cmdline");
+    INFO(cmdline);
+    CHECK_FALSE(std::regex_search(cmdline, std::regex("[0-9a-f]{64}")));
+  }
+  driver.signal(SIGINT);
+  Finished end = driver.wait(60s);
+  INFO(end.err);
+  CHECK(end.status == 128 + SIGINT);
+  CHECK(noneLeftMentioning("remote-auth", 10s));
 }

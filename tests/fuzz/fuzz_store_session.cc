@@ -8,8 +8,9 @@
 //
 // Input: a flags byte, then the bytes the client(s) send.
 //   bit 0  use the server with a shared secret (AUTH_HELLO/AUTH_PROOF before anything else)
-//   bit 1  with bit 0: each connection first authenticates correctly (the harness computes
-//          the HMAC), so the fuzz bytes reach the commands behind authentication
+//   bit 1  with bit 0: each connection first passes the mutual handshake (the harness checks
+//          the server's proof and computes its own), so the fuzz bytes reach the commands
+//          behind authentication
 //   bit 2  framed: two connections, and the rest is a sequence of records
 //            [control byte][payload]
 //          control bit 7 picks the connection; bits 0-6: 127 = shut this connection's write
@@ -49,7 +50,7 @@
 #include <string_view>
 #include <vector>
 
-#include "rendezvous/sha256.h"
+#include "rendezvous/store_auth.h"
 #include "rendezvous/store_protocol.h"
 #include "rendezvous/store_server.h"
 #include "rendezvous/store_table.h"
@@ -61,6 +62,7 @@ namespace {
 constexpr std::uint8_t kFlagSecured = 1, kFlagAuthenticate = 2, kFlagFramed = 4;
 constexpr std::uint8_t kShutdownRecord = 127;
 constexpr char kSecret[] = "fuzz-shared-secret";
+constexpr char kRunId[] = "fuzz-run";  // the secured server serves this run only
 // Far above what an input takes (microseconds); reaching it means a session is stuck.
 constexpr auto kDeadline = std::chrono::seconds(10);
 
@@ -90,6 +92,7 @@ struct Harness {
     options.idleTimeout = std::chrono::milliseconds(2000);
     open = std::make_unique<rdzv::StoreServer>(context, options);
     options.secret = kSecret;
+    options.context = kRunId;
     secured = std::make_unique<rdzv::StoreServer>(context, options);
     open->start();
     secured->start();
@@ -228,11 +231,20 @@ void authenticate(std::vector<Client>& clients, size_t index) {
   Client& client = clients[index];
   client.collect = true;
   client.received.clear();
-  sendAll(clients, index, std::string(1, static_cast<char>(0xA0)));  // AUTH_HELLO
-  runUntil(clients, [&] { return client.received.size() >= rdzv::kAuthDigestSize || client.serverDone; },
-           "no AUTH_HELLO challenge");
-  if (client.received.size() != rdzv::kAuthDigestSize) fail("the AUTH_HELLO reply is not a 32-byte challenge");
-  rdzv::Digest proof = rdzv::hmacSha256(kSecret, client.received);
+  rdzv::Handshake handshake{std::string(rdzv::kAuthNonceSize, 'n'), "", kRunId};
+  rdzv::Request hello;
+  hello.command = rdzv::Command::AuthHello;
+  hello.keys = {handshake.context};
+  hello.values = {handshake.clientNonce};
+  sendAll(clients, index, rdzv::encodeRequest(rdzv::Dialect::Torch2, hello));
+  const size_t answerSize = rdzv::kAuthNonceSize + rdzv::kAuthDigestSize;
+  runUntil(clients, [&] { return client.received.size() >= answerSize || client.serverDone; },
+           "no AUTH_HELLO answer");
+  if (client.received.size() != answerSize) fail("the AUTH_HELLO answer is not a nonce and a proof");
+  handshake.serverNonce = client.received.substr(0, rdzv::kAuthNonceSize);
+  const rdzv::Digest claimed = rdzv::digestOf(std::string_view(client.received).substr(rdzv::kAuthNonceSize));
+  if (!rdzv::digestsEqual(claimed, rdzv::serverProof(kSecret, handshake))) fail("the server's proof is wrong");
+  const rdzv::Digest proof = rdzv::clientProof(kSecret, handshake);
   std::string request(1, static_cast<char>(0xA1));  // AUTH_PROOF
   request.append(reinterpret_cast<const char*>(proof.data()), proof.size());
   client.received.clear();

@@ -42,6 +42,18 @@ class RawConnection {
     }
     return true;
   }
+  /// Exactly `size` reply bytes; fewer when the server closes first (or 5 s pass).
+  std::string receive(size_t size) {
+    std::string bytes(size, '\0');
+    size_t got = 0;
+    while (got < size) {
+      ssize_t n = recv(fd_, bytes.data() + got, size - got, 0);
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    bytes.resize(got);
+    return bytes;
+  }
   /// True when the server closed the connection within 5 s; replies that come first are
   /// read and dropped.
   bool closedByServer() {

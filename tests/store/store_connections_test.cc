@@ -3,15 +3,13 @@
 // one that waited longest makes room; out of descriptors, new connections are closed at
 // once with one log line instead of left hanging. Loopback, port 0.
 
-#include <sys/stat.h>
-
 #include <catch2/catch.hpp>
 #include <chrono>
-#include <fstream>
 #include <memory>
 #include <vector>
 
 #include "helpers/child_process.h"
+#include "helpers/secret_file_fixture.h"
 #include "pltrun/error.h"
 #include "pltrun/tcp_store.h"
 #include "store/raw_connection.h"
@@ -22,23 +20,6 @@ using namespace pltrun::test;
 using namespace std::chrono_literals;
 
 namespace {
-
-const std::string kSecret = "the job's secret";
-
-class SecretFile {
- public:
-  SecretFile() {
-    std::ofstream file(dir_ / "secret");
-    file << kSecret << "\n";
-    file.close();
-    chmod(path().c_str(), 0600);
-  }
-  std::string path() const { return dir_ / "secret"; }
-
- private:
-  TempDir dir_;
-};
-
 
 size_t countOf(const std::string& text, const std::string& what) {
   size_t count = 0;
@@ -67,7 +48,7 @@ TEST_CASE("idle unauthenticated sockets cannot keep a client with the secret out
   for (int i = 0; i < 20; ++i) squatters.push_back(std::make_unique<RawConnection>(store.portNumber()));
   std::this_thread::sleep_for(100ms);  // all accepted
   const auto started = std::chrono::steady_clock::now();
-  std::unique_ptr<TcpStore> client = storeClient(store.portNumber(), kSecret);
+  std::unique_ptr<TcpStore> client = storeClient(store.portNumber(), secret.secret());
   client->set("k", "v");
   CHECK(client->get("k", 1s) == "v");
   CHECK(std::chrono::steady_clock::now() - started < 1s);
@@ -99,4 +80,21 @@ TEST_CASE("out of descriptors, new connections are closed at once and the store 
   INFO(log);
   CHECK(countOf(log, "out of file descriptors") == 1);
   CHECK(countOf(log, "accept failed") == 0);
+}
+
+TEST_CASE("pltrun-store takes its secret from PLTRUN_SECRET_FILE, and refuses a file others can read",
+          "[store][connections][auth]") {
+  SecretFile secret;
+  StoreProcess store({}, {"/usr/bin/env", "PLTRUN_SECRET_FILE=" + secret.path()});
+  CHECK_THROWS_AS(storeClient(store.portNumber())->numKeys(), Error);
+  CHECK(storeClient(store.portNumber(), secret.secret())->numKeys() == 0);
+
+  SecretFile readable("readable by every user of the machine", 0644);
+  ChildProcess refused({PLTRUN_STORE_BINARY, "--port", "0", "--secret-file", readable.path()});
+  Finished end = refused.wait(10s);
+  INFO(end.err);
+  CHECK(end.status == 2);
+  CHECK(end.err == "pltrun-store: error: --secret-file: '" + readable.path() +
+                       "' is readable or writable by other users (mode 0644): run chmod 600 '" + readable.path() +
+                       "'\n");
 }

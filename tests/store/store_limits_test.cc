@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "helpers/child_process.h"
+#include "helpers/secret_file_fixture.h"
 #include "pltrun/error.h"
 #include "pltrun/tcp_store.h"
 #include "rendezvous/store_protocol.h"
@@ -97,13 +98,8 @@ TEST_CASE("pipelined GETs whose replies are never read leave the store under 100
 }
 
 TEST_CASE("before authentication a large SET is refused on its first bytes, not buffered", "[store][limits][auth]") {
-  TempDir dir;
-  {
-    std::ofstream secret(dir / "secret");
-    secret << "a shared secret\n";
-  }
-  chmod((dir / "secret").c_str(), 0600);
-  StoreProcess store({"--secret-file", dir / "secret"});
+  SecretFile secret;
+  StoreProcess store({"--secret-file", secret.path()});
   const long before = store.statusKb("VmHWM");
   // Five clients each send a 60 MiB SET one byte short (after a VALIDATE, which is allowed
   // before authentication), as much of it as the store takes.
@@ -120,7 +116,7 @@ TEST_CASE("before authentication a large SET is refused on its first bytes, not 
   INFO("store peak RSS before " << before << " kB, after " << after << " kB");
   CHECK(after - before < 1024);
   CHECK_THAT(store.log(), Catch::Contains("requires pltrun's shared-secret authentication"));
-  std::unique_ptr<TcpStore> authenticated = storeClient(store.portNumber(), "a shared secret");
+  std::unique_ptr<TcpStore> authenticated = storeClient(store.portNumber(), secret.secret());
   authenticated->set("k", "v");
   CHECK(authenticated->get("k", 1s) == "v");
 }

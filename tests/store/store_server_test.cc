@@ -15,6 +15,7 @@
 
 #include "helpers/child_process.h"
 #include "pltrun/error.h"
+#include "rendezvous/store_auth.h"
 #include "rendezvous/store_protocol.h"
 #include "store/raw_connection.h"
 #include "store/server_thread.h"
@@ -324,7 +325,7 @@ TEST_CASE("with a shared secret, only clients that prove it are served", "[store
   } catch (const Error& error) {
     CHECK(error.code() == ErrorCode::Network);
   }
-  // The secret never crosses the wire: only a challenge and an HMAC do (see the session).
+  // The secret never crosses the wire: only nonces and HMACs do (rendezvous/store_auth.h).
   CHECK(trusted.get("k", 5s) == "v");
 
   // A close notice is refused before authentication too, and so never fires.
@@ -332,6 +333,89 @@ TEST_CASE("with a shared secret, only clients that prove it are served", "[store
   raw.send(encode(rdzv::Dialect::Torch2, rdzv::Command::OnCloseSet, {"/unauthenticated"}, {"x"}));
   CHECK(raw.closedByServer());  // the server has handled the close by then
   CHECK_FALSE(trusted.check({"unauthenticated"}));
+}
+
+TEST_CASE("a client with a secret refuses a store that cannot prove it, before sending anything",
+          "[store][server][auth]") {
+  rdzv::StoreServerOptions open;  // no secret: what a squatter or a torch store looks like
+  ServerThread noSecret(open);
+  rdzv::StoreServerOptions other;
+  other.secret = "another job's sixteen-byte secret";
+  ServerThread otherSecret(other);
+
+  for (ServerThread* server : {&noSecret, &otherSecret}) {
+    TcpStoreOptions options = server->clientOptions();
+    options.secret = "this job's sixteen-byte secret";
+    options.connectTimeout = 5s;
+    try {
+      TcpStore client(options);
+      FAIL("a store without our secret was accepted");
+    } catch (const Error& error) {
+      CHECK(error.code() == ErrorCode::PermissionDenied);
+      CHECK_THAT(error.what(), Catch::Contains("did not prove our shared secret") ||
+                                   Catch::Contains("could not prove our shared secret"));
+    }
+  }
+  // Nothing reached the impostors: a client that stops at the server's proof sends no
+  // request at all.
+  CHECK(TcpStore(noSecret.clientOptions()).numKeys() == 0);
+  TcpStoreOptions otherOptions = otherSecret.clientOptions();
+  otherOptions.secret = other.secret;
+  CHECK(TcpStore(otherOptions).numKeys() == 0);
+}
+
+TEST_CASE("a store that serves one run refuses a client of another", "[store][server][auth]") {
+  rdzv::StoreServerOptions options;
+  options.secret = "the shared sixteen-byte secret";
+  options.context = "run-a";
+  ServerThread server(options);
+  TcpStoreOptions mine = server.clientOptions();
+  mine.secret = options.secret;
+  mine.authContext = "run-a";
+  TcpStore member(mine);
+  member.set("k", "v");
+
+  TcpStoreOptions theirs = mine;
+  theirs.authContext = "run-b";
+  try {
+    TcpStore stranger(theirs);
+    FAIL("a client of another run was accepted");
+  } catch (const Error& error) {
+    CHECK(error.code() == ErrorCode::PermissionDenied);
+  }
+  CHECK(member.get("k", 5s) == "v");
+}
+
+TEST_CASE("a proof seen on one connection is refused on another (both nonces bind it)", "[store][server][auth]") {
+  rdzv::StoreServerOptions options;
+  options.secret = "the shared sixteen-byte secret";
+  ServerThread server(options);
+  const std::string clientNonce(rdzv::kAuthNonceSize, 'c');
+  const std::string hello = encode(rdzv::Dialect::Torch2, rdzv::Command::AuthHello, {"run"}, {clientNonce});
+
+  // A legitimate handshake, as someone on the path would see it.
+  RawConnection first(server.port());
+  REQUIRE(first.send(hello));
+  const std::string answer = first.receive(2 * rdzv::kAuthNonceSize);
+  REQUIRE(answer.size() == 2 * rdzv::kAuthNonceSize);
+  const rdzv::Handshake seen{clientNonce, answer.substr(0, rdzv::kAuthNonceSize), "run"};
+  CHECK(rdzv::digestsEqual(rdzv::digestOf(answer.substr(rdzv::kAuthNonceSize)),
+                           rdzv::serverProof(options.secret, seen)));
+  const rdzv::Digest proof = rdzv::clientProof(options.secret, seen);
+  const std::string proofRequest =
+      encode(rdzv::Dialect::Torch2, rdzv::Command::AuthProof, {}, {std::string(proof.begin(), proof.end())});
+  REQUIRE(first.send(proofRequest));
+  CHECK(first.receive(1) == std::string(1, static_cast<char>(rdzv::kAuthAccepted)));
+
+  // The same hello and proof replayed on a new connection: the server's nonce is new, so
+  // the old proof is wrong, and the connection is closed.
+  RawConnection replay(server.port());
+  REQUIRE(replay.send(hello));
+  const std::string second = replay.receive(2 * rdzv::kAuthNonceSize);
+  REQUIRE(second.size() == 2 * rdzv::kAuthNonceSize);
+  CHECK(second.substr(0, rdzv::kAuthNonceSize) != seen.serverNonce);
+  replay.send(proofRequest);
+  CHECK(replay.closedByServer());
 }
 
 TEST_CASE("pltrun-store prints its port, serves, and stops on SIGTERM", "[store][server][executable]") {

@@ -142,7 +142,8 @@ std::vector<Request> sharedRequests() {
       makeRequest(Command::GetNumKeys),
       makeRequest(Command::DeleteKey, {"k"}),
       makeRequest(Command::DeleteKey, {kNulKey}),
-      makeRequest(Command::AuthHello),
+      makeRequest(Command::AuthHello, {"run-1"}, {kProof}),
+      makeRequest(Command::AuthHello, {""}, {std::string(32, '\0')}),
       makeRequest(Command::AuthProof, {}, {kProof}),
       makeRequest(Command::AuthProof, {}, {std::string(32, '\0')}),
       makeRequest(Command::SetEphemeral, {"eph"}, {"v"}),
@@ -535,8 +536,9 @@ TEST_CASE("pltrun's extension commands have the same bytes in both dialects", "[
   for (Dialect d : kDialects) {
     CAPTURE(d);
     {
-      const std::string wire = bytes({0xA0});
-      Request request = makeRequest(Command::AuthHello);
+      // The 32-byte nonce raw, then the context like a key (u64 length, bytes).
+      const std::string wire = bytes({0xA0}) + kProof + bytes({3, 0, 0, 0, 0, 0, 0, 0, 'r', 'u', 'n'});
+      Request request = makeRequest(Command::AuthHello, {"run"}, {kProof});
       CHECK(hex(encodeRequest(d, request)) == hex(wire));
       checkDecodesTo(d, wire, request);
     }
@@ -890,7 +892,8 @@ TEST_CASE("detectDialect: undecided for extensions and short starts", "[store_pr
     CHECK(dialectName(detectDialect(bytes({byte}))) == "undecided");
     CHECK(dialectName(detectDialect(bytes({byte}) + std::string(40, '\x01'))) == "undecided");
   }
-  CHECK(dialectName(detectDialect(encodeRequest(Dialect::Torch2, makeRequest(Command::AuthHello)))) == "undecided");
+  CHECK(dialectName(detectDialect(encodeRequest(Dialect::Torch2, makeRequest(Command::AuthHello, {"r"}, {kProof})))) ==
+        "undecided");
   // Byte 0 followed by fewer than four bytes: VALIDATE or a 1.13 SET, cannot tell yet.
   const std::string validate = bytes({0x00, 0xCE, 0xF7, 0x85, 0x3C});
   for (size_t length = 1; length < 5; ++length) {
@@ -1090,4 +1093,17 @@ TEST_CASE("RequestMeasure refuses over-limit sizes as the headers arrive, with d
     CHECK(measure.advance(Dialect::Torch113, "\x20") == DecodeStatus::Invalid);
     CHECK(measure.error() == decode(Dialect::Torch113, "\x20", limits).error);
   }
+}
+
+TEST_CASE("before authentication only a small AUTH_HELLO is whole: a long context is refused on its length",
+          "[store_protocol][auth]") {
+  const std::string hello = encodeRequest(Dialect::Torch2, makeRequest(Command::AuthHello, {"run-7"}, {kProof}));
+  CHECK(decodeRequest(Dialect::Torch2, hello, kBeforeAuthenticationLimits).status == DecodeStatus::Complete);
+
+  // The context's length says 2 KiB: refused with only the header seen, nothing buffered.
+  const std::string longContext = bytes({0xA0}) + kProof + bytes({0x00, 0x08, 0, 0, 0, 0, 0, 0});
+  const DecodeResult refused = decodeRequest(Dialect::Torch2, longContext, kBeforeAuthenticationLimits);
+  CHECK(refused.status == DecodeStatus::Invalid);
+  // The same bytes are only incomplete under the limits of an authenticated connection.
+  CHECK(decodeRequest(Dialect::Torch2, longContext, ProtocolLimits{}).status == DecodeStatus::NeedMore);
 }

@@ -24,8 +24,12 @@ struct TcpStoreOptions {
   std::chrono::milliseconds connectTimeout{30000};
   /// Default timeout of get/wait, and the limit on any single reply.
   std::chrono::milliseconds timeout{300000};
-  /// pltrun's shared-secret authentication; empty for none.
+  /// pltrun's shared-secret authentication; empty for none. With a secret both sides
+  /// prove it: a store that cannot is refused (Error(PermissionDenied)) before any request.
   std::string secret;
+  /// With a secret: the run this client is in. A store that serves one run (an agent's)
+  /// refuses clients of another; a shared pltrun-store serves any.
+  std::string authContext;
   /// Prepended to every key on the wire. torch's TCPStore client prepends "/", so with
   /// the default a key set here is the same key PyTorch programs read, and vice versa.
   std::string keyPrefix = "/";
@@ -34,7 +38,8 @@ struct TcpStoreOptions {
 class TcpStore : public Store {
  public:
   /// Connects, retrying until connectTimeout. Throws Error(Network) naming the endpoint
-  /// and the time spent, or Error(PermissionDenied) when the secret is refused.
+  /// and the time spent, or Error(PermissionDenied) when the secret is refused or the store
+  /// cannot prove it.
   explicit TcpStore(TcpStoreOptions options);
   ~TcpStore() override;
 
