@@ -82,6 +82,11 @@ std::string readSecretFile(const std::string& path, const std::string& origin) {
     ::close(fd);
   }
   while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
+  if (secret.empty() && path == "-") {
+    refuse(origin, "standard input is empty: the multi-host driver hands the job's secret there, so a "
+                   "--remote-command must pass standard input on (kubectl exec -i), or give every host the same "
+                   "secret_file");
+  }
   if (secret.empty()) refuse(origin, name + " is empty; " + kHowToMake);
   if (secret.size() < kMinimumSecretSize) {
     refuse(origin, name + " holds " + std::to_string(secret.size()) + " bytes; a secret needs at least " +

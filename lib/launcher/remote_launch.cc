@@ -86,8 +86,10 @@ std::vector<std::string> agentArguments(const LaunchConfig& config, const HostSl
                                    "--max-restarts", std::to_string(config.maxRestarts),
                                    "--term-timeout", secondsText(config.termTimeout), "--role", config.role};
   args.push_back("--rdzv-conf");
-  // secret_file=-: the job's secret comes on the agent's standard input, never in argv.
-  args.push_back("is_host=0,secret_file=-,join_timeout=" + secondsText(rdzv.joinTimeout) + ",last_call_timeout=" +
+  // The user's secret file, at the same path on every host (as pltrun itself is), or "-":
+  // the secret the driver made comes on the agent's standard input. Never in argv.
+  const std::string secretFile = rdzv.secretFile.empty() ? "-" : rdzv.secretFile;
+  args.push_back("is_host=0,secret_file=" + secretFile + ",join_timeout=" + secondsText(rdzv.joinTimeout) + ",last_call_timeout=" +
                  secondsText(rdzv.lastCallTimeout) + ",close_timeout=" + secondsText(rdzv.closeTimeout) +
                  ",keep_alive_interval=" + secondsText(rdzv.keepAliveInterval) + ",keep_alive_max_attempt=" +
                  std::to_string(rdzv.keepAliveMaxAttempt) + ",read_timeout=" + secondsText(rdzv.readTimeout));
@@ -114,8 +116,8 @@ std::vector<std::string> agentArguments(const LaunchConfig& config, const HostSl
   return args;
 }
 
-// The user's secret when one is given (the store then also serves agents started by hand
-// with it); otherwise a new one for this job alone: every agent gets it from the driver.
+// The user's secret when one is given (every host reads the same file); otherwise a new one
+// for this job alone, which the driver hands to each agent over its standard input.
 std::string jobSecret(const RendezvousSettings& settings) {
   if (!settings.secretFile.empty()) return rdzv::readSecretFile(settings.secretFile, "secret_file");
   return rdzv::toHex(rdzv::randomBytes(32));
@@ -242,7 +244,8 @@ int runDriver(const LaunchConfig& config, const Environment& inherited) {
     }
     spec.launch.argv = argv;
     spec.launch.environment = environment;
-    spec.launch.standardInput = storeOptions.secret + "\n";  // ssh passes it to the agent's stdin
+    // ssh passes it on to the agent's standard input (secret_file=-, see agentArguments).
+    if (config.rdzv.secretFile.empty()) spec.launch.standardInput = storeOptions.secret + "\n";
     specs.push_back(std::move(spec));
   }
 

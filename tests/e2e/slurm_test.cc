@@ -14,6 +14,9 @@
 #include <set>
 
 #include "helpers/child_process.h"
+#include "helpers/secret_file_fixture.h"
+#include "pltrun/error.h"
+#include "pltrun/tcp_store.h"
 
 using namespace pltrun::test;
 using namespace std::chrono_literals;
@@ -97,4 +100,40 @@ TEST_CASE("under srun, Slurm's SIGUSR1 and SIGTERM before preemption reach every
   CHECK(firstEnd.status == 128 + SIGTERM);
   CHECK(secondEnd.status == 128 + SIGTERM);
   for (int rank = 0; rank < 4; ++rank) CHECK(waitForFile(directory / ("term_" + std::to_string(rank)), 1s));
+}
+
+// docs/SECURITY.md's Slurm recipe: the batch script writes a private secret file on a
+// shared filesystem (or sbcast -p copies it to each node) and exports PLTRUN_SECRET_FILE,
+// which srun passes to every task.
+TEST_CASE("under srun, the tasks share a secret through PLTRUN_SECRET_FILE; a client without it is refused",
+          "[slurm][e2e][auth]") {
+  TempDir directory;
+  SecretFile secret;
+  const int port = freePortForSlurm();
+  const int jobId = port - 10000;
+  const std::vector<std::string> args = {"--nproc-per-node", "1", "--term-timeout", "5", testWorker(), "signals",
+                                         directory.path()};
+  std::vector<std::string> firstEnv = slurmTask(jobId, 0), secondEnv = slurmTask(jobId, 1);
+  firstEnv.push_back("PLTRUN_SECRET_FILE=" + secret.path());
+  secondEnv.push_back("PLTRUN_SECRET_FILE=" + secret.path());
+  ChildProcess first(pltrunCommand(args), firstEnv);
+  ChildProcess second(pltrunCommand(args), secondEnv);
+  for (int rank = 0; rank < 2; ++rank) REQUIRE(waitForFile(directory / ("ready_" + std::to_string(rank)), 30s));
+
+  pltrun::TcpStoreOptions options;
+  options.port = port;
+  options.connectTimeout = 5s;
+  options.timeout = 5s;
+  CHECK_THROWS_AS(pltrun::TcpStore(options).numKeys(), pltrun::Error);
+  options.secret = secret.secret();
+  options.authContext = std::to_string(jobId);  // the run id under Slurm is the job id
+  CHECK(pltrun::TcpStore(options).numKeys() > 0);
+
+  first.signal(SIGTERM);
+  second.signal(SIGTERM);
+  Finished firstEnd = first.wait(30s);
+  Finished secondEnd = second.wait(30s);
+  INFO(firstEnd.err << secondEnd.err);
+  CHECK(firstEnd.status == 128 + SIGTERM);
+  CHECK(secondEnd.status == 128 + SIGTERM);
 }

@@ -624,3 +624,26 @@ TEST_CASE("flag --help and --version are information requests", "[command_line]"
     CHECK_THAT(std::get<InformationRequest>(result).text, Contains("pltrun"));
   }
 }
+
+TEST_CASE("the rendezvous secret file: --rdzv-conf secret_file, else PLTRUN_SECRET_FILE", "[command_line]") {
+  const std::vector<std::string> elastic = {"--nnodes", "2", "--rdzv-endpoint", "node0:29400"};
+  auto parse = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = elastic;
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back("p");
+    return parseConfig(args);
+  };
+  SECTION("neither: no authentication") {
+    ScopedEnv none("PLTRUN_SECRET_FILE", std::nullopt);
+    CHECK(parse({}).rdzv.secretFile.empty());
+  }
+  SECTION("the variable alone") {
+    ScopedEnv variable("PLTRUN_SECRET_FILE", std::string("/run/secrets/job"));
+    CHECK(parse({}).rdzv.secretFile == "/run/secrets/job");
+  }
+  SECTION("the flag wins over the variable") {
+    ScopedEnv variable("PLTRUN_SECRET_FILE", std::string("/run/secrets/job"));
+    CHECK(parse({"--rdzv-conf", "join_timeout=60,secret_file=/home/me/.pltrun/secret"}).rdzv.secretFile ==
+          "/home/me/.pltrun/secret");
+  }
+}
