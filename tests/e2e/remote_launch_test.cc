@@ -15,6 +15,7 @@
 
 #include "helpers/child_process.h"
 #include "helpers/sshd_fixture.h"
+#include "helpers/store_client_options.h"
 #include "pltrun/error.h"
 #include "pltrun/tcp_store.h"
 
@@ -200,14 +201,9 @@ TEST_CASE("many hosts: the driver's rendezvous admits only its agents, whose sec
 
   // Every agent authenticated (the job formed); a client without the job's secret, which
   // the driver made up and handed over ssh's stdin, cannot even read.
-  pltrun::TcpStoreOptions options;
-  options.port = port;
-  options.connectTimeout = 5s;
-  options.timeout = 5s;
-  CHECK_THROWS_AS(pltrun::TcpStore(options).numKeys(), pltrun::Error);
-  options.secret = "not the secret, but long enough";
-  options.authContext = "remote-auth";
-  CHECK_THROWS_AS(pltrun::TcpStore(options), pltrun::Error);
+  CHECK_THROWS_AS(pltrun::TcpStore(loopbackStoreOptions(port)).numKeys(), pltrun::Error);
+  CHECK_THROWS_AS(pltrun::TcpStore(loopbackStoreOptions(port, "not the secret, but long enough", "remote-auth")),
+                  pltrun::Error);
 
   // The agents' command lines say where the secret comes from, never the secret (the
   // driver's are 64 hex digits).

@@ -14,6 +14,7 @@
 #include "e2e/elastic_job.h"
 #include "helpers/child_process.h"
 #include "helpers/secret_file_fixture.h"
+#include "helpers/store_client_options.h"
 #include "pltrun/error.h"
 #include "pltrun/tcp_store.h"
 
@@ -25,17 +26,6 @@ namespace {
 
 // What an agent writes when the job has ended: the forgery the review used.
 const std::string kForgedSuccess = R"({"reason":"succeeded","final":true})";
-
-TcpStoreOptions clientOf(int port, const std::string& secret = "", const std::string& runId = "") {
-  TcpStoreOptions options;
-  options.host = "127.0.0.1";
-  options.port = port;
-  options.connectTimeout = 5s;
-  options.timeout = 5s;
-  options.secret = secret;
-  options.authContext = runId;
-  return options;
-}
 
 // Tries to end run `runId` through the store at `port` as the review did; true when the
 // store let both writes through.
@@ -71,15 +61,15 @@ TEST_CASE("with a shared secret, a forged end of the job is refused and the work
   waitForRound(dir, 2, 0);
 
   // Without the secret, and with a wrong one: refused before any write.
-  CHECK_FALSE(forgeSuccess(clientOf(job.port()), "forged"));
-  CHECK_FALSE(forgeSuccess(clientOf(job.port(), "a guess of sixteen bytes or more", "forged"), "forged"));
+  CHECK_FALSE(forgeSuccess(loopbackStoreOptions(job.port()), "forged"));
+  CHECK_FALSE(forgeSuccess(loopbackStoreOptions(job.port(), "a guess of sixteen bytes or more", "forged"), "forged"));
   std::this_thread::sleep_for(1500ms);  // the review's agent was gone 4 ms after the forgery
   CHECK(running(agent));
   CHECK(workersAlive(dir) == 2);
 
   // The same forgery with the secret does end the job: the keys and values are the ones
   // that matter, so the refusals above are the secret's doing.
-  CHECK(forgeSuccess(clientOf(job.port(), secret.secret(), "forged"), "forged"));
+  CHECK(forgeSuccess(loopbackStoreOptions(job.port(), secret.secret(), "forged"), "forged"));
   Finished end = agent.wait(kAgentExit);
   INFO(end.err);
   CHECK(end.status == 0);
@@ -96,7 +86,7 @@ TEST_CASE("with a shared secret, a client without it cannot take a node's place"
   // The review's client took slot 0 of round 0 with addr 0.0.0.0 and set the workers' port.
   bool admitted = true;
   try {
-    TcpStore intruder(clientOf(job.port()));
+    TcpStore intruder(loopbackStoreOptions(job.port()));
     intruder.add("pltrun/rdzv/injected/r0/count", 1);
     intruder.set("pltrun/rdzv/injected/r0/master_port", "31337");
   } catch (const Error&) {
@@ -138,7 +128,7 @@ TEST_CASE("an agent that should host the store refuses a squatter on the endpoin
   }
   REQUIRE(port != 0);
   if (!withOtherSecret) {
-    TcpStore(clientOf(port)).set("pltrun/rdzv/squat/closed", R"({"reason":"failed","status":7,"final":true})");
+    TcpStore(loopbackStoreOptions(port)).set("pltrun/rdzv/squat/closed", R"({"reason":"failed","status":7,"final":true})");
   }
 
   Finished agent = runPltrun({"--nnodes", "2", "--nproc-per-node", "1", "--rdzv-endpoint",

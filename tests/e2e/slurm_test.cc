@@ -15,6 +15,7 @@
 
 #include "helpers/child_process.h"
 #include "helpers/secret_file_fixture.h"
+#include "helpers/store_client_options.h"
 #include "pltrun/error.h"
 #include "pltrun/tcp_store.h"
 
@@ -120,14 +121,9 @@ TEST_CASE("under srun, the tasks share a secret through PLTRUN_SECRET_FILE; a cl
   ChildProcess second(pltrunCommand(args), secondEnv);
   for (int rank = 0; rank < 2; ++rank) REQUIRE(waitForFile(directory / ("ready_" + std::to_string(rank)), 30s));
 
-  pltrun::TcpStoreOptions options;
-  options.port = port;
-  options.connectTimeout = 5s;
-  options.timeout = 5s;
-  CHECK_THROWS_AS(pltrun::TcpStore(options).numKeys(), pltrun::Error);
-  options.secret = secret.secret();
-  options.authContext = std::to_string(jobId);  // the run id under Slurm is the job id
-  CHECK(pltrun::TcpStore(options).numKeys() > 0);
+  CHECK_THROWS_AS(pltrun::TcpStore(loopbackStoreOptions(port)).numKeys(), pltrun::Error);
+  // The run id under Slurm is the job id.
+  CHECK(pltrun::TcpStore(loopbackStoreOptions(port, secret.secret(), std::to_string(jobId))).numKeys() > 0);
 
   first.signal(SIGTERM);
   second.signal(SIGTERM);

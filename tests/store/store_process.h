@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "helpers/child_process.h"
+#include "helpers/store_client_options.h"
 #include "pltrun/tcp_store.h"
 
 namespace pltrun::test {
@@ -86,11 +87,8 @@ class StoreProcess {
 
 /// pltrun's own client to a store on 127.0.0.1:`port` (2 s to connect, 5 s a reply).
 inline std::unique_ptr<TcpStore> storeClient(int port, const std::string& secret = "") {
-  TcpStoreOptions options;
-  options.port = port;
+  TcpStoreOptions options = loopbackStoreOptions(port, secret);
   options.connectTimeout = std::chrono::seconds(2);
-  options.timeout = std::chrono::seconds(5);
-  options.secret = secret;
   return std::make_unique<TcpStore>(options);
 }
 
