@@ -44,6 +44,11 @@ StoreSession::StoreSession(boost::asio::ip::tcp::socket socket, StoreServer& ser
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+  // Replies the peer does not acknowledge are given up after the same ~11 s: without this,
+  // a reply to a dead host is retransmitted for about 15 minutes, holding the connection
+  // and its close notice (which the other agents wait for) all that time.
+  unsigned unacknowledgedMs = static_cast<unsigned>((idle + interval * count) * 1000);
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &unacknowledgedMs, sizeof unacknowledgedMs);
 }
 
 void StoreSession::start() {

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -47,7 +48,8 @@ bool SocketStream::waitFor(short events, Clock::time_point deadline, Status& sta
   }
 }
 
-std::string SocketStream::tryConnect(const std::string& host, int port, Clock::time_point deadline) {
+std::string SocketStream::tryConnect(const std::string& host, int port, Clock::time_point deadline,
+                                     std::chrono::milliseconds unacknowledgedLimit) {
   close();
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
@@ -78,6 +80,8 @@ std::string SocketStream::tryConnect(const std::string& host, int port, Clock::t
     } else {
       int one = 1;
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      const auto limit = static_cast<unsigned>(std::clamp<long long>(unacknowledgedLimit.count(), 1, 1 << 30));
+      setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &limit, sizeof limit);
       freeaddrinfo(found);
       return {};
     }

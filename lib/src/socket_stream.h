@@ -29,7 +29,11 @@ class SocketStream {
   SocketStream& operator=(const SocketStream&) = delete;
 
   /// One attempt to connect to host:port before `deadline`; empty on success, else why not.
-  std::string tryConnect(const std::string& host, int port, Clock::time_point deadline);
+  /// Data the peer has not acknowledged within `unacknowledgedLimit` breaks the connection
+  /// (TCP_USER_TIMEOUT), so a peer cut off mid-request is noticed in that time instead of
+  /// after the kernel's retransmissions (about 15 minutes).
+  std::string tryConnect(const std::string& host, int port, Clock::time_point deadline,
+                         std::chrono::milliseconds unacknowledgedLimit);
   bool connected() const { return fd_ >= 0; }
   void close();
 

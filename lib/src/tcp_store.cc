@@ -66,7 +66,10 @@ struct TcpStore::Impl {
     auto backoff = std::chrono::milliseconds(10);
     std::string why;
     while (true) {
-      why = socket.tryConnect(options.host, options.port, deadline);
+      // A request not even acknowledged within the reply timeout has failed anyway: the
+      // agents' watcher, whose timeout is short, so learns of a cut-off store in time to
+      // fence its workers.
+      why = socket.tryConnect(options.host, options.port, deadline, options.timeout);
       if (why.empty()) break;
       const auto now = Clock::now();
       if (now >= deadline) {
