@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <charconv>
-#include <thread>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "pltrun/error.h"
 #include "rendezvous/store_table.h"
@@ -22,8 +22,8 @@ namespace {
 nlohmann::json storedJson(const std::string& key, const std::string& text) {
   nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
   if (!value.is_object()) {
-    throw Error(ErrorCode::Protocol, "rendezvous: the store holds " + printableKey(text) + " at " +
-                                         printableKey(key) + ", not the JSON object pltrun writes there");
+    throw Error(ErrorCode::Protocol, "rendezvous: the store holds " + printableKey(text) + " at " + printableKey(key) +
+                                         ", not the JSON object pltrun writes there");
   }
   return value;
 }
@@ -33,8 +33,8 @@ int storedInteger(const std::string& key, const std::string& text) {
   int value = 0;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (error != std::errc() || end != text.data() + text.size() || value < 0) {
-    throw Error(ErrorCode::Protocol, "rendezvous: the store holds " + printableKey(text) + " at " +
-                                         printableKey(key) + ", not the count pltrun writes there");
+    throw Error(ErrorCode::Protocol, "rendezvous: the store holds " + printableKey(text) + " at " + printableKey(key) +
+                                         ", not the count pltrun writes there");
   }
   return value;
 }

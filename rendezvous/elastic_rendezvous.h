@@ -111,7 +111,7 @@ class ElasticRendezvous {
   ElasticRendezvousOptions options_;
   NodeDescriptor self_;
   std::chrono::steady_clock::time_point deadline_;  ///< of the join under way
-  bool yieldToMembers_ = false;  ///< a spare waits for the next round to form before asking in
+  bool yieldToMembers_ = false;                     ///< a spare waits for the next round to form before asking in
   bool sawJobOpen_ = false;
   std::optional<int> lastMemberRound_;
 };

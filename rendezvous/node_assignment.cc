@@ -1,8 +1,7 @@
 #include "rendezvous/node_assignment.h"
 
-#include <limits>
-
 #include <algorithm>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <set>
@@ -24,7 +23,8 @@ namespace {
 json parseObject(const std::string& text, const char* what) {
   json value = json::parse(text, nullptr, false);
   if (!value.is_object()) {
-    throw Error(ErrorCode::Protocol, std::string("rendezvous: malformed ") + what + " in the store: " + text.substr(0, 200));
+    throw Error(ErrorCode::Protocol,
+                std::string("rendezvous: malformed ") + what + " in the store: " + text.substr(0, 200));
   }
   return value;
 }

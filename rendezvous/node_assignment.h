@@ -3,19 +3,18 @@
 // always give the same ranks, so a job whose membership did not change keeps its ranks
 // across restarts (checkpoints sharded by rank stay valid).
 
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 namespace pltrun::rdzv {
 
 /// What one agent tells the others when it joins a round (stored as JSON in its slot).
 struct NodeDescriptor {
-  std::string agentId;   ///< unique per agent process, stable for its lifetime
-  std::string host;      ///< host name, for messages
-  std::string addr;      ///< where peers reach this node (MASTER_ADDR when it hosts rank 0's store)
+  std::string agentId;  ///< unique per agent process, stable for its lifetime
+  std::string host;     ///< host name, for messages
+  std::string addr;     ///< where peers reach this node (MASTER_ADDR when it hosts rank 0's store)
   int localWorldSize = 1;
   std::optional<int> rankHint;  ///< --node-rank, honoured when every hint is consistent
 };
@@ -28,8 +27,8 @@ NodeDescriptor nodeDescriptorFromJson(const std::string& text);
 struct NodeAssignment {
   int nodeRank = 0;
   int nnodes = 1;
-  int worldSize = 1;   ///< workers in the whole job
-  int firstRank = 0;   ///< global rank of this node's local rank 0
+  int worldSize = 1;  ///< workers in the whole job
+  int firstRank = 0;  ///< global rank of this node's local rank 0
   std::string rank0Addr;
 };
 

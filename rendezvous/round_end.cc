@@ -30,8 +30,8 @@ const char* RoundEnd::reasonName(Reason reason) {
 }
 
 std::string RoundEnd::toJson() const {
-  nlohmann::json value = {{"reason", reasonName(reason)}, {"host", host}, {"message", message}, {"status", status},
-                          {"failures", failures}, {"final", final}};
+  nlohmann::json value = {{"reason", reasonName(reason)}, {"host", host},  {"message", message}, {"status", status},
+                          {"failures", failures},         {"final", final}};
   return value.dump();
 }
 

@@ -83,9 +83,10 @@ std::string readSecretFile(const std::string& path, const std::string& origin) {
   }
   while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
   if (secret.empty() && path == "-") {
-    refuse(origin, "standard input is empty: the multi-host driver hands the job's secret there, so a "
-                   "--remote-command must pass standard input on (kubectl exec -i), or give every host the same "
-                   "secret_file");
+    refuse(origin,
+           "standard input is empty: the multi-host driver hands the job's secret there, so a "
+           "--remote-command must pass standard input on (kubectl exec -i), or give every host the same "
+           "secret_file");
   }
   if (secret.empty()) refuse(origin, name + " is empty; " + kHowToMake);
   if (secret.size() < kMinimumSecretSize) {

@@ -32,8 +32,8 @@ Digest hmacSha256(std::string_view key, std::string_view message) {
   // HMAC() wants a non-null key pointer even for an empty key.
   static const unsigned char kEmpty = 0;
   const void* keyBytes = key.empty() ? static_cast<const void*>(&kEmpty) : static_cast<const void*>(key.data());
-  if (HMAC(EVP_sha256(), keyBytes, static_cast<int>(key.size()),
-           reinterpret_cast<const unsigned char*>(message.data()), message.size(), digest.data(), &length) == nullptr ||
+  if (HMAC(EVP_sha256(), keyBytes, static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(message.data()),
+           message.size(), digest.data(), &length) == nullptr ||
       length != digest.size()) {
     throw std::runtime_error("libcrypto's HMAC-SHA256 failed");
   }

@@ -11,13 +11,13 @@ constexpr const char* kWrongMagic = "VALIDATE with a wrong magic number (not a t
 
 // Command byte -> command, per dialect; the index is the byte.
 constexpr std::array<Command, 17> kTorch2Commands = {
-    Command::Validate,  Command::Set,        Command::CompareSet, Command::Get,       Command::Add,
-    Command::Check,     Command::Wait,       Command::GetNumKeys, Command::DeleteKey, Command::Append,
-    Command::MultiGet,  Command::MultiSet,   Command::CancelWait, Command::Ping,      Command::QueuePush,
-    Command::QueuePop,  Command::QueueLen};
-constexpr std::array<Command, 9> kTorch113Commands = {
-    Command::Set,   Command::CompareSet, Command::Get,      Command::Add,      Command::Check,
-    Command::Wait,  Command::GetNumKeys, Command::WatchKey, Command::DeleteKey};
+    Command::Validate, Command::Set,      Command::CompareSet, Command::Get,       Command::Add,
+    Command::Check,    Command::Wait,     Command::GetNumKeys, Command::DeleteKey, Command::Append,
+    Command::MultiGet, Command::MultiSet, Command::CancelWait, Command::Ping,      Command::QueuePush,
+    Command::QueuePop, Command::QueueLen};
+constexpr std::array<Command, 9> kTorch113Commands = {Command::Set,        Command::CompareSet, Command::Get,
+                                                      Command::Add,        Command::Check,      Command::Wait,
+                                                      Command::GetNumKeys, Command::WatchKey,   Command::DeleteKey};
 constexpr std::array<Command, 4> kExtensionCommands = {Command::AuthHello, Command::AuthProof, Command::SetEphemeral,
                                                        Command::OnCloseSet};
 
@@ -140,12 +140,24 @@ const ArgumentLayout& layoutOf(Command command) {
 
 void readField(FieldReader& reader, Field field, Request& request, std::uint64_t& count) {
   switch (field) {
-    case Field::U32: request.number = reader.integer<std::uint32_t>(); break;
-    case Field::I64: request.number = reader.integer<std::int64_t>(); break;
-    case Field::Key: request.keys.push_back(reader.bytes()); break;
-    case Field::Value: request.values.push_back(reader.bytes()); break;
-    case Field::Count: count = reader.integer<std::uint64_t>(); break;
-    case Field::Digest: request.values.push_back(reader.raw(kAuthDigestSize)); break;
+    case Field::U32:
+      request.number = reader.integer<std::uint32_t>();
+      break;
+    case Field::I64:
+      request.number = reader.integer<std::int64_t>();
+      break;
+    case Field::Key:
+      request.keys.push_back(reader.bytes());
+      break;
+    case Field::Value:
+      request.values.push_back(reader.bytes());
+      break;
+    case Field::Count:
+      count = reader.integer<std::uint64_t>();
+      break;
+    case Field::Digest:
+      request.values.push_back(reader.raw(kAuthDigestSize));
+      break;
   }
 }
 
@@ -162,28 +174,50 @@ void readArguments(FieldReader& reader, Request& request) {
 
 const char* commandName(Command command) {
   switch (command) {
-    case Command::Validate: return "VALIDATE";
-    case Command::Set: return "SET";
-    case Command::CompareSet: return "COMPARE_SET";
-    case Command::Get: return "GET";
-    case Command::Add: return "ADD";
-    case Command::Check: return "CHECK";
-    case Command::Wait: return "WAIT";
-    case Command::GetNumKeys: return "GETNUMKEYS";
-    case Command::WatchKey: return "WATCH_KEY";
-    case Command::DeleteKey: return "DELETE_KEY";
-    case Command::Append: return "APPEND";
-    case Command::MultiGet: return "MULTI_GET";
-    case Command::MultiSet: return "MULTI_SET";
-    case Command::CancelWait: return "CANCEL_WAIT";
-    case Command::Ping: return "PING";
-    case Command::QueuePush: return "QUEUE_PUSH";
-    case Command::QueuePop: return "QUEUE_POP";
-    case Command::QueueLen: return "QUEUE_LEN";
-    case Command::AuthHello: return "AUTH_HELLO";
-    case Command::AuthProof: return "AUTH_PROOF";
-    case Command::SetEphemeral: return "SET_EPHEMERAL";
-    case Command::OnCloseSet: return "ON_CLOSE_SET";
+    case Command::Validate:
+      return "VALIDATE";
+    case Command::Set:
+      return "SET";
+    case Command::CompareSet:
+      return "COMPARE_SET";
+    case Command::Get:
+      return "GET";
+    case Command::Add:
+      return "ADD";
+    case Command::Check:
+      return "CHECK";
+    case Command::Wait:
+      return "WAIT";
+    case Command::GetNumKeys:
+      return "GETNUMKEYS";
+    case Command::WatchKey:
+      return "WATCH_KEY";
+    case Command::DeleteKey:
+      return "DELETE_KEY";
+    case Command::Append:
+      return "APPEND";
+    case Command::MultiGet:
+      return "MULTI_GET";
+    case Command::MultiSet:
+      return "MULTI_SET";
+    case Command::CancelWait:
+      return "CANCEL_WAIT";
+    case Command::Ping:
+      return "PING";
+    case Command::QueuePush:
+      return "QUEUE_PUSH";
+    case Command::QueuePop:
+      return "QUEUE_POP";
+    case Command::QueueLen:
+      return "QUEUE_LEN";
+    case Command::AuthHello:
+      return "AUTH_HELLO";
+    case Command::AuthProof:
+      return "AUTH_PROOF";
+    case Command::SetEphemeral:
+      return "SET_EPHEMERAL";
+    case Command::OnCloseSet:
+      return "ON_CLOSE_SET";
   }
   return "UNKNOWN";
 }
@@ -192,7 +226,7 @@ std::optional<Dialect> detectDialect(std::string_view start) {
   if (start.empty()) return std::nullopt;
   auto first = static_cast<std::uint8_t>(start[0]);
   if (first >= kExtensionBase) return std::nullopt;  // shared by both dialects: decide later
-  if (first != 0) return Dialect::Torch113;         // 2.x always opens with VALIDATE (0)
+  if (first != 0) return Dialect::Torch113;          // 2.x always opens with VALIDATE (0)
   if (start.size() < 5) return std::nullopt;
   std::uint32_t magic;
   std::memcpy(&magic, start.data() + 1, sizeof magic);
@@ -291,8 +325,12 @@ DecodeStatus RequestMeasure::advance(Dialect dialect, std::string_view pending) 
           }
         }
         break;
-      case Field::I64: size = 8; break;
-      case Field::Digest: size = kAuthDigestSize; break;
+      case Field::I64:
+        size = 8;
+        break;
+      case Field::Digest:
+        size = kAuthDigestSize;
+        break;
       case Field::Count: {
         if (available < 8) return status_;
         std::uint64_t count;
@@ -317,8 +355,7 @@ DecodeStatus RequestMeasure::advance(Dialect dialect, std::string_view pending) 
                       " bytes is over the limit of " + std::to_string(limit));
         }
         if (declared_ + length > limits_.maxRequestSize) {
-          return fail("a request of more than " + std::to_string(limits_.maxRequestSize) +
-                      " bytes is over the limit");
+          return fail("a request of more than " + std::to_string(limits_.maxRequestSize) + " bytes is over the limit");
         }
         if (available - 8 < length) return status_;
         declared_ += length;
@@ -376,9 +413,15 @@ DecodeResult decodeMeasuredRequest(Dialect dialect, std::string_view request) {
 }
 
 void appendU8(std::string& out, std::uint8_t value) { out.push_back(static_cast<char>(value)); }
-void appendU32(std::string& out, std::uint32_t value) { out.append(reinterpret_cast<const char*>(&value), sizeof value); }
-void appendI64(std::string& out, std::int64_t value) { out.append(reinterpret_cast<const char*>(&value), sizeof value); }
-void appendU64(std::string& out, std::uint64_t value) { out.append(reinterpret_cast<const char*>(&value), sizeof value); }
+void appendU32(std::string& out, std::uint32_t value) {
+  out.append(reinterpret_cast<const char*>(&value), sizeof value);
+}
+void appendI64(std::string& out, std::int64_t value) {
+  out.append(reinterpret_cast<const char*>(&value), sizeof value);
+}
+void appendU64(std::string& out, std::uint64_t value) {
+  out.append(reinterpret_cast<const char*>(&value), sizeof value);
+}
 void appendBytes(std::string& out, std::string_view bytes) {
   appendU64(out, bytes.size());
   out.append(bytes.data(), bytes.size());

@@ -49,7 +49,7 @@ struct Request {
   /// SET/APPEND/SET_EPHEMERAL/ON_CLOSE_SET: 1; COMPARE_SET: expected, desired; MULTI_SET:
   /// one per key
   std::vector<std::string> values;
-  std::int64_t number = 0;          ///< ADD delta; PING and VALIDATE u32 value
+  std::int64_t number = 0;  ///< ADD delta; PING and VALIDATE u32 value
 };
 
 /// Bounds that keep one request from taking the server's memory.
@@ -109,9 +109,7 @@ class RequestMeasure {
   size_t length() const { return position_; }
   const std::string& error() const { return error_; }
   /// The request's command, once its first byte has been seen and is a served command.
-  std::optional<Command> command() const {
-    return position_ > 0 ? std::optional<Command>(command_) : std::nullopt;
-  }
+  std::optional<Command> command() const { return position_ > 0 ? std::optional<Command>(command_) : std::nullopt; }
 
  private:
   DecodeStatus fail(std::string error);
@@ -119,11 +117,11 @@ class RequestMeasure {
   const ProtocolLimits& limits_;
   DecodeStatus status_ = DecodeStatus::NeedMore;
   Command command_ = Command::Ping;
-  size_t position_ = 0;         ///< bytes of whole fields measured (the command byte first)
-  size_t fieldIndex_ = 0;        ///< fixed fields measured so far
-  std::uint64_t groupsLeft_ = 0; ///< repeated groups (a key, or a key and value) still to come
-  size_t groupField_ = 0;        ///< fields of the current group measured so far
-  std::uint64_t declared_ = 0;  ///< key and value bytes so far, against maxRequestSize
+  size_t position_ = 0;           ///< bytes of whole fields measured (the command byte first)
+  size_t fieldIndex_ = 0;         ///< fixed fields measured so far
+  std::uint64_t groupsLeft_ = 0;  ///< repeated groups (a key, or a key and value) still to come
+  size_t groupField_ = 0;         ///< fields of the current group measured so far
+  std::uint64_t declared_ = 0;    ///< key and value bytes so far, against maxRequestSize
   std::string error_;
 };
 

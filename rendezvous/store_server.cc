@@ -1,7 +1,7 @@
 #include "rendezvous/store_server.h"
 
-#include <spdlog/spdlog.h>
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -55,7 +55,8 @@ StoreServer::StoreServer(asio::io_context& context, StoreServerOptions options)
   }
   if (error) {
     throw Error(ErrorCode::Network, "cannot listen on " + options_.host + ":" + std::to_string(options_.port) + ": " +
-                                        error.message() + (options_.port != 0 ? " (choose another port, or 0 for a free one)" : ""));
+                                        error.message() +
+                                        (options_.port != 0 ? " (choose another port, or 0 for a free one)" : ""));
   }
   port_ = acceptor_.local_endpoint().port();
   spareDescriptor_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -145,9 +146,10 @@ bool StoreServer::shedConnectionWithoutDescriptors() {
   // One line per 10 s at most, however many connections come.
   const auto now = std::chrono::steady_clock::now();
   if (shed_ > 0 && now - lastShedLog_ >= std::chrono::seconds(10)) {
-    spdlog::warn("store: out of file descriptors: closed {} new connection(s) at once; raise the open-file limit "
-                 "(ulimit -n) or lower --max-connections",
-                 shed_);
+    spdlog::warn(
+        "store: out of file descriptors: closed {} new connection(s) at once; raise the open-file limit "
+        "(ulimit -n) or lower --max-connections",
+        shed_);
     shed_ = 0;
     lastShedLog_ = now;
   }

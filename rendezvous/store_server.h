@@ -3,10 +3,10 @@
 // WAIT/GET served by parking the request (never polling). Embeddable (the launcher hosts
 // it on its own event loop) and run standalone by apps/pltrun-store.
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>

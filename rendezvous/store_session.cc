@@ -30,9 +30,15 @@ bool allowedBeforeAuthentication(Command command) {
 }  // namespace
 
 StoreSession::StoreSession(boost::asio::ip::tcp::socket socket, StoreServer& server, StoreTable::OwnerId id)
-    : socket_(std::move(socket)), server_(server), table_(server.table()), id_(id), peer_(describePeer(socket_)),
-      authenticated_(server.options().secret.empty()), requestTimer_(socket_.get_executor()),
-      idleTimer_(socket_.get_executor()), authTimer_(socket_.get_executor()) {
+    : socket_(std::move(socket)),
+      server_(server),
+      table_(server.table()),
+      id_(id),
+      peer_(describePeer(socket_)),
+      authenticated_(server.options().secret.empty()),
+      requestTimer_(socket_.get_executor()),
+      idleTimer_(socket_.get_executor()),
+      authTimer_(socket_.get_executor()) {
   boost::system::error_code ignored;
   socket_.set_option(boost::asio::ip::tcp::no_delay(true), ignored);
   // A peer whose host died sends no FIN: TCP keepalive probes find it within about 11 s,
@@ -112,7 +118,8 @@ void StoreSession::readMore() {
 void StoreSession::readIfRoom() {
   const size_t requests = input_.size() - inputStart_;
   if (parked_ && requests > kParkedInputLimit) {
-    close("sent " + std::to_string(requests) + " bytes while its WAIT was parked (a client sends only CANCEL_WAIT then)");
+    close("sent " + std::to_string(requests) +
+          " bytes while its WAIT was parked (a client sends only CANCEL_WAIT then)");
     return;
   }
   if (repliesPending() > kReplyHighWater) {
@@ -288,8 +295,9 @@ bool StoreSession::apply(const Request& request) {
 bool StoreSession::handleHello(const Request& request) {
   const StoreServerOptions& options = server_.options();
   if (options.secret.empty()) {
-    close("AUTH_HELLO refused: this store has no shared secret (the client has one: give the store the same "
-          "secret, or the client none)");
+    close(
+        "AUTH_HELLO refused: this store has no shared secret (the client has one: give the store the same "
+        "secret, or the client none)");
     return false;
   }
   const std::string& context = request.keys[0];
@@ -393,22 +401,23 @@ void StoreSession::flush() {
   outbox_.clear();
   writeInFlight_ = true;
   auto self = shared_from_this();
-  boost::asio::async_write(socket_, boost::asio::buffer(writing_), [this, self](boost::system::error_code error, size_t) {
-    writeInFlight_ = false;
-    writing_.clear();
-    if (closed_) return;
-    if (error) {
-      close("");
-      return;
-    }
-    flush();
-    if (decodePaused_ && repliesPending() <= kReplyHighWater) {
-      decodePaused_ = false;
-      processInputSafely();
-      if (closed_) return;
-    }
-    if (readPaused_ && !writeInFlight_) readIfRoom();
-  });
+  boost::asio::async_write(socket_, boost::asio::buffer(writing_),
+                           [this, self](boost::system::error_code error, size_t) {
+                             writeInFlight_ = false;
+                             writing_.clear();
+                             if (closed_) return;
+                             if (error) {
+                               close("");
+                               return;
+                             }
+                             flush();
+                             if (decodePaused_ && repliesPending() <= kReplyHighWater) {
+                               decodePaused_ = false;
+                               processInputSafely();
+                               if (closed_) return;
+                             }
+                             if (readPaused_ && !writeInFlight_) readIfRoom();
+                           });
 }
 
 void StoreSession::armRequestTimer() {

@@ -82,8 +82,8 @@ class StoreSession : public std::enable_shared_from_this<StoreSession> {
   bool readPaused_ = false;
   bool requestTimerArmed_ = false;
   std::uint64_t requestTimerGeneration_ = 0;
-  std::uint64_t requestsDone_ = 0;   ///< requests decoded so far on this connection
-  std::uint64_t timedRequest_ = 0;   ///< the request the running timer is for
+  std::uint64_t requestsDone_ = 0;  ///< requests decoded so far on this connection
+  std::uint64_t timedRequest_ = 0;  ///< the request the running timer is for
   boost::asio::steady_timer requestTimer_;
   boost::asio::steady_timer idleTimer_;
   boost::asio::steady_timer authTimer_;

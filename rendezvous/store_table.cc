@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <charconv>
 #include <set>
+#include <stdexcept>
 #include <string_view>
 #include <unordered_map>
-#include <stdexcept>
 
 namespace pltrun::rdzv {
 
@@ -137,11 +137,13 @@ std::int64_t StoreTable::add(const std::string& key, std::int64_t delta) {
     const std::string& text = found->second.value;
     auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), current);
     if (error != std::errc() || end != text.data() + text.size()) {
-      throw std::invalid_argument("the value of key " + printableKey(key) + " is not an integer, so it cannot be added to");
+      throw std::invalid_argument("the value of key " + printableKey(key) +
+                                  " is not an integer, so it cannot be added to");
     }
   }
   // Two's-complement wrap-around, as torch's int64 arithmetic does, without UB.
-  std::int64_t result = static_cast<std::int64_t>(static_cast<std::uint64_t>(current) + static_cast<std::uint64_t>(delta));
+  std::int64_t result =
+      static_cast<std::int64_t>(static_cast<std::uint64_t>(current) + static_cast<std::uint64_t>(delta));
   store(key, std::to_string(result), 0);
   return result;
 }

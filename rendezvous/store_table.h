@@ -36,7 +36,7 @@ std::string printableKey(const std::string& key);
 
 class StoreTable {
  public:
-  using OwnerId = std::uint64_t;   ///< a connection; 0 means "nobody"
+  using OwnerId = std::uint64_t;  ///< a connection; 0 means "nobody"
   using WaiterId = std::uint64_t;
   using Wakeup = std::function<void()>;
 
@@ -116,7 +116,9 @@ class StoreTable {
   /// Throws TableFull when a value of `size` bytes for `key` is over maxValueSize.
   void checkValueSize(const std::string& key, std::uint64_t size) const;
   /// Whether the table may hold `keys` keys of `bytes` bytes in all.
-  bool fits(std::uint64_t keys, std::uint64_t bytes) const { return keys <= limits_.maxKeys && bytes <= limits_.maxBytes; }
+  bool fits(std::uint64_t keys, std::uint64_t bytes) const {
+    return keys <= limits_.maxKeys && bytes <= limits_.maxBytes;
+  }
   /// Throws TableFull for `subject`, which would leave the table with `keys` keys (saying
   /// which limit it passes).
   [[noreturn]] void refuse(const std::string& subject, std::uint64_t keys) const;

@@ -11,7 +11,7 @@ packages=(
   nlohmann-json3-dev libspdlog-dev catch2 libssl-dev
   hyperfine time procps python3 iproute2
   openssh-server openssh-client
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format-14
 )
 for argument in "$@"; do
   case "$argument" in

@@ -7,6 +7,8 @@ bash scripts/install-deps.sh --with-torch
 # torch 2.x clients for the store tests: Debian trixie's python3-torch in a chroot (built
 # once, about 3 minutes and 1.2 GB; cached in /var/cache/pltrun afterwards).
 bash scripts/trixie-torch-chroot.sh ensure
+# Every C/C++ file as .clang-format says (clang-format-14), before anything is built.
+bash scripts/check-format.sh
 bash scripts/build.sh
 # The store's codec and server sessions under libFuzzer with ASan/UBSan, for a bounded
 # time (a separate clang build in build-fuzz/); before CTest, whose summary ends the run.

@@ -6,13 +6,13 @@
 #include <cstdio>
 #include <vector>
 
-#define CHECK_CUDA(call)                                                                        \
-  do {                                                                                          \
-    cudaError_t status_ = (call);                                                               \
-    if (status_ != cudaSuccess) {                                                               \
-      std::fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(status_));                     \
-      return 1;                                                                                 \
-    }                                                                                           \
+#define CHECK_CUDA(call)                                                    \
+  do {                                                                      \
+    cudaError_t status_ = (call);                                           \
+    if (status_ != cudaSuccess) {                                           \
+      std::fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(status_)); \
+      return 1;                                                             \
+    }                                                                       \
   } while (0)
 
 int main() {

@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
     hex += byte;
   }
   bool distinct = std::string(id.internal, sizeof id.internal) != std::string(second.internal, sizeof second.internal);
-  std::ofstream(std::string(argv[1]) + "/nccl_id_" + std::to_string(group->rank())) << hex << (distinct ? " distinct" : " same");
+  std::ofstream(std::string(argv[1]) + "/nccl_id_" + std::to_string(group->rank()))
+      << hex << (distinct ? " distinct" : " same");
   std::printf("rank %d: NCCL unique id %.16s... (%zu bytes)\n", group->rank(), hex.c_str(), sizeof id.internal);
   return 0;
 }

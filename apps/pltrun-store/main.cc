@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
   double requestTimeoutSeconds = 30, idleTimeoutSeconds = 0, authTimeoutSeconds = 5;
   std::string secretFile;
   app.add_option("--host", options.host, "address to listen on (default 127.0.0.1)");
-  app.add_option("--port", options.port, "port to listen on; 0 picks a free one (default 0)")->check(CLI::Range(0, 65535));
+  app.add_option("--port", options.port, "port to listen on; 0 picks a free one (default 0)")
+      ->check(CLI::Range(0, 65535));
   app.add_option("--max-connections", options.maxConnections, "connections held at once (default 100000)")
       ->check(CLI::PositiveNumber);
   app.add_option("--max-key-size", options.limits.maxKeySize, "largest key in bytes (default 65536)")

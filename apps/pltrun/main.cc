@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <variant>
 
-#include "pltrun/error.h"
 #include "launcher/command_line.h"
 #include "launcher/launcher.h"
 #include "launcher/launcher_log.h"
+#include "pltrun/error.h"
 
 namespace {
 

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <filesystem>
 
-
 namespace pltrun {
 namespace fs = std::filesystem;
 

@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "pltrun/error.h"
 #include "launcher/rendezvous_flags.h"
 #include "launcher/slurm.h"
 #include "launcher/text_parsing.h"
+#include "pltrun/error.h"
 
 namespace pltrun {
 namespace {
@@ -146,8 +146,8 @@ void applyNodeFlags(const RawFlags& raw, LaunchConfig& config) {
   // checked and kept, and unused, as torchrun ignores them (the rendezvous decides).
   if (!raw.masterAddr.empty()) config.masterAddr = raw.masterAddr;
   if (!raw.masterPort.empty()) {
-    int port = static_cast<int>(integerIn("--master-port", raw.masterPort, 0, 65535,
-                                          "expected a TCP port 1..65535, or 0 to pick a free one"));
+    int port = static_cast<int>(
+        integerIn("--master-port", raw.masterPort, 0, 65535, "expected a TCP port 1..65535, or 0 to pick a free one"));
     if (port != 0) config.masterPort = port;
   }
   applyEndpoint(raw, config);
@@ -196,7 +196,8 @@ void applySlurmDefaults(RawFlags& raw, LaunchConfig& config) {
   raw.nnodes = std::to_string(job->nnodes);
   raw.nodeRank = std::to_string(job->nodeRank);
   const std::string& first = job->hosts.front();
-  raw.rdzvEndpoint = (first.find(':') != std::string::npos ? "[" + first + "]" : first) + ":" + std::to_string(job->port);
+  raw.rdzvEndpoint =
+      (first.find(':') != std::string::npos ? "[" + first + "]" : first) + ":" + std::to_string(job->port);
   if (raw.runId.empty()) raw.runId = job->jobId;
   config.slurmSummary = job->describe();
 }
@@ -232,13 +233,15 @@ void applyRemoteFlags(const RawFlags& raw, LaunchConfig& config) {
   }
   remote.sshIdentity = raw.sshIdentity;
   if (!raw.remoteCommand.empty() && raw.remoteCommand.find("{host}") == std::string::npos) {
-    throwInvalidFlag("--remote-command", raw.remoteCommand, "expected a command with {host}, e.g. \"ssh -p 2222 {host}\"");
+    throwInvalidFlag("--remote-command", raw.remoteCommand,
+                     "expected a command with {host}, e.g. \"ssh -p 2222 {host}\"");
   }
   remote.remoteCommand = raw.remoteCommand;
   for (const std::string& name : raw.exports) {
     const std::string variable = name.substr(0, name.find('='));
-    if (variable.empty() || variable.find_first_not_of(
-                                "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
+    if (variable.empty() ||
+        variable.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
+            std::string::npos) {
       throwInvalidFlag("-x", name, "expected a variable name, or NAME=VALUE");
     }
     remote.exports.push_back(name);
@@ -288,8 +291,8 @@ LaunchConfig buildConfig(RawFlags raw, const std::vector<std::string>& command) 
   // The first node of a Slurm job hosts the store, whatever its name resolves to.
   if (config.slurmSummary && !config.rdzv.isHost) config.rdzv.isHost = config.rdzv.nodeRankHint == 0;
   if (!raw.maxRestarts.empty()) {
-    config.maxRestarts = static_cast<int>(
-        integerIn("--max-restarts", raw.maxRestarts, 0, 1'000'000, "expected a non-negative integer"));
+    config.maxRestarts =
+        static_cast<int>(integerIn("--max-restarts", raw.maxRestarts, 0, 1'000'000, "expected a non-negative integer"));
   }
   if (!raw.termTimeout.empty()) config.termTimeout = secondsFlag("--term-timeout", raw.termTimeout);
   if (!raw.monitorInterval.empty()) secondsFlag("--monitor-interval", raw.monitorInterval);
@@ -303,31 +306,48 @@ LaunchConfig buildConfig(RawFlags raw, const std::vector<std::string>& command) 
 }  // namespace
 
 std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const char* const* argv) {
-  CLI::App app{"pltrun: start and supervise the workers of a distributed job.\nUsage: pltrun [options] PROGRAM [ARGS...]", "pltrun"};
+  CLI::App app{
+      "pltrun: start and supervise the workers of a distributed job.\nUsage: pltrun [options] PROGRAM [ARGS...]",
+      "pltrun"};
   app.prefix_command();  // PROGRAM and everything after it belong to the program
   app.set_version_flag("--version", kVersion);
   RawFlags raw;
   addValued(app, "nproc-per-node", raw.nprocPerNode, "workers on this node: N, gpu, cpu or auto (default 1)");
-  addValued(app, "devices", raw.devices, "Lightning's devices: 3 = first three GPUs, \"1, 3\" = GPUs 1 and 3, -1 = all, 0 = none");
-  addValued(app, "nnodes", raw.nnodes, "number of nodes: N, or MIN:MAX for an elastic job (c10d rendezvous) (default 1)");
-  addValued(app, "node-rank", raw.nodeRank, "this node's rank, 0..nnodes-1 (static; default 0); with c10d a hint, 0..MAX-1");
-  addValued(app, "master-addr", raw.masterAddr, "static: address of the rank-0 node (default 127.0.0.1); ignored with c10d");
-  addValued(app, "master-port", raw.masterPort, "static: port of rank 0's store (default: a free port); ignored with c10d");
+  addValued(app, "devices", raw.devices,
+            "Lightning's devices: 3 = first three GPUs, \"1, 3\" = GPUs 1 and 3, -1 = all, 0 = none");
+  addValued(app, "nnodes", raw.nnodes,
+            "number of nodes: N, or MIN:MAX for an elastic job (c10d rendezvous) (default 1)");
+  addValued(app, "node-rank", raw.nodeRank,
+            "this node's rank, 0..nnodes-1 (static; default 0); with c10d a hint, 0..MAX-1");
+  addValued(app, "master-addr", raw.masterAddr,
+            "static: address of the rank-0 node (default 127.0.0.1); ignored with c10d");
+  addValued(app, "master-port", raw.masterPort,
+            "static: port of rank 0's store (default: a free port); ignored with c10d");
   addValued(app, "max-restarts", raw.maxRestarts, "restarts of the worker group after a failure (default 0)");
   addValued(app, "rdzv-id", raw.runId, "the job's id, the same on every node; TORCHELASTIC_RUN_ID (default: random)");
   addValued(app, "run-id", raw.runId, "same as --rdzv-id");
-  addValued(app, "rdzv-backend", raw.rdzvBackend, "static (fixed node count; --master-addr/--master-port) or c10d (elastic; nodes meet at --rdzv-endpoint). Default: static, c10d with --nnodes MIN:MAX or with --rdzv-endpoint on several nodes");
-  addValued(app, "rdzv-endpoint", raw.rdzvEndpoint, "c10d: HOST[:PORT] where the nodes meet, the same on every node (default port 29400; IPv6 as [ADDR]:PORT); unused on one node");
-  addValued(app, "rdzv-conf", raw.rdzvConf, "c10d settings KEY=VALUE,...: join_timeout, last_call_timeout, close_timeout, keep_alive_interval, read_timeout (seconds), keep_alive_max_attempt, is_host");
+  addValued(app, "rdzv-backend", raw.rdzvBackend,
+            "static (fixed node count; --master-addr/--master-port) or c10d (elastic; nodes meet at --rdzv-endpoint). "
+            "Default: static, c10d with --nnodes MIN:MAX or with --rdzv-endpoint on several nodes");
+  addValued(app, "rdzv-endpoint", raw.rdzvEndpoint,
+            "c10d: HOST[:PORT] where the nodes meet, the same on every node (default port 29400; IPv6 as [ADDR]:PORT); "
+            "unused on one node");
+  addValued(app, "rdzv-conf", raw.rdzvConf,
+            "c10d settings KEY=VALUE,...: join_timeout, last_call_timeout, close_timeout, keep_alive_interval, "
+            "read_timeout (seconds), keep_alive_max_attempt, is_host");
   addValued(app, "local-addr", raw.localAddr, "this node's address as the other nodes reach it (default: detected)");
   addValued(app, "role", raw.role, "ROLE_NAME of the workers (default 'default')");
   addValued(app, "log-dir", raw.logDir, "keep every worker's output under DIR/RUN_ID/attempt_N/LOCAL_RANK/");
-  addValued(app, "redirects", raw.redirects, "streams kept out of the console: 0 none, 1 out, 2 err, 3 both, or 0:1,1:2", "-r");
+  addValued(app, "redirects", raw.redirects,
+            "streams kept out of the console: 0 none, 1 out, 2 err, 3 both, or 0:1,1:2", "-r");
   addValued(app, "tee", raw.tee, "streams also written to log files (same values as --redirects)", "-t");
   addValued(app, "local-ranks-filter", raw.localRanksFilter, "local ranks whose output reaches the console, e.g. 0,1");
-  addValued(app, "term-timeout", raw.termTimeout, "seconds between SIGTERM and SIGKILL when stopping workers (default 30)");
-  addValued(app, "monitor-interval", raw.monitorInterval, "accepted for torchrun compatibility; pltrun reacts to exits at once");
-  addValued(app, "start-method", raw.startMethod, "accepted for torchrun compatibility; workers are always separate processes");
+  addValued(app, "term-timeout", raw.termTimeout,
+            "seconds between SIGTERM and SIGKILL when stopping workers (default 30)");
+  addValued(app, "monitor-interval", raw.monitorInterval,
+            "accepted for torchrun compatibility; pltrun reacts to exits at once");
+  addValued(app, "start-method", raw.startMethod,
+            "accepted for torchrun compatibility; workers are always separate processes");
   addFlag(app, "standalone", raw.standalone, "single-node job on localhost with a free port and a random run id");
   addFlag(app, "module", raw.module, "PROGRAM is a Python module (python -m)", "-m");
   addFlag(app, "no-python", raw.noPython, "execute PROGRAM directly, even if it ends in .py");
@@ -343,7 +363,8 @@ std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const 
   addValued(app, "ssh-identity", raw.sshIdentity, "the private key ssh uses");
   addValued(app, "remote-command", raw.remoteCommand,
             "how to run a command on a host, with {host}: 'ssh -F cfg {host}', 'kubectl exec {host} --'");
-  app.add_option("-x,--export", raw.exports, "pass this variable (NAME or NAME=VALUE) to the remote workers; repeatable")
+  app.add_option("-x,--export", raw.exports,
+                 "pass this variable (NAME or NAME=VALUE) to the remote workers; repeatable")
       ->allow_extra_args(false)  // one value per -x: what follows may be PROGRAM
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   addValued(app, "env-file", raw.envFile, "KEY=VALUE lines passed to the remote workers");

@@ -2,8 +2,8 @@
 
 #include <set>
 
-#include "pltrun/error.h"
 #include "launcher/text_parsing.h"
+#include "pltrun/error.h"
 
 namespace pltrun {
 namespace {
@@ -15,9 +15,9 @@ constexpr const char* kAccepted =
 
 std::vector<int> firstGpus(const std::string& value, long long count, int visibleGpuCount) {
   if (count > visibleGpuCount) {
-    throwInvalidFlag(kFlag, value,
-                     "asks for " + std::to_string(count) + " GPUs but " +
-                         std::to_string(visibleGpuCount) + " are visible");
+    throwInvalidFlag(
+        kFlag, value,
+        "asks for " + std::to_string(count) + " GPUs but " + std::to_string(visibleGpuCount) + " are visible");
   }
   std::vector<int> indices;
   for (int index = 0; index < count; ++index) indices.push_back(index);
@@ -34,9 +34,9 @@ std::vector<int> indexList(const std::string& value, std::string_view list, int 
     auto index = parseInteger(piece);
     if (!index || *index < 0) throwInvalidFlag(kFlag, value, kAccepted);
     if (*index >= visibleGpuCount) {
-      throwInvalidFlag(kFlag, value,
-                       "GPU " + std::to_string(*index) + " is not visible (" +
-                           std::to_string(visibleGpuCount) + " GPUs visible)");
+      throwInvalidFlag(
+          kFlag, value,
+          "GPU " + std::to_string(*index) + " is not visible (" + std::to_string(visibleGpuCount) + " GPUs visible)");
     }
     if (!seen.insert(static_cast<int>(*index)).second) {
       throwInvalidFlag(kFlag, value, "GPU " + std::to_string(*index) + " is listed twice");
@@ -66,8 +66,7 @@ std::vector<int> parseDevices(const std::string& value, int visibleGpuCount) {
   return firstGpus(value, *count, visibleGpuCount);
 }
 
-std::string cudaVisibleDevicesFor(const std::vector<int>& selected,
-                                  const std::vector<std::string>& visibleIds) {
+std::string cudaVisibleDevicesFor(const std::vector<int>& selected, const std::vector<std::string>& visibleIds) {
   std::string joined;
   for (int index : selected) {
     if (!joined.empty()) joined += ',';

@@ -15,7 +15,6 @@ std::vector<int> parseDevices(const std::string& value, int visibleGpuCount);
 
 /// The CUDA_VISIBLE_DEVICES value that exposes `selected` (indices into `visibleIds`, the
 /// ids this process sees: the entries of its own CUDA_VISIBLE_DEVICES, or "0".."n-1").
-std::string cudaVisibleDevicesFor(const std::vector<int>& selected,
-                                  const std::vector<std::string>& visibleIds);
+std::string cudaVisibleDevicesFor(const std::vector<int>& selected, const std::vector<std::string>& visibleIds);
 
 }  // namespace pltrun

@@ -54,7 +54,8 @@ int parsePortValue(const std::string& key, const std::string& value) {
 // How long the round watcher waits for any one reply before it declares the store lost.
 std::chrono::milliseconds fenceDeadline(const RendezvousSettings& settings) {
   const auto othersNotice = settings.keepAliveInterval * std::max(1, settings.keepAliveMaxAttempt - 1);
-  return std::max(std::chrono::milliseconds(200), std::chrono::duration_cast<std::chrono::milliseconds>(othersNotice / 3));
+  return std::max(std::chrono::milliseconds(200),
+                  std::chrono::duration_cast<std::chrono::milliseconds>(othersNotice / 3));
 }
 
 // A stop signal arrived while no worker group was running.
@@ -144,9 +145,10 @@ ElasticAgent::ElasticAgent(const ElasticJob& job)
                  hosted_->port());
   }
   if (secret.empty() && !isLoopbackAddress(listenAddressFor(settings_.endpointHost))) {
-    spdlog::warn("the rendezvous at {}:{} is not authenticated: anyone who can reach it can end this job or join it; "
-                 "give every agent the same --rdzv-conf secret_file=PATH or PLTRUN_SECRET_FILE (docs/SECURITY.md)",
-                 settings_.endpointHost, storeOptions_.port);
+    spdlog::warn(
+        "the rendezvous at {}:{} is not authenticated: anyone who can reach it can end this job or join it; "
+        "give every agent the same --rdzv-conf secret_file=PATH or PLTRUN_SECRET_FILE (docs/SECURITY.md)",
+        settings_.endpointHost, storeOptions_.port);
   }
   try {
     connectStore();  // waits up to read_timeout for the store's host to come up
@@ -176,7 +178,8 @@ ElasticAgent::ElasticAgent(const ElasticJob& job)
   options.joinTimeout = settings_.joinTimeout;
   options.lastCallTimeout = settings_.lastCallTimeout;
   options.closeTimeout = settings_.closeTimeout;
-  options.pollInterval = std::min(options.pollInterval, std::max(settings_.lastCallTimeout / 4, std::chrono::milliseconds(10)));
+  options.pollInterval =
+      std::min(options.pollInterval, std::max(settings_.lastCallTimeout / 4, std::chrono::milliseconds(10)));
   rendezvous_ = std::make_unique<rdzv::ElasticRendezvous>(*store_, options, self);
   // Created here, before any round: its listeners open only when this node is rank 0. It
   // listens on the address this node joined with (the workers' MASTER_ADDR) when that is a
@@ -184,8 +187,8 @@ ElasticAgent::ElasticAgent(const ElasticJob& job)
   // address this machine does not own (--local-addr behind NAT). Rank 0's worker's port is
   // picked on that address (pickFreePort falls back to every interface the same way).
   if (job_.config.agentStore) {
-    workersStore_ = std::make_unique<AttemptStore>(
-        AttemptStore::Host::Launcher, isLocalHost(self.addr) ? listenAddressFor(self.addr) : "0.0.0.0");
+    workersStore_ = std::make_unique<AttemptStore>(AttemptStore::Host::Launcher,
+                                                   isLocalHost(self.addr) ? listenAddressFor(self.addr) : "0.0.0.0");
   } else {
     workersStore_ = std::make_unique<AttemptStore>(AttemptStore::Host::RankZeroWorker, self.addr);
   }
@@ -216,7 +219,8 @@ std::unique_ptr<TcpStore> ElasticAgent::connectStore() const { return std::make_
 std::string ElasticAgent::refusedStoreAdvice() const {
   if (!hosted_ && isLocalHost(settings_.endpointHost)) {
     return "; this machine should host the rendezvous store, but another process holds port " +
-           std::to_string(storeOptions_.port) + " and is not this job's store: stop it, or choose another port for "
+           std::to_string(storeOptions_.port) +
+           " and is not this job's store: stop it, or choose another port for "
            "--rdzv-endpoint";
   }
   return "; give every agent of the job the same --rdzv-conf secret_file (or PLTRUN_SECRET_FILE) and --rdzv-id";
@@ -254,13 +258,16 @@ GroupSettings ElasticAgent::groupSettings(int round) {
   settings.termTimeout = job_.config.termTimeout;
   settings.host = host_;
   settings.onWorkerStarted = [this, round](const WorkerSpec& spec, pid_t pid) {
-    events_.write("worker_started", {{"round", round}, {"rank", spec.rank}, {"local_rank", spec.localRank}, {"pid", pid}});
+    events_.write("worker_started",
+                  {{"round", round}, {"rank", spec.rank}, {"local_rank", spec.localRank}, {"pid", pid}});
   };
   settings.onWorkerExited = [this, round](const WorkerSpec& spec, pid_t pid, const ProcessEnd& end) {
-    nlohmann::json fields = {{"round", round}, {"rank", spec.rank}, {"local_rank", spec.localRank}, {"pid", pid},
-                             {"status", end.shellStatus()}, {"description", end.describe()}};
-    if (end.signal != 0) fields["signal"] = end.signal;
-    else fields["exit_code"] = end.exitCode;
+    nlohmann::json fields = {{"round", round}, {"rank", spec.rank},           {"local_rank", spec.localRank},
+                             {"pid", pid},     {"status", end.shellStatus()}, {"description", end.describe()}};
+    if (end.signal != 0)
+      fields["signal"] = end.signal;
+    else
+      fields["exit_code"] = end.exitCode;
     events_.write("worker_exited", fields);
   };
   return settings;
@@ -268,8 +275,7 @@ GroupSettings ElasticAgent::groupSettings(int round) {
 
 int ElasticAgent::run() {
   watchSignals();
-  spdlog::info("run {}: joining an elastic job of {} node(s) through the store at {}:{} ({} workers here)",
-               job_.runId,
+  spdlog::info("run {}: joining an elastic job of {} node(s) through the store at {}:{} ({} workers here)", job_.runId,
                settings_.minNodes == settings_.maxNodes
                    ? std::to_string(settings_.maxNodes)
                    : std::to_string(settings_.minNodes) + " to " + std::to_string(settings_.maxNodes),
@@ -285,13 +291,15 @@ int ElasticAgent::run() {
       throw;
     }
     if (error.code() == ErrorCode::Protocol && std::string_view(error.what()).rfind("rendezvous:", 0) == 0) {
-      spdlog::error("the rendezvous state of run {} in the store at {}:{} is not what pltrun writes ({}); is "
-                    "another job using the same --rdzv-id? This node stops",
-                    job_.runId, storeOptions_.host, storeOptions_.port, error.what());
+      spdlog::error(
+          "the rendezvous state of run {} in the store at {}:{} is not what pltrun writes ({}); is "
+          "another job using the same --rdzv-id? This node stops",
+          job_.runId, storeOptions_.host, storeOptions_.port, error.what());
     } else {
-      spdlog::error("lost the rendezvous store at {}:{} ({}); the agent that hosted it has ended or cannot be "
-                    "reached, so this node stops",
-                    storeOptions_.host, storeOptions_.port, error.what());
+      spdlog::error(
+          "lost the rendezvous store at {}:{} ({}); the agent that hosted it has ended or cannot be "
+          "reached, so this node stops",
+          storeOptions_.host, storeOptions_.port, error.what());
     }
   }
   events_.write("job_finished", {{"status", status}});
@@ -315,9 +323,13 @@ int ElasticAgent::runRounds() {
     spdlog::info("round {}: node rank {} of {} nodes, ranks {}-{} of {}, restart count {}, {} worker failure(s) so far",
                  info.round, place.nodeRank, place.nnodes, place.firstRank,
                  place.firstRank + job_.layout.workerCount - 1, place.worldSize, info.round, info.failures);
-    events_.write("rendezvous_complete", {{"round", info.round}, {"node_rank", place.nodeRank}, {"nnodes", place.nnodes},
-                                          {"world_size", place.worldSize}, {"first_rank", place.firstRank},
-                                          {"restart_count", info.round}, {"failures", info.failures}});
+    events_.write("rendezvous_complete", {{"round", info.round},
+                                          {"node_rank", place.nodeRank},
+                                          {"nnodes", place.nnodes},
+                                          {"world_size", place.worldSize},
+                                          {"first_rank", place.firstRank},
+                                          {"restart_count", info.round},
+                                          {"failures", info.failures}});
     currentRound_ = info.round;
     RoundResult result = runRound(info);
     currentRound_.reset();
@@ -427,9 +439,10 @@ RoundResult ElasticAgent::runRound(const RoundInfo& info) {
   context_.restart();
   context_.poll();
   if (storeLost && !ended) {
-    spdlog::error("lost the rendezvous store at {}:{} ({}); this node's workers were killed at once, before the "
-                  "other nodes could re-form without it, and this node stops",
-                  storeOptions_.host, storeOptions_.port, *storeLost);
+    spdlog::error(
+        "lost the rendezvous store at {}:{} ({}); this node's workers were killed at once, before the "
+        "other nodes could re-form without it, and this node stops",
+        storeOptions_.host, storeOptions_.port, *storeLost);
     return RoundResult{true, 1, std::nullopt};
   }
   return afterRound(info, *ended, reportedHere);
@@ -468,7 +481,9 @@ void ElasticAgent::waitForOtherNodes(const RoundInfo& info, std::optional<RoundE
 }
 
 void ElasticAgent::logRoundEnd(const RoundInfo& info, const RoundEnd& end) {
-  nlohmann::json fields = {{"round", info.round}, {"reason", RoundEnd::reasonName(end.reason)}, {"host", end.host},
+  nlohmann::json fields = {{"round", info.round},
+                           {"reason", RoundEnd::reasonName(end.reason)},
+                           {"host", end.host},
                            {"message", end.message}};
   if (end.reason == Reason::NodeJoined) events_.write("node_joined", fields);
   if (end.reason == Reason::NodeLost) events_.write("node_left", fields);
@@ -502,8 +517,8 @@ RoundResult ElasticAgent::afterRound(const RoundInfo& info, const RoundEnd& end,
   if (end.reason == Reason::NodeLost) expected = nnodes - 1;
   if (end.reason == Reason::NodeJoined) expected = std::min(nnodes + 1, settings_.maxNodes);
   if (end.reason == Reason::WorkerFailed) {
-    spdlog::warn("round {} ended: {}; restarting every node's workers ({} of {} restarts)", info.round,
-                 end.describe(), end.failures, job_.config.maxRestarts);
+    spdlog::warn("round {} ended: {}; restarting every node's workers ({} of {} restarts)", info.round, end.describe(),
+                 end.failures, job_.config.maxRestarts);
   } else {
     spdlog::warn("round {} ended: {}; re-forming the job", info.round, end.describe());
   }
@@ -537,8 +552,10 @@ int ElasticAgent::endOfClosedJob(const rdzv::JobClosed& closed) {
     return 0;
   }
   if (end.reason == Reason::TimedOut) {
-    spdlog::error("rendezvous timed out: {}; start the missing nodes (pltrun with the same --rdzv-endpoint and "
-                  "--rdzv-id), or lower the minimum of --nnodes", end.message);
+    spdlog::error(
+        "rendezvous timed out: {}; start the missing nodes (pltrun with the same --rdzv-endpoint and "
+        "--rdzv-id), or lower the minimum of --nnodes",
+        end.message);
   } else {
     spdlog::error("the job is over: {}", end.describe());
   }

@@ -69,9 +69,8 @@ std::optional<RecordedError> readErrorFile(const std::string& path) {
 
 std::string formatFailureReport(const WorkerFailure& root, const std::vector<WorkerFailure>& others) {
   std::string report = "pltrun: worker failure (root cause: the first worker to fail)\n";
-  report += "  rank " + std::to_string(root.rank) + " (local rank " + std::to_string(root.localRank) +
-            ") on " + root.host + ", pid " + std::to_string(root.pid) + ", attempt " +
-            std::to_string(root.attempt) + "\n";
+  report += "  rank " + std::to_string(root.rank) + " (local rank " + std::to_string(root.localRank) + ") on " +
+            root.host + ", pid " + std::to_string(root.pid) + ", attempt " + std::to_string(root.attempt) + "\n";
   report += "  ended with " + root.end.describe() + " at " + isoTime(root.time) + "\n";
   if (root.recorded) {
     report += "  error: " + root.recorded->message + "\n";

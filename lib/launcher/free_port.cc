@@ -19,8 +19,7 @@ int boundPort(const sockaddr* address, socklen_t length, int family) {
   int port = -1;
   sockaddr_storage bound{};
   socklen_t boundLength = sizeof bound;
-  if (bind(fd, address, length) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &boundLength) == 0) {
+  if (bind(fd, address, length) == 0 && getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &boundLength) == 0) {
     port = family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
                               : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   }
@@ -51,8 +50,8 @@ int pickFreePort(const std::string& address) {
   any.sin_addr.s_addr = htonl(INADDR_ANY);
   int port = boundPort(reinterpret_cast<sockaddr*>(&any), sizeof any, AF_INET);
   if (port <= 0) {
-    throw Error(ErrorCode::Network, "cannot find a free TCP port for " + address + ": " + strerror(errno) +
-                                        "; pass --master-port");
+    throw Error(ErrorCode::Network,
+                "cannot find a free TCP port for " + address + ": " + strerror(errno) + "; pass --master-port");
   }
   return port;
 }

@@ -31,9 +31,7 @@ int countWithNvml() {
   return static_cast<int>(count);
 }
 
-bool isDeviceUuid(std::string_view id) {
-  return id.rfind("GPU-", 0) == 0 || id.rfind("MIG-", 0) == 0;
-}
+bool isDeviceUuid(std::string_view id) { return id.rfind("GPU-", 0) == 0 || id.rfind("MIG-", 0) == 0; }
 
 }  // namespace
 
@@ -45,8 +43,7 @@ int physicalGpuCount() {
   return countWithNvml();
 }
 
-std::vector<std::string> visibleGpuIds(const std::optional<std::string>& cudaVisibleDevices,
-                                       int physicalCount) {
+std::vector<std::string> visibleGpuIds(const std::optional<std::string>& cudaVisibleDevices, int physicalCount) {
   std::vector<std::string> ids;
   if (!cudaVisibleDevices) {
     for (int index = 0; index < physicalCount; ++index) ids.push_back(std::to_string(index));

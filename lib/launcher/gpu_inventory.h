@@ -15,7 +15,6 @@ int physicalGpuCount();
 /// The device ids this process can see, as CUDA numbers them: the entries of
 /// CUDA_VISIBLE_DEVICES when it is set (up to the first invalid one, as CUDA reads it),
 /// else "0".."physicalCount-1".
-std::vector<std::string> visibleGpuIds(const std::optional<std::string>& cudaVisibleDevices,
-                                       int physicalCount);
+std::vector<std::string> visibleGpuIds(const std::optional<std::string>& cudaVisibleDevices, int physicalCount);
 
 }  // namespace pltrun

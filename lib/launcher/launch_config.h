@@ -56,8 +56,8 @@ struct RemoteLaunchSettings {
   std::string remoteCommand;         ///< --remote-command template with {host}; empty: ssh
   std::vector<std::string> exports;  ///< -x NAME or -x NAME=VALUE
   std::optional<std::string> envFile;
-  std::string networkInterface;      ///< where the hosts reach the driver; empty: the route to them
-  std::string remotePltrun;          ///< pltrun on the hosts; empty: this binary's path
+  std::string networkInterface;  ///< where the hosts reach the driver; empty: the route to them
+  std::string remotePltrun;      ///< pltrun on the hosts; empty: this binary's path
 };
 
 struct LaunchConfig {
@@ -100,8 +100,8 @@ struct LaunchConfig {
 
   // Output.
   std::optional<std::string> logDir;
-  StreamSelection redirects;  ///< streams kept out of the console, per local rank
-  StreamSelection tee;        ///< streams also written to log files, per local rank
+  StreamSelection redirects;                         ///< streams kept out of the console, per local rank
+  StreamSelection tee;                               ///< streams also written to log files, per local rank
   std::optional<std::vector<int>> localRanksFilter;  ///< empty: every local rank
   bool prefixOutput = true;
   bool quiet = false;  ///< launcher's own messages: only warnings and errors

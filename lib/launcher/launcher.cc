@@ -2,8 +2,8 @@
 
 #include <sched.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <spdlog/spdlog.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <memory>
@@ -11,10 +11,10 @@
 #include "launcher/attempt_plan.h"
 #include "launcher/attempt_store.h"
 #include "launcher/elastic_agent.h"
-#include "launcher/host_identity.h"
-#include "launcher/remote_launch.h"
 #include "launcher/gpu_inventory.h"
+#include "launcher/host_identity.h"
 #include "launcher/orphan_guard.h"
+#include "launcher/remote_launch.h"
 #include "launcher/run_directory.h"
 #include "launcher/supervisor.h"
 #include "pltrun/error.h"
@@ -46,7 +46,7 @@ class StaticAttempts {
   explicit StaticAttempts(const RunPlan& plan)
       : plan_(plan),
         workersStore_(plan.config.agentStore && plan.config.nnodes == 1 ? AttemptStore::Host::Launcher
-                                                                         : AttemptStore::Host::RankZeroWorker,
+                                                                        : AttemptStore::Host::RankZeroWorker,
                       plan.config.masterAddr, plan.config.masterPort) {}
 
   std::vector<WorkerSpec> workersOf(int attempt) {
@@ -73,8 +73,8 @@ int runLauncher(const LaunchConfig& config) {
   if (config.slurmSummary) spdlog::info("{}", *config.slurmSummary);
   const Environment inherited = currentEnvironment();
   if (!config.remote.hosts.empty()) return runDriver(config, inherited);
-  const ProgramCommand command = resolveProgramCommand(
-      config, lookup(inherited, "PYTHON_EXEC").value_or("python3"), lookup(inherited, "PATH").value_or(""));
+  const ProgramCommand command = resolveProgramCommand(config, lookup(inherited, "PYTHON_EXEC").value_or("python3"),
+                                                       lookup(inherited, "PATH").value_or(""));
 
   std::vector<std::string> gpuIds;
   if (layoutNeedsGpus(config.nprocPerNode, config.devices)) {
@@ -84,7 +84,8 @@ int runLauncher(const LaunchConfig& config) {
   const std::string runId = config.runId.empty() ? randomHexId() : config.runId;
   if (config.rdzv.backend == RendezvousBackend::C10d && config.rdzv.maxNodes > 1) {
     // torchrun's default id is "none": agents started without --rdzv-id still meet.
-    return runElasticAgent(ElasticJob{config, inherited, command, layout, config.runId.empty() ? "none" : config.runId});
+    return runElasticAgent(
+        ElasticJob{config, inherited, command, layout, config.runId.empty() ? "none" : config.runId});
   }
   const RunDirectory directory(config, runId);
   OrphanGuard guard;  // before any worker exists

@@ -20,8 +20,7 @@ constexpr size_t kTailKeep = 64 * 1024;
 
 OutputStream::OutputStream(boost::asio::io_context& context, std::string prefix, OutputRoute route,
                            ConsoleWriter& console)
-    : pipe_(context), route_(std::move(route)), console_(console), prefixer_(std::move(prefix)),
-      buffer_(kReadSize) {
+    : pipe_(context), route_(std::move(route)), console_(console), prefixer_(std::move(prefix)), buffer_(kReadSize) {
   if (!route_.logPath.empty()) {
     logFd_ = open(route_.logPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (logFd_ < 0) {

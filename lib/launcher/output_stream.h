@@ -23,8 +23,7 @@ struct OutputRoute {
 
 class OutputStream {
  public:
-  OutputStream(boost::asio::io_context& context, std::string prefix, OutputRoute route,
-               ConsoleWriter& console);
+  OutputStream(boost::asio::io_context& context, std::string prefix, OutputRoute route, ConsoleWriter& console);
   ~OutputStream();
   OutputStream(const OutputStream&) = delete;
   OutputStream& operator=(const OutputStream&) = delete;

@@ -3,34 +3,29 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "pltrun/error.h"
 #include "launcher/text_parsing.h"
+#include "pltrun/error.h"
 
 namespace pltrun {
 namespace {
 
 bool isExecutableFile(const std::string& candidate) {
   struct stat info {};
-  return stat(candidate.c_str(), &info) == 0 && S_ISREG(info.st_mode) &&
-         access(candidate.c_str(), X_OK) == 0;
+  return stat(candidate.c_str(), &info) == 0 && S_ISREG(info.st_mode) && access(candidate.c_str(), X_OK) == 0;
 }
 
 bool endsWith(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-std::string requireExecutable(const std::string& name, const std::string& path,
-                              const std::string& what) {
+std::string requireExecutable(const std::string& name, const std::string& path, const std::string& what) {
   std::string found = findExecutable(name, path);
   if (!found.empty()) return found;
   if (name.find('/') != std::string::npos) {
-    const char* problem = access(name.c_str(), F_OK) == 0 ? "is not an executable file"
-                                                          : "does not exist";
+    const char* problem = access(name.c_str(), F_OK) == 0 ? "is not an executable file" : "does not exist";
     throw Error(ErrorCode::NotFound, what + " '" + name + "' " + problem);
   }
-  throw Error(ErrorCode::NotFound,
-              what + " '" + name + "' was not found in PATH; give its path or install it");
+  throw Error(ErrorCode::NotFound, what + " '" + name + "' was not found in PATH; give its path or install it");
 }
 
 }  // namespace

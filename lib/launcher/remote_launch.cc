@@ -12,12 +12,12 @@
 #include "launcher/orphan_guard.h"
 #include "launcher/program_command.h"
 #include "launcher/rendezvous_host.h"
-#include "rendezvous/secret_file.h"
-#include "rendezvous/store_auth.h"
 #include "launcher/supervisor.h"
 #include "launcher/text_parsing.h"
 #include "launcher/worker_group.h"
 #include "pltrun/error.h"
+#include "rendezvous/secret_file.h"
+#include "rendezvous/store_auth.h"
 
 namespace pltrun {
 
@@ -25,8 +25,8 @@ namespace {
 
 constexpr std::chrono::seconds kStopDelayAfterFailure{10};
 
-constexpr const char* kForwardedPrefixes[] = {"NCCL_", "CUDA_", "PYTHON", "OMP_", "TORCH_", "GLOO_",
-                                              "UCX_",  "FI_",   "MKL_",   "HF_"};
+constexpr const char* kForwardedPrefixes[] = {"NCCL_", "CUDA_", "PYTHON", "OMP_", "TORCH_",
+                                              "GLOO_", "UCX_",  "FI_",    "MKL_", "HF_"};
 
 bool forwardedByDefault(const std::string& name) {
   if (name == "CUDA_VISIBLE_DEVICES") return false;  // which GPUs is each host's own business
@@ -51,7 +51,8 @@ std::string driverAddress(const RemoteLaunchSettings& remote) {
   const std::string& first = remote.hosts.front().host;
   std::string address = localAddressTowards(first, remote.sshPort.value_or(22));
   if (address.empty()) {
-    throw Error(ErrorCode::Network, "no route from here to " + first + "; check the host name, or pass --network-interface");
+    throw Error(ErrorCode::Network,
+                "no route from here to " + first + "; check the host name, or pass --network-interface");
   }
   for (const HostSlots& host : remote.hosts) {
     if (isLoopbackAddress(address) && !isLoopbackHost(host.host)) {
@@ -80,19 +81,32 @@ std::string secondsText(std::chrono::milliseconds duration) {
 std::vector<std::string> agentArguments(const LaunchConfig& config, const HostSlots& host, size_t index,
                                         const std::string& endpoint, const std::string& runId) {
   const RendezvousSettings& rdzv = config.rdzv;
-  std::vector<std::string> args = {"--exit-with-parent", "--nnodes", std::to_string(config.remote.hosts.size()),
-                                   "--node-rank", std::to_string(index), "--rdzv-backend", "c10d",
-                                   "--rdzv-endpoint", endpoint, "--rdzv-id", runId,
-                                   "--max-restarts", std::to_string(config.maxRestarts),
-                                   "--term-timeout", secondsText(config.termTimeout), "--role", config.role};
+  std::vector<std::string> args = {"--exit-with-parent",
+                                   "--nnodes",
+                                   std::to_string(config.remote.hosts.size()),
+                                   "--node-rank",
+                                   std::to_string(index),
+                                   "--rdzv-backend",
+                                   "c10d",
+                                   "--rdzv-endpoint",
+                                   endpoint,
+                                   "--rdzv-id",
+                                   runId,
+                                   "--max-restarts",
+                                   std::to_string(config.maxRestarts),
+                                   "--term-timeout",
+                                   secondsText(config.termTimeout),
+                                   "--role",
+                                   config.role};
   args.push_back("--rdzv-conf");
   // The user's secret file, at the same path on every host (as pltrun itself is), or "-":
   // the secret the driver made comes on the agent's standard input. Never in argv.
   const std::string secretFile = rdzv.secretFile.empty() ? "-" : rdzv.secretFile;
-  args.push_back("is_host=0,secret_file=" + secretFile + ",join_timeout=" + secondsText(rdzv.joinTimeout) + ",last_call_timeout=" +
-                 secondsText(rdzv.lastCallTimeout) + ",close_timeout=" + secondsText(rdzv.closeTimeout) +
-                 ",keep_alive_interval=" + secondsText(rdzv.keepAliveInterval) + ",keep_alive_max_attempt=" +
-                 std::to_string(rdzv.keepAliveMaxAttempt) + ",read_timeout=" + secondsText(rdzv.readTimeout));
+  args.push_back("is_host=0,secret_file=" + secretFile + ",join_timeout=" + secondsText(rdzv.joinTimeout) +
+                 ",last_call_timeout=" + secondsText(rdzv.lastCallTimeout) + ",close_timeout=" +
+                 secondsText(rdzv.closeTimeout) + ",keep_alive_interval=" + secondsText(rdzv.keepAliveInterval) +
+                 ",keep_alive_max_attempt=" + std::to_string(rdzv.keepAliveMaxAttempt) +
+                 ",read_timeout=" + secondsText(rdzv.readTimeout));
   if (!host.devices.empty()) {
     std::string devices;
     for (int device : host.devices) devices += (devices.empty() ? "" : ",") + std::to_string(device);
@@ -164,8 +178,9 @@ Environment forwardedEnvironment(const Environment& inherited, const RemoteLaunc
 }
 
 std::string shellQuote(const std::string& text) {
-  if (!text.empty() && text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-./:=@,+%") ==
-                           std::string::npos) {
+  if (!text.empty() &&
+      text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-./:=@,+%") ==
+          std::string::npos) {
     return text;
   }
   std::string quoted = "'";

@@ -112,8 +112,8 @@ int slurmRendezvousPort(const std::string& jobId) {
 
 std::string SlurmJob::describe() const {
   return "Slurm job " + jobId + ": " + std::to_string(nnodes) + " nodes (first " + hosts.front() + "), this is node " +
-         std::to_string(nodeRank) + "; rendezvous at " + hosts.front() + ":" + std::to_string(port) +
-         ", run id " + jobId;
+         std::to_string(nodeRank) + "; rendezvous at " + hosts.front() + ":" + std::to_string(port) + ", run id " +
+         jobId;
 }
 
 std::optional<SlurmJob> detectSlurm(const Environment& env) {

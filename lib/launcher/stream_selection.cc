@@ -2,14 +2,13 @@
 
 #include <set>
 
-#include "pltrun/error.h"
 #include "launcher/text_parsing.h"
+#include "pltrun/error.h"
 
 namespace pltrun {
 namespace {
 
-constexpr const char* kAccepted =
-    "expected 0 (none), 1 (stdout), 2 (stderr), 3 (both), or per local rank like 0:1,1:2";
+constexpr const char* kAccepted = "expected 0 (none), 1 (stdout), 2 (stderr), 3 (both), or per local rank like 0:1,1:2";
 
 unsigned parseStreamBits(const std::string& flag, const std::string& value, std::string_view text) {
   auto bits = parseInteger(trimSpaces(text));
@@ -17,8 +16,7 @@ unsigned parseStreamBits(const std::string& flag, const std::string& value, std:
   return static_cast<unsigned>(*bits);
 }
 
-int parseLocalRank(const std::string& flag, const std::string& value, std::string_view text,
-                   const char* accepted) {
+int parseLocalRank(const std::string& flag, const std::string& value, std::string_view text, const char* accepted) {
   auto rank = parseInteger(trimSpaces(text));
   if (!rank || *rank < 0 || *rank > 1'000'000) throwInvalidFlag(flag, value, accepted);
   return static_cast<int>(*rank);

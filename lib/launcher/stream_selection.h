@@ -12,7 +12,7 @@ namespace pltrun {
 enum StreamBits : unsigned { kNoStream = 0, kStdoutBit = 1, kStderrBit = 2, kBothStreams = 3 };
 
 struct StreamSelection {
-  unsigned allRanks = kNoStream;     ///< used when perRank is empty
+  unsigned allRanks = kNoStream;    ///< used when perRank is empty
   std::map<int, unsigned> perRank;  ///< when not empty, ranks missing here get kNoStream
 
   unsigned forLocalRank(int localRank) const;

@@ -27,8 +27,13 @@ struct WorkerGroup::Worker {
 
 WorkerGroup::WorkerGroup(boost::asio::io_context& context, ConsoleWriter& console, OrphanGuard& guard,
                          GroupSettings settings)
-    : context_(context), console_(console), guard_(guard), settings_(std::move(settings)),
-      killTimer_(context), drainTimer_(context), failureTimer_(context) {}
+    : context_(context),
+      console_(console),
+      guard_(guard),
+      settings_(std::move(settings)),
+      killTimer_(context),
+      drainTimer_(context),
+      failureTimer_(context) {}
 
 WorkerGroup::~WorkerGroup() {
   // Normally finish() has run. On an error path the workers' destructors kill and reap

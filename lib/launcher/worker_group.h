@@ -48,15 +48,14 @@ struct GroupSettings {
 struct GroupOutcome {
   enum class Kind { Succeeded, Failed, Interrupted };
   Kind kind = Kind::Succeeded;
-  int interruptSignal = 0;                ///< for Interrupted
+  int interruptSignal = 0;                 ///< for Interrupted
   std::optional<WorkerFailure> rootCause;  ///< for Failed; also for Interrupted after a failure
-  std::vector<WorkerFailure> others;      ///< other workers that did not succeed
+  std::vector<WorkerFailure> others;       ///< other workers that did not succeed
 };
 
 class WorkerGroup {
  public:
-  WorkerGroup(boost::asio::io_context& context, ConsoleWriter& console, OrphanGuard& guard,
-              GroupSettings settings);
+  WorkerGroup(boost::asio::io_context& context, ConsoleWriter& console, OrphanGuard& guard, GroupSettings settings);
   ~WorkerGroup();
 
   /// Starts every worker; `onDone` runs once all have ended and their output is drained.

@@ -1,8 +1,8 @@
 #include "launcher/worker_layout.h"
 
-#include "pltrun/error.h"
 #include "launcher/device_selection.h"
 #include "launcher/text_parsing.h"
+#include "pltrun/error.h"
 
 namespace pltrun {
 namespace {
@@ -20,7 +20,8 @@ int countFromNproc(const std::string& nproc, const std::vector<std::string>& gpu
   if (nproc == "cpu") return cpuCount;
   if (nproc == "auto") return gpuCount > 0 ? gpuCount : cpuCount;
   auto count = parseInteger(trimSpaces(nproc));
-  if (!count || *count < 1) throwInvalidFlag("--nproc-per-node", nproc, "expected a positive integer, gpu, cpu or auto");
+  if (!count || *count < 1)
+    throwInvalidFlag("--nproc-per-node", nproc, "expected a positive integer, gpu, cpu or auto");
   return static_cast<int>(*count);
 }
 

@@ -88,8 +88,7 @@ struct WorkerProcess::Impl {
 };
 
 WorkerProcess::WorkerProcess(boost::asio::io_context& context, const Launch& launch,
-                             boost::asio::readable_pipe& stdoutPipe,
-                             boost::asio::readable_pipe& stderrPipe) {
+                             boost::asio::readable_pipe& stdoutPipe, boost::asio::readable_pipe& stderrPipe) {
   std::vector<std::string> arguments(launch.argv.begin() + 1, launch.argv.end());
   bp::error_code error;
   std::optional<FilledPipe> input;

@@ -34,7 +34,7 @@ class WorkerProcess {
  public:
   struct Launch {
     std::string executable;
-    std::vector<std::string> argv;  ///< argv[0] included (Boost.Process passes `executable` as argv[0])
+    std::vector<std::string> argv;         ///< argv[0] included (Boost.Process passes `executable` as argv[0])
     std::vector<std::string> environment;  ///< "KEY=VALUE" entries
     /// What the process reads on stdin, then end of file (a secret handed to a remote
     /// agent without putting it in argv); empty: stdin is /dev/null. At most 64 KiB.
@@ -44,8 +44,8 @@ class WorkerProcess {
   /// Starts the process with stdin on /dev/null (or a pipe holding `standardInput`) and
   /// stdout/stderr on new pipes whose read ends are `stdoutPipe` and `stderrPipe`. Throws
   /// Error(System) if it cannot be started.
-  WorkerProcess(boost::asio::io_context& context, const Launch& launch,
-                boost::asio::readable_pipe& stdoutPipe, boost::asio::readable_pipe& stderrPipe);
+  WorkerProcess(boost::asio::io_context& context, const Launch& launch, boost::asio::readable_pipe& stdoutPipe,
+                boost::asio::readable_pipe& stderrPipe);
   ~WorkerProcess();
   WorkerProcess(const WorkerProcess&) = delete;
   WorkerProcess& operator=(const WorkerProcess&) = delete;

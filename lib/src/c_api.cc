@@ -19,13 +19,20 @@ thread_local std::string lastError;
 
 pltrun_status statusFor(pltrun::ErrorCode code) {
   switch (code) {
-    case pltrun::ErrorCode::InvalidArgument: return PLTRUN_ERROR_INVALID_ARGUMENT;
-    case pltrun::ErrorCode::NotFound: return PLTRUN_ERROR_NOT_FOUND;
-    case pltrun::ErrorCode::Timeout: return PLTRUN_ERROR_TIMEOUT;
-    case pltrun::ErrorCode::Network: return PLTRUN_ERROR_NETWORK;
-    case pltrun::ErrorCode::Protocol: return PLTRUN_ERROR_PROTOCOL;
-    case pltrun::ErrorCode::PermissionDenied: return PLTRUN_ERROR_PERMISSION_DENIED;
-    case pltrun::ErrorCode::System: return PLTRUN_ERROR_SYSTEM;
+    case pltrun::ErrorCode::InvalidArgument:
+      return PLTRUN_ERROR_INVALID_ARGUMENT;
+    case pltrun::ErrorCode::NotFound:
+      return PLTRUN_ERROR_NOT_FOUND;
+    case pltrun::ErrorCode::Timeout:
+      return PLTRUN_ERROR_TIMEOUT;
+    case pltrun::ErrorCode::Network:
+      return PLTRUN_ERROR_NETWORK;
+    case pltrun::ErrorCode::Protocol:
+      return PLTRUN_ERROR_PROTOCOL;
+    case pltrun::ErrorCode::PermissionDenied:
+      return PLTRUN_ERROR_PERMISSION_DENIED;
+    case pltrun::ErrorCode::System:
+      return PLTRUN_ERROR_SYSTEM;
   }
   return PLTRUN_ERROR_SYSTEM;
 }
@@ -115,19 +122,20 @@ pltrun_status pltrun_barrier(pltrun_group* group, int64_t timeout_ms) {
 pltrun_status pltrun_broadcast(pltrun_group* group, void* buffer, size_t size, int root, int64_t timeout_ms) {
   if (group == nullptr || (buffer == nullptr && size > 0)) return invalid("pltrun_broadcast: NULL argument");
   return guarded([&] {
-    std::string bytes = group->group->broadcast(std::string(static_cast<char*>(buffer), size), root,
-                                                milliseconds(timeout_ms));
+    std::string bytes =
+        group->group->broadcast(std::string(static_cast<char*>(buffer), size), root, milliseconds(timeout_ms));
     if (bytes.size() != size) {
       throw pltrun::Error(pltrun::ErrorCode::InvalidArgument, "pltrun_broadcast: root sent " +
-                                                                  std::to_string(bytes.size()) + " bytes, this rank expects " +
-                                                                  std::to_string(size));
+                                                                  std::to_string(bytes.size()) +
+                                                                  " bytes, this rank expects " + std::to_string(size));
     }
     std::memcpy(buffer, bytes.data(), size);
     return PLTRUN_OK;
   });
 }
 
-pltrun_status pltrun_all_gather(pltrun_group* group, const void* send, size_t size, void* received, int64_t timeout_ms) {
+pltrun_status pltrun_all_gather(pltrun_group* group, const void* send, size_t size, void* received,
+                                int64_t timeout_ms) {
   if (group == nullptr || received == nullptr || (send == nullptr && size > 0)) {
     return invalid("pltrun_all_gather: NULL argument");
   }
@@ -137,7 +145,8 @@ pltrun_status pltrun_all_gather(pltrun_group* group, const void* send, size_t si
       if (parts[rank].size() != size) {
         throw pltrun::Error(pltrun::ErrorCode::InvalidArgument, "pltrun_all_gather: rank " + std::to_string(rank) +
                                                                     " sent " + std::to_string(parts[rank].size()) +
-                                                                    " bytes, this rank expects " + std::to_string(size));
+                                                                    " bytes, this rank expects " +
+                                                                    std::to_string(size));
       }
       std::memcpy(static_cast<char*>(received) + rank * size, parts[rank].data(), size);
     }
@@ -146,7 +155,8 @@ pltrun_status pltrun_all_gather(pltrun_group* group, const void* send, size_t si
 }
 
 pltrun_status pltrun_store_set(pltrun_group* group, const char* key, const void* value, size_t size) {
-  if (group == nullptr || key == nullptr || (value == nullptr && size > 0)) return invalid("pltrun_store_set: NULL argument");
+  if (group == nullptr || key == nullptr || (value == nullptr && size > 0))
+    return invalid("pltrun_store_set: NULL argument");
   return guarded([&] {
     group->group->store().set(key, std::string(static_cast<const char*>(value), size));
     return PLTRUN_OK;

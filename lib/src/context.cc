@@ -78,9 +78,9 @@ Context Context::fromLookup(const std::function<const char*(const char*)>& looku
   const bool hasLocalWorld = env.isSet("LOCAL_WORLD_SIZE"), hasNodes = env.isSet("GROUP_WORLD_SIZE");
   context.localWorldSize = env.integer("LOCAL_WORLD_SIZE", false, 1, 1, kMax);
   if (hasLocalWorld && context.localRank >= context.localWorldSize) {
-    throw Error(ErrorCode::InvalidArgument, "environment variable LOCAL_RANK=" + std::to_string(context.localRank) +
-                                                " is not below LOCAL_WORLD_SIZE=" +
-                                                std::to_string(context.localWorldSize));
+    throw Error(ErrorCode::InvalidArgument,
+                "environment variable LOCAL_RANK=" + std::to_string(context.localRank) +
+                    " is not below LOCAL_WORLD_SIZE=" + std::to_string(context.localWorldSize));
   }
   const char* nodeRankName = env.isSet("GROUP_RANK") ? "GROUP_RANK" : "NODE_RANK";
   context.numNodes = env.integer("GROUP_WORLD_SIZE", false, 1, 1, kMax);

@@ -16,7 +16,6 @@ namespace {
 std::atomic<std::uint64_t> groupsJoined{0};
 }  // namespace
 
-
 std::unique_ptr<Group> Group::join() { return join(Context::fromEnvironment()); }
 
 std::unique_ptr<Group> Group::join(const Context& context, Duration connectTimeout) {
@@ -38,9 +37,9 @@ Group::Group(Context context, std::shared_ptr<Store> store, const std::string& k
     : context_(std::move(context)),
       // One key space per restart (and per joined group): nothing another attempt or group
       // left behind is ever read.
-      store_(std::make_shared<PrefixStore>("pltrun/attempt_" + std::to_string(context_.restartCount) +
-                                               (keySpace.empty() ? "" : "/" + keySpace),
-                                           std::move(store))) {
+      store_(std::make_shared<PrefixStore>(
+          "pltrun/attempt_" + std::to_string(context_.restartCount) + (keySpace.empty() ? "" : "/" + keySpace),
+          std::move(store))) {
   if (context_.worldSize < 1 || context_.rank < 0 || context_.rank >= context_.worldSize) {
     throw Error(ErrorCode::InvalidArgument, "group: rank " + std::to_string(context_.rank) +
                                                 " is not a rank of a world of " + std::to_string(context_.worldSize));
@@ -89,7 +88,8 @@ std::vector<std::string> Group::allGather(const std::string& bytes, Duration tim
 }
 
 std::string Group::broadcastNamed(const std::string& name, const std::string& bytes, int root, Duration timeout) {
-  auto found = std::find_if(namedCounts_.begin(), namedCounts_.end(), [&](const auto& entry) { return entry.first == name; });
+  auto found =
+      std::find_if(namedCounts_.begin(), namedCounts_.end(), [&](const auto& entry) { return entry.first == name; });
   if (found == namedCounts_.end()) found = namedCounts_.insert(namedCounts_.end(), {name, 0});
   return broadcastUnder("named/" + name + "/" + std::to_string(found->second++), bytes, root, timeout);
 }

@@ -24,7 +24,8 @@ constexpr const char* kName = "the in-memory store";
 
 InMemoryStore::InMemoryStore() : InMemoryStore(std::make_shared<Shared>()) {}
 
-InMemoryStore::InMemoryStore(std::shared_ptr<Shared> shared) : shared_(std::move(shared)), owner_(shared_->nextOwner++) {}
+InMemoryStore::InMemoryStore(std::shared_ptr<Shared> shared)
+    : shared_(std::move(shared)), owner_(shared_->nextOwner++) {}
 
 InMemoryStore::~InMemoryStore() {
   std::lock_guard<std::mutex> lock(shared_->mutex);
@@ -52,9 +53,7 @@ void InMemoryStore::setCloseNotice(const std::string& key, const std::string& va
   shared_->table.setCloseNotice(owner_, key, value);
 }
 
-std::string InMemoryStore::get(const std::string& key, Duration timeout) {
-  return multiGet({key}, timeout).front();
-}
+std::string InMemoryStore::get(const std::string& key, Duration timeout) { return multiGet({key}, timeout).front(); }
 
 std::int64_t InMemoryStore::add(const std::string& key, std::int64_t delta) {
   std::lock_guard<std::mutex> lock(shared_->mutex);

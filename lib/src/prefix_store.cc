@@ -19,7 +19,9 @@ std::string PrefixStore::compareSet(const std::string& key, const std::string& e
   return store_->compareSet(prefixed(key), expected, desired);
 }
 bool PrefixStore::check(const std::vector<std::string>& keys) { return store_->check(prefixed(keys)); }
-void PrefixStore::wait(const std::vector<std::string>& keys, Duration timeout) { store_->wait(prefixed(keys), timeout); }
+void PrefixStore::wait(const std::vector<std::string>& keys, Duration timeout) {
+  store_->wait(prefixed(keys), timeout);
+}
 bool PrefixStore::deleteKey(const std::string& key) { return store_->deleteKey(prefixed(key)); }
 std::int64_t PrefixStore::numKeys() { return store_->numKeys(); }
 void PrefixStore::append(const std::string& key, const std::string& value) { store_->append(prefixed(key), value); }

@@ -131,7 +131,7 @@ struct TcpStore::Impl {
   Clock::time_point deadlineFor(Duration timeout) const { return detail::deadlineAfter(timeout); }
 
   [[noreturn]] void fail(SocketStream::Status status, const std::string& what) {
-    std::string reason = status == SocketStream::Status::Closed ? "the store closed the connection"
+    std::string reason = status == SocketStream::Status::Closed    ? "the store closed the connection"
                          : status == SocketStream::Status::Timeout ? "no reply in time"
                                                                    : socket.lastError();
     socket.close();  // the stream is out of step now; the next call reconnects
@@ -195,11 +195,13 @@ struct TcpStore::Impl {
     } else {
       socket.close();
     }
-    throw detail::waitTimeout(keys, "the store at " + endpoint(), std::chrono::duration_cast<Duration>(Clock::now() - start));
+    throw detail::waitTimeout(keys, "the store at " + endpoint(),
+                              std::chrono::duration_cast<Duration>(Clock::now() - start));
   }
 };
 
-TcpStore::TcpStore(TcpStoreOptions options) : Store(options.timeout), impl_(std::make_unique<Impl>(std::move(options))) {
+TcpStore::TcpStore(TcpStoreOptions options)
+    : Store(options.timeout), impl_(std::make_unique<Impl>(std::move(options))) {
   impl_->connect();
 }
 
@@ -323,7 +325,8 @@ void TcpStore::multiSet(const std::vector<std::string>& keys, const std::vector<
     impl_->send(request(Command::MultiSet, impl_->wireKeys(keys), values), "MULTI_SET");
     return;
   }
-  for (size_t i = 0; i < keys.size(); ++i) impl_->send(request(Command::Set, {impl_->wireKey(keys[i])}, {values[i]}), "SET");
+  for (size_t i = 0; i < keys.size(); ++i)
+    impl_->send(request(Command::Set, {impl_->wireKey(keys[i])}, {values[i]}), "SET");
 }
 
 void TcpStore::ping() {

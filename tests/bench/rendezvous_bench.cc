@@ -145,10 +145,23 @@ class StartGate {
 
 // ---- the counting decorator ------------------------------------------------------------
 
-enum Op { kSet, kGet, kAdd, kCompareSet, kCheck, kWait, kWaitTimeout, kMultiGet, kMultiSet, kCloseNotice, kOther, kOps };
-constexpr std::array<const char*, kOps> kOpNames = {"set",      "get",       "add",      "compare_set",
-                                                    "check",    "wait",      "wait_timed_out", "multi_get",
-                                                    "multi_set", "close_notice", "other"};
+enum Op {
+  kSet,
+  kGet,
+  kAdd,
+  kCompareSet,
+  kCheck,
+  kWait,
+  kWaitTimeout,
+  kMultiGet,
+  kMultiSet,
+  kCloseNotice,
+  kOther,
+  kOps
+};
+constexpr std::array<const char*, kOps> kOpNames = {
+    "set",       "get",       "add",          "compare_set", "check", "wait", "wait_timed_out",
+    "multi_get", "multi_set", "close_notice", "other"};
 
 // Times every participant shares: when the phases of the rendezvous ended.
 struct Phases {
@@ -389,7 +402,8 @@ std::string checkResult(const RunContext& run, int localWorldSize) {
     if (info.round != 0) return who + " joined round " + std::to_string(info.round) + ", not 0";
     if (a.nnodes != count) return who + " sees " + std::to_string(a.nnodes) + " nodes, not " + std::to_string(count);
     if (a.worldSize != count * localWorldSize) {
-      return who + " sees world size " + std::to_string(a.worldSize) + ", not " + std::to_string(count * localWorldSize);
+      return who + " sees world size " + std::to_string(a.worldSize) + ", not " +
+             std::to_string(count * localWorldSize);
     }
     if (a.nodeRank < 0 || a.nodeRank >= count) return who + " has node rank " + std::to_string(a.nodeRank);
     if (byRank[static_cast<size_t>(a.nodeRank)] != -1) {
@@ -465,7 +479,8 @@ bool runOnce(const Options& options, int port, const ServerCpu& serverCpu, int c
     run.aborted = true;
     run.gate.release();
     for (int i = 0; i < started; ++i) pthread_join(threads[static_cast<size_t>(i)], nullptr);
-    std::printf("{\"participants\":%d,\"rep\":%d,\"ok\":false,\"error\":%s}\n", count, rep, jsonString(failure).c_str());
+    std::printf("{\"participants\":%d,\"rep\":%d,\"ok\":false,\"error\":%s}\n", count, rep,
+                jsonString(failure).c_str());
     std::fflush(stdout);
     return false;
   }
@@ -526,16 +541,17 @@ bool runOnce(const Options& options, int port, const ServerCpu& serverCpu, int c
     return static_cast<double>(joinNs[std::min(index, joinNs.size() - 1)]) / 1e6;
   };
   const double processCpuS = static_cast<double>(processCpuAfter - processCpuBefore) / 1e9;
-  const double serverCpuS =
-      serverCpuBefore < 0 ? -1.0 : static_cast<double>(serverCpuAfter - serverCpuBefore) / 1e9;
-  const long contextSwitches = (usageAfter.ru_nvcsw - usageBefore.ru_nvcsw) + (usageAfter.ru_nivcsw - usageBefore.ru_nivcsw);
+  const double serverCpuS = serverCpuBefore < 0 ? -1.0 : static_cast<double>(serverCpuAfter - serverCpuBefore) / 1e9;
+  const long contextSwitches =
+      (usageAfter.ru_nvcsw - usageBefore.ru_nvcsw) + (usageAfter.ru_nivcsw - usageBefore.ru_nivcsw);
 
   std::printf(
       "{\"participants\":%d,\"rep\":%d,\"run_id\":%s,\"ok\":%s,%s\"local_world_size\":%d,\"connect_s\":%.3f,"
       "\"rendezvous_s\":%.4f,\"join_p50_ms\":%.1f,\"join_p99_ms\":%.1f,"
       "\"phases_ms\":{\"last_slot_described\":%.1f,\"closer_lock\":%.1f,\"closer_multi_get\":%.1f,"
       "\"closer_multi_set\":%.1f,\"complete\":%.1f,\"last_join_returned\":%.1f},"
-      "\"store_calls\":%llu,\"wire_requests\":%llu,\"ops\":%s,\"process_cpu_s\":%.3f,\"store_thread_cpu_s\":%.3f,\"context_switches\":%ld,"
+      "\"store_calls\":%llu,\"wire_requests\":%llu,\"ops\":%s,\"process_cpu_s\":%.3f,\"store_thread_cpu_s\":%.3f,"
+      "\"context_switches\":%ld,"
       "\"poll_ms\":%d}\n",
       count, rep, jsonString(run.runId).c_str(), problem.empty() ? "true" : "false",
       problem.empty() ? "" : ("\"error\":" + jsonString(problem) + ",").c_str(), options.localWorldSize,
@@ -543,10 +559,11 @@ bool runOnce(const Options& options, int port, const ServerCpu& serverCpu, int c
       percentileMs(0.5), percentileMs(0.99), sinceRelease(run.phases.lastSlotDescribedNs.load()),
       sinceRelease(run.phases.closerLockNs.load()), static_cast<double>(run.phases.closerMultiGetNs.load()) / 1e6,
       static_cast<double>(run.phases.closerMultiSetNs.load()) / 1e6, sinceRelease(run.phases.completeNs.load()),
-      sinceRelease(lastReturn), static_cast<unsigned long long>(requests), static_cast<unsigned long long>(wire), opsJson.c_str(), processCpuS, serverCpuS,
-      contextSwitches, options.pollMs);
+      sinceRelease(lastReturn), static_cast<unsigned long long>(requests), static_cast<unsigned long long>(wire),
+      opsJson.c_str(), processCpuS, serverCpuS, contextSwitches, options.pollMs);
   std::fflush(stdout);
-  if (!problem.empty()) std::fprintf(stderr, "rendezvous_bench: %d participants, run %d: %s\n", count, rep, problem.c_str());
+  if (!problem.empty())
+    std::fprintf(stderr, "rendezvous_bench: %d participants, run %d: %s\n", count, rep, problem.c_str());
   return problem.empty();
 }
 
@@ -560,7 +577,8 @@ int main(int argc, char** argv) {
   // A client descriptor per participant, and a server one with the store in this process.
   const std::uint64_t needed = static_cast<std::uint64_t>(most) * (options.port == 0 ? 2 : 1) + 64;
   if (limit != 0 && limit < needed) {
-    std::fprintf(stderr, "rendezvous_bench: the open-file limit is %llu (hard limit included); %d participants need %llu\n",
+    std::fprintf(stderr,
+                 "rendezvous_bench: the open-file limit is %llu (hard limit included); %d participants need %llu\n",
                  static_cast<unsigned long long>(limit), most, static_cast<unsigned long long>(needed));
     return 1;
   }

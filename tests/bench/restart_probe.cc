@@ -100,7 +100,8 @@ int main(int argc, char** argv) {
   const int rank = envInt("RANK", -1);
   const int round = envInt("TORCHELASTIC_RESTART_COUNT", 0);
   const int worldSize = envInt("WORLD_SIZE", 1);
-  appendLine(path, "start " + std::to_string(rank) + " " + std::to_string(round) + " " + std::to_string(started) + "\n");
+  appendLine(path,
+             "start " + std::to_string(rank) + " " + std::to_string(round) + " " + std::to_string(started) + "\n");
 
   if (round > 0) return 0;
   if (rank == crashRank) {

@@ -20,8 +20,8 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <condition_variable>
@@ -225,15 +225,14 @@ int holdConnections(const Options& options) {
                                 std::to_string(i) + "'");
       }
     } catch (const std::exception& error) {
-      return fail(i, "get on held connection " + std::to_string(i + 1) + " of " + std::to_string(wanted) + ": " +
-                         error.what());
+      return fail(
+          i, "get on held connection " + std::to_string(i + 1) + " of " + std::to_string(wanted) + ": " + error.what());
     }
   }
   const auto done = Clock::now();
-  std::printf(
-      "{\"dialect\":%s,\"connections_held\":%ld,\"ok\":true,\"connect_and_set_s\":%.3f,\"get_round_s\":%.3f}\n",
-      jsonString(options.dialectName).c_str(), wanted, std::chrono::duration<double>(connected - start).count(),
-      std::chrono::duration<double>(done - connected).count());
+  std::printf("{\"dialect\":%s,\"connections_held\":%ld,\"ok\":true,\"connect_and_set_s\":%.3f,\"get_round_s\":%.3f}\n",
+              jsonString(options.dialectName).c_str(), wanted, std::chrono::duration<double>(connected - start).count(),
+              std::chrono::duration<double>(done - connected).count());
   std::fflush(stdout);
   return 0;
 }
@@ -319,7 +318,8 @@ int runLoad(const Options& options) {
   // the server has served its warm-up (a round trip), and the measured window opens when
   // the last client is ready, for everyone at once.
   const auto begin = Clock::now() + std::chrono::milliseconds(50);
-  const auto warmupEnd = begin + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.warmup));
+  const auto warmupEnd =
+      begin + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.warmup));
   const auto measured = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.seconds));
   std::mutex gate;
   std::condition_variable opened;
@@ -351,7 +351,7 @@ int runLoad(const Options& options) {
         if (options.pipeline > 1) {
           pipelined = std::make_unique<bench::PipelinedClient>(
               options.port, options.dialect == pltrun::StoreDialect::Torch2 ? pltrun::rdzv::Dialect::Torch2
-                                                                             : pltrun::rdzv::Dialect::Torch113);
+                                                                            : pltrun::rdzv::Dialect::Torch113);
         }
         std::this_thread::sleep_until(begin);
         auto runOne = [&] {
@@ -383,8 +383,8 @@ int runLoad(const Options& options) {
           auto started = Clock::now();
           if (started >= stopAt) break;
           runOne();
-          worker.latenciesNs.push_back(
-              static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - started).count()));
+          worker.latenciesNs.push_back(static_cast<std::uint64_t>(
+              std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - started).count()));
         }
         store.check({ownKey});  // and so are the measured ones
         worker.end = Clock::now();
@@ -434,15 +434,16 @@ int runLoad(const Options& options) {
   const double window = std::chrono::duration<double>(end - measureFrom).count();
   const double drainMs = std::chrono::duration<double, std::milli>(end - stopAt).count();
   std::printf(
-      "{\"dialect\":%s,\"pipeline\":%ld,\"clients\":%d,\"idle_connections\":%ld,\"op\":%s,\"value_size\":%zu,\"seconds\":%.3f,\"warmup_s\":%.3f,\"window_s\":%.3f,"
+      "{\"dialect\":%s,\"pipeline\":%ld,\"clients\":%d,\"idle_connections\":%ld,\"op\":%s,\"value_size\":%zu,"
+      "\"seconds\":%.3f,\"warmup_s\":%.3f,\"window_s\":%.3f,"
       "\"drain_ms\":%.1f,\"ops\":%" PRIu64
       ",\"ops_per_s\":%.0f,\"mean_us\":%.1f,\"p50_us\":%.1f,\"p90_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,"
       "\"max_us\":%.1f,\"client_cpu_s\":%.2f}\n",
-      jsonString(options.dialectName).c_str(), options.pipeline, clients, options.idleConnections, jsonString(options.op).c_str(), options.valueSize,
-      options.seconds, warmupS, window, drainMs, ops, window > 0 ? static_cast<double>(ops) / window : 0.0,
-      all.empty() ? 0.0 : sumUs / static_cast<double>(all.size()), percentileUs(all, 0.50), percentileUs(all, 0.90),
-      percentileUs(all, 0.99), percentileUs(all, 0.999), all.empty() ? 0.0 : static_cast<double>(all.back()) / 1000.0,
-      clientCpuS);
+      jsonString(options.dialectName).c_str(), options.pipeline, clients, options.idleConnections,
+      jsonString(options.op).c_str(), options.valueSize, options.seconds, warmupS, window, drainMs, ops,
+      window > 0 ? static_cast<double>(ops) / window : 0.0, all.empty() ? 0.0 : sumUs / static_cast<double>(all.size()),
+      percentileUs(all, 0.50), percentileUs(all, 0.90), percentileUs(all, 0.99), percentileUs(all, 0.999),
+      all.empty() ? 0.0 : static_cast<double>(all.back()) / 1000.0, clientCpuS);
   std::fflush(stdout);
   return 0;
 }

@@ -47,8 +47,8 @@ int main(void) {
   }
   free(indices);
 
-  printf("consumer-c rank=%d world=%d launched=%d sum=%d broadcast=%d count=%lld samples=%s\n", me.rank,
-         me.world_size, me.launched, sum, value, (long long)count, samples);
+  printf("consumer-c rank=%d world=%d launched=%d sum=%d broadcast=%d count=%lld samples=%s\n", me.rank, me.world_size,
+         me.launched, sum, value, (long long)count, samples);
   fflush(stdout);
   check(pltrun_barrier(group, 60000), "pltrun_barrier"); /* nobody leaves (and closes the store) early */
   pltrun_group_free(group);

@@ -18,12 +18,23 @@ size_t lineCount(const std::string& text) { return static_cast<size_t>(std::coun
 
 TEST_CASE("every unparsable flag value exits 2 with one line naming flag and value", "[bad-input]") {
   const std::vector<std::vector<std::string>> cases = {
-      {"--nproc-per-node", "four"}, {"--nproc_per_node", "0"},  {"--nnodes", "0"},
-      {"--nnodes", "1:4"},          {"--node-rank", "3"},       {"--master-port", "70000"},
-      {"--max-restarts", "-1"},     {"--term-timeout", "soon"}, {"--redirects", "7"},
-      {"--tee", "0:9"},             {"--local-ranks-filter", "0,0"}, {"--devices", "1,1"},
-      {"--rdzv-backend", "etcd"},   {"--monitor-interval", "x"},      {"--nnodes", "3:2"},
-      {"--rdzv-conf", "bogus=1"},   {"--rdzv-endpoint", "node0:99999"},
+      {"--nproc-per-node", "four"},
+      {"--nproc_per_node", "0"},
+      {"--nnodes", "0"},
+      {"--nnodes", "1:4"},
+      {"--node-rank", "3"},
+      {"--master-port", "70000"},
+      {"--max-restarts", "-1"},
+      {"--term-timeout", "soon"},
+      {"--redirects", "7"},
+      {"--tee", "0:9"},
+      {"--local-ranks-filter", "0,0"},
+      {"--devices", "1,1"},
+      {"--rdzv-backend", "etcd"},
+      {"--monitor-interval", "x"},
+      {"--nnodes", "3:2"},
+      {"--rdzv-conf", "bogus=1"},
+      {"--rdzv-endpoint", "node0:99999"},
   };
   for (const auto& flag : cases) {
     Finished run = runPltrun({flag[0], flag[1], "true"}, {"PLTRUN_FAKE_GPUS=4"});

@@ -41,8 +41,8 @@ TEST_CASE("barrier, broadcast and all-gather agree on 4 and 8 ranks under pltrun
 
 TEST_CASE("after a forced restart the group meets again without old keys", "[client][restart]") {
   TempDir dir;
-  Finished run = runPltrun({"--nproc-per-node", "4", "--max-restarts", "1", GROUP_WORKER_BINARY, dir.path(),
-                            "--fail-rank", "2"});
+  Finished run =
+      runPltrun({"--nproc-per-node", "4", "--max-restarts", "1", GROUP_WORKER_BINARY, dir.path(), "--fail-rank", "2"});
   INFO(run.err);
   REQUIRE(run.status == 0);
   CHECK(run.err.find("restarting the worker group") != std::string::npos);
@@ -63,7 +63,7 @@ TEST_CASE("rank 0's real ncclGetUniqueId reaches every rank unchanged", "[client
   REQUIRE(ids.size() == 1);
   const std::string id = *ids.begin();
   CHECK(id.size() == 2 * 128 + std::string(" distinct").size());
-  CHECK(id.substr(id.size() - 8) == "distinct");       // two communicators got two ids
-  CHECK(id.find_first_not_of('0') < 2 * 128);          // a real id, not zeros
+  CHECK(id.substr(id.size() - 8) == "distinct");  // two communicators got two ids
+  CHECK(id.find_first_not_of('0') < 2 * 128);     // a real id, not zeros
 }
 #endif

@@ -16,8 +16,9 @@ namespace {
 
 std::vector<std::string> agentArgs(const std::string& endpoint, const std::string& directory) {
   return pltrunCommand({"--nnodes", "2:3", "--nproc-per-node", "1", "--rdzv-endpoint", endpoint, "--rdzv-id",
-                        "heartbeat", "--rdzv-conf", "last_call_timeout=0.5,keep_alive_interval=0.3,keep_alive_max_attempt=3",
-                        "--term-timeout", "5", testWorker(), "signals", directory});
+                        "heartbeat", "--rdzv-conf",
+                        "last_call_timeout=0.5,keep_alive_interval=0.3,keep_alive_max_attempt=3", "--term-timeout", "5",
+                        testWorker(), "signals", directory});
 }
 
 int storePort(const ChildProcess& host) {
@@ -30,8 +31,7 @@ int storePort(const ChildProcess& host) {
 
 }  // namespace
 
-TEST_CASE("an agent that stops answering is found by heartbeats and the others re-form without it",
-          "[elastic][e2e]") {
+TEST_CASE("an agent that stops answering is found by heartbeats and the others re-form without it", "[elastic][e2e]") {
   TempDir directory;
   ChildProcess first(agentArgs("127.0.0.1:0", directory.path()));
   const std::string endpoint = "127.0.0.1:" + std::to_string(storePort(first));

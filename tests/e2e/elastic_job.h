@@ -30,7 +30,7 @@ using nlohmann::json;
 // Short rendezvous timings so rounds form, and fail, within seconds; join_timeout stays long
 // enough for agents started one after the other on a loaded 2-core machine.
 inline const std::string kConf = "last_call_timeout=1,join_timeout=30,keep_alive_interval=1,keep_alive_max_attempt=3";
-inline constexpr auto kAgentExit = 40s;  // how long an agent may take to finish once released
+inline constexpr auto kAgentExit = 40s;   // how long an agent may take to finish once released
 inline constexpr auto kRoundForms = 30s;  // how long a round may take to form and start its workers
 
 // The agents of one job, all started with the same flags; the first hosts the store.
@@ -38,17 +38,22 @@ class ElasticJob {
  public:
   ElasticJob(const TempDir& dir, std::string nnodes, std::string runId, std::vector<std::string> flags,
              std::vector<std::string> program, std::string conf = kConf)
-      : dir_(dir), nnodes_(std::move(nnodes)), runId_(std::move(runId)), flags_(std::move(flags)),
-        program_(std::move(program)), conf_(std::move(conf)) {}
+      : dir_(dir),
+        nnodes_(std::move(nnodes)),
+        runId_(std::move(runId)),
+        flags_(std::move(flags)),
+        program_(std::move(program)),
+        conf_(std::move(conf)) {}
 
   /// Starts one more agent: the first hosts the store on a free port, the others join it.
   /// `wrapper` goes before pltrun (e.g. `ip netns exec NS`); `host` is the endpoint's host.
   ChildProcess& start(const std::vector<std::string>& wrapper = {}, const std::string& host = "127.0.0.1") {
     std::vector<std::string> argv = wrapper;
     argv.push_back(PLTRUN_BINARY);
-    std::vector<std::string> args = {"--nnodes", nnodes_, "--nproc-per-node", "2", "--rdzv-endpoint",
-                                     host + ":" + std::to_string(port_), "--rdzv-id", runId_, "--rdzv-conf", conf_,
-                                     "--log-dir", dir_ / "logs", "--term-timeout", "5"};
+    std::vector<std::string> args = {
+        "--nnodes",       nnodes_, "--nproc-per-node", "2",   "--rdzv-endpoint", host + ":" + std::to_string(port_),
+        "--rdzv-id",      runId_,  "--rdzv-conf",      conf_, "--log-dir",       dir_ / "logs",
+        "--term-timeout", "5"};
     args.insert(args.end(), flags_.begin(), flags_.end());
     args.insert(args.end(), program_.begin(), program_.end());
     argv.insert(argv.end(), args.begin(), args.end());
@@ -142,7 +147,8 @@ inline std::optional<Round> findRound(const std::vector<WorkerRecord>& records, 
 }
 
 // Waits until a round (restart count >= fromRestart) has all `world` ranks running.
-inline Round waitForRound(const TempDir& dir, int world, int fromRestart, std::chrono::milliseconds timeout = kRoundForms) {
+inline Round waitForRound(const TempDir& dir, int world, int fromRestart,
+                          std::chrono::milliseconds timeout = kRoundForms) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::vector<WorkerRecord> records;
   while (true) {
@@ -213,7 +219,8 @@ inline void checkNoWorkerLeft(const TempDir& dir) {
   std::vector<pid_t> pids = recordedWorkerPids(dir);
   std::vector<pid_t> alive = waitUntilGone(pids, 10s);
   std::string described;
-  for (pid_t pid : alive) described += " " + std::to_string(pid) + ": " + readFile("/proc/" + std::to_string(pid) + "/stat");
+  for (pid_t pid : alive)
+    described += " " + std::to_string(pid) + ": " + readFile("/proc/" + std::to_string(pid) + "/stat");
   INFO(alive.size() << " of " << pids.size() << " workers still alive:" << described);
   CHECK(alive.empty());
 }

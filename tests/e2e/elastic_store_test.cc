@@ -2,11 +2,12 @@
 // pltrun-store as the rendezvous endpoint (no agent hosts it), and --no-agent-store
 // (torchrun's way: rank 0's node picks a free port for the workers' own store).
 
+#include <signal.h>
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
-#include <signal.h>
 #include <thread>
 
 #include "helpers/child_process.h"
@@ -30,8 +31,8 @@ int printedPort(const ChildProcess& process, const std::string& pattern) {
 
 std::vector<std::string> agent(const std::string& endpoint, const std::string& runId, const std::string& directory,
                                const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> args = {"--nnodes", "2", "--nproc-per-node", "2", "--rdzv-endpoint", endpoint,
-                                   "--rdzv-id", runId};
+  std::vector<std::string> args = {"--nnodes",        "2",      "--nproc-per-node", "2",
+                                   "--rdzv-endpoint", endpoint, "--rdzv-id",        runId};
   args.insert(args.end(), extra.begin(), extra.end());
   args.insert(args.end(), {testWorker(), "env", directory});
   return pltrunCommand(args);
@@ -80,12 +81,13 @@ TEST_CASE("agents meet at a standalone pltrun-store that none of them hosts", "[
   store.wait(10s);
 }
 
-TEST_CASE("elastic with --no-agent-store: rank 0's node picks the workers' store port, as torchrun does", "[elastic][e2e]") {
+TEST_CASE("elastic with --no-agent-store: rank 0's node picks the workers' store port, as torchrun does",
+          "[elastic][e2e]") {
   TempDir directory;
   ChildProcess first(agent("127.0.0.1:0", "own-store", directory.path(), {"--no-agent-store"}));
   const int storePort = printedPort(first, "listening on 127\\.0\\.0\\.1:(\\d+)");
-  ChildProcess second(agent("127.0.0.1:" + std::to_string(storePort), "own-store", directory.path(),
-                            {"--no-agent-store"}));
+  ChildProcess second(
+      agent("127.0.0.1:" + std::to_string(storePort), "own-store", directory.path(), {"--no-agent-store"}));
   Finished firstEnd = first.wait(60s);
   Finished secondEnd = second.wait(60s);
   INFO(firstEnd.err << secondEnd.err);

@@ -14,10 +14,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <limits>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -332,7 +332,8 @@ TEST_CASE("too few agents within join_timeout: every agent exits 1 and names the
     INFO(describe(results));
     CHECK(results[0].status == 1);
     CHECK(elapsed < 10s);
-    CHECK(contains(results[0].err, "rendezvous timed out: 1 of at least 2 nodes joined round 0 within 3 s (1 missing)"));
+    CHECK(
+        contains(results[0].err, "rendezvous timed out: 1 of at least 2 nodes joined round 0 within 3 s (1 missing)"));
     CHECK(contains(results[0].err, "waiting for nodes: 1/2..3 joined (1 missing to start)"));
     CHECK(readRecords(dir).empty());  // no worker ever started
   }

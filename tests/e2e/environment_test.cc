@@ -8,9 +8,9 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "helpers/child_process.h"
 
@@ -43,9 +43,9 @@ int freeLoopbackPort() {
 TEST_CASE("every worker gets torchrun's environment, for 1 to 8 workers", "[env]") {
   for (int workers = 1; workers <= 8; ++workers) {
     TempDir dir;
-    Finished run = runPltrun({"--nproc-per-node", std::to_string(workers), "--rdzv-id", "job42", testWorker(),
-                              "env", dir.path()},
-                             {"OMP_NUM_THREADS", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "PLTRUN_TEST_INHERITED=kept"});
+    Finished run =
+        runPltrun({"--nproc-per-node", std::to_string(workers), "--rdzv-id", "job42", testWorker(), "env", dir.path()},
+                  {"OMP_NUM_THREADS", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "PLTRUN_TEST_INHERITED=kept"});
     INFO("workers=" << workers << " stderr: " << run.err);
     REQUIRE(run.status == 0);
     std::set<std::string> ports, errorFiles;
@@ -117,15 +117,15 @@ TEST_CASE("flag --devices picks the workers and CUDA_VISIBLE_DEVICES", "[env][de
   }
   SECTION("-1 takes every visible GPU") {
     TempDir dir;
-    Finished run = runPltrun({"--devices", "-1", testWorker(), "env", dir.path()},
-                             {"PLTRUN_FAKE_GPUS=3", "CUDA_VISIBLE_DEVICES"});
+    Finished run =
+        runPltrun({"--devices", "-1", testWorker(), "env", dir.path()}, {"PLTRUN_FAKE_GPUS=3", "CUDA_VISIBLE_DEVICES"});
     REQUIRE(run.status == 0);
     CHECK(workerEnv(dir, 2)["CUDA_VISIBLE_DEVICES"] == "0,1,2");
   }
   SECTION("0 hides every GPU from the workers") {
     TempDir dir;
-    Finished run = runPltrun({"--devices", "0", "--nproc-per-node", "2", testWorker(), "env", dir.path()},
-                             {"PLTRUN_FAKE_GPUS=4"});
+    Finished run =
+        runPltrun({"--devices", "0", "--nproc-per-node", "2", testWorker(), "env", dir.path()}, {"PLTRUN_FAKE_GPUS=4"});
     REQUIRE(run.status == 0);
     CHECK(workerEnv(dir, 1)["CUDA_VISIBLE_DEVICES"] == "");
   }

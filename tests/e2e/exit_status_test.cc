@@ -4,8 +4,8 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "helpers/child_process.h"
 
@@ -45,8 +45,8 @@ TEST_CASE("a worker killed by a signal gives 128 + the signal", "[exit]") {
 
 TEST_CASE("the report shows a torch @record error file with its traceback", "[exit][report]") {
   TempDir logs;
-  Finished run = runPltrun({"--nproc-per-node", "2", "--log-dir", logs.path(), "--rdzv-id", "rec", testWorker(),
-                            "record-error", "boom"});
+  Finished run = runPltrun(
+      {"--nproc-per-node", "2", "--log-dir", logs.path(), "--rdzv-id", "rec", testWorker(), "record-error", "boom"});
   INFO(run.err);
   CHECK(run.status == 1);
   CHECK(contains(run.err, "error: ValueError: boom"));
@@ -73,8 +73,8 @@ TEST_CASE("without an error file the report shows the last 20 lines of stderr", 
 
 TEST_CASE("a failing rank restarts the whole group with the restart count incremented", "[exit][restart]") {
   TempDir dir, logs;
-  Finished run = runPltrun({"--nproc-per-node", "3", "--max-restarts", "2", "--log-dir", logs.path(), "--rdzv-id",
-                            "r", testWorker(), "fail-first-attempt", dir.path(), "1"});
+  Finished run = runPltrun({"--nproc-per-node", "3", "--max-restarts", "2", "--log-dir", logs.path(), "--rdzv-id", "r",
+                            testWorker(), "fail-first-attempt", dir.path(), "1"});
   INFO(run.err);
   CHECK(run.status == 0);
   std::string attempts = readFile(dir / "attempts");
@@ -88,9 +88,9 @@ TEST_CASE("a failing rank restarts the whole group with the restart count increm
 
 TEST_CASE("restarts stop at --max-restarts and the last failure's status is returned", "[exit][restart]") {
   TempDir dir;
-  Finished run = runPltrun({"--nproc-per-node", "2", "--max-restarts", "2", "/bin/sh", "-c",
-                            "echo $TORCHELASTIC_RESTART_COUNT >> " + dir.path() +
-                                "/count_$RANK; [ $RANK = 0 ] && exit 5; exec sleep 30"});
+  Finished run = runPltrun(
+      {"--nproc-per-node", "2", "--max-restarts", "2", "/bin/sh", "-c",
+       "echo $TORCHELASTIC_RESTART_COUNT >> " + dir.path() + "/count_$RANK; [ $RANK = 0 ] && exit 5; exec sleep 30"});
   CHECK(run.status == 5);
   CHECK(readFile(dir / "count_0") == "0\n1\n2\n");
 }

@@ -4,9 +4,8 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
-#include <thread>
-#include <fstream>
 #include <map>
+#include <thread>
 
 #include "helpers/child_process.h"
 
@@ -75,7 +74,8 @@ TEST_CASE("200 MB from 4 workers arrive complete and unmangled, on the console a
 }
 
 TEST_CASE("output written just before a worker crashes is not lost", "[output]") {
-  Finished run = runPltrun({"--nproc-per-node", "1", "/bin/sh", "-c", "printf 'first\\nsecond\\nunfinished'; kill -9 $$"});
+  Finished run =
+      runPltrun({"--nproc-per-node", "1", "/bin/sh", "-c", "printf 'first\\nsecond\\nunfinished'; kill -9 $$"});
   CHECK(run.status == 137);
   CHECK(contains(run.out, "[rank 0] first\n[rank 0] second\n[rank 0] unfinished\n"));
 }
@@ -133,8 +133,8 @@ TEST_CASE("flag -r redirects streams to the log files only; -t keeps them on the
   CHECK(!contains(perRank.err, "err 0"));
   CHECK(contains(perRank.out, "[rank 1] out 1"));
 
-  Finished teed = runPltrun({"-t", "3", "--nproc-per-node", "1", "--log-dir", logs.path(), "--rdzv-id", "t",
-                             "/bin/sh", "-c", "echo both"});
+  Finished teed = runPltrun(
+      {"-t", "3", "--nproc-per-node", "1", "--log-dir", logs.path(), "--rdzv-id", "t", "/bin/sh", "-c", "echo both"});
   REQUIRE(teed.status == 0);
   CHECK(contains(teed.out, "[rank 0] both"));
   CHECK(readFile(logs / "t/attempt_0/0/stdout.log") == "both\n");

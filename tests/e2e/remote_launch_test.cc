@@ -8,9 +8,9 @@
 
 #include <catch2/catch.hpp>
 #include <fstream>
-#include <set>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "helpers/child_process.h"
@@ -74,18 +74,18 @@ struct Hosts {
                                       const std::vector<std::string>& hostFlags = {"--hosts",
                                                                                    "127.0.0.1:2,127.0.0.2:2"}) const {
     std::vector<std::string> args = hostFlags;
-    args.insert(args.end(), {"--remote-command",
-                             "ssh -F " + server.clientConfig() + " {host}", "--rdzv-id", runId, "--term-timeout", "5"});
+    args.insert(args.end(), {"--remote-command", "ssh -F " + server.clientConfig() + " {host}", "--rdzv-id", runId,
+                             "--term-timeout", "5"});
     args.insert(args.end(), extra.begin(), extra.end());
     return pltrunCommand(args);
   }
 };
 
-#define SKIP_WITHOUT_SSHD()                      \
-  std::string why;                               \
-  if (!SshServer::available(&why)) {             \
-    WARN("skipped: " << why);                    \
-    return;                                      \
+#define SKIP_WITHOUT_SSHD()          \
+  std::string why;                   \
+  if (!SshServer::available(&why)) { \
+    WARN("skipped: " << why);        \
+    return;                          \
   }
 
 }  // namespace
@@ -99,10 +99,10 @@ TEST_CASE("many hosts (--hosts): 2 hosts x 2 workers over ssh, with the environm
     envFile << "# passed to every remote worker\nPLTRUN_TEST_FROM_FILE=from the file\n";
   }
   std::vector<std::string> argv = hosts.driverArgs(
-      "remote-env", {"-x", "PLTRUN_TEST_EXPORTED", "--env-file", directory / "job.env", testWorker(), "env",
-                     directory.path()});
-  ChildProcess driver(argv, {"NCCL_DEBUG=WARN", "PLTRUN_TEST_EXPORTED=yes it's exported",
-                             "PLTRUN_TEST_INHERITED=stays here"});
+      "remote-env",
+      {"-x", "PLTRUN_TEST_EXPORTED", "--env-file", directory / "job.env", testWorker(), "env", directory.path()});
+  ChildProcess driver(
+      argv, {"NCCL_DEBUG=WARN", "PLTRUN_TEST_EXPORTED=yes it's exported", "PLTRUN_TEST_INHERITED=stays here"});
   Finished end = driver.wait(90s);
   INFO(end.err);
   REQUIRE(end.status == 0);
@@ -117,16 +117,17 @@ TEST_CASE("many hosts (--hosts): 2 hosts x 2 workers over ssh, with the environm
     CHECK(env["TORCHELASTIC_RUN_ID"] == "remote-env");
     CHECK(env["MASTER_ADDR"] == "127.0.0.1");  // node rank 0's host: its agent hosts the workers' store
     masterPorts.insert(env["MASTER_PORT"].get<std::string>());
-    CHECK(env["NCCL_DEBUG"] == "WARN");        // a forwarded prefix
+    CHECK(env["NCCL_DEBUG"] == "WARN");                         // a forwarded prefix
     CHECK(env["PLTRUN_TEST_EXPORTED"] == "yes it's exported");  // -x, quoting intact
-    CHECK(env["PLTRUN_TEST_FROM_FILE"] == "from the file");      // --env-file
-    CHECK_FALSE(env.contains("PLTRUN_TEST_INHERITED"));          // not forwarded: the session's own env
+    CHECK(env["PLTRUN_TEST_FROM_FILE"] == "from the file");     // --env-file
+    CHECK_FALSE(env.contains("PLTRUN_TEST_INHERITED"));         // not forwarded: the session's own env
   }
   CHECK(masterPorts.size() == 1);  // one workers' store for the round, on every host
   CHECK(noneLeftMentioning("remote-env", 10s));
 }
 
-TEST_CASE("many hosts (--hostfile): a failing remote worker gives its exit status and report on the driver", "[remote][e2e]") {
+TEST_CASE("many hosts (--hostfile): a failing remote worker gives its exit status and report on the driver",
+          "[remote][e2e]") {
   SKIP_WITHOUT_SSHD();
   Hosts hosts;
   TempDir directory;

@@ -50,8 +50,7 @@ int workersAlive(const TempDir& dir) {
 
 }  // namespace
 
-TEST_CASE("with a shared secret, a forged end of the job is refused and the workers keep running",
-          "[elastic][auth]") {
+TEST_CASE("with a shared secret, a forged end of the job is refused and the workers keep running", "[elastic][auth]") {
   TempDir dir;
   WorkerSweeper sweeper(dir);
   SecretFile secret;
@@ -128,7 +127,8 @@ TEST_CASE("an agent that should host the store refuses a squatter on the endpoin
   }
   REQUIRE(port != 0);
   if (!withOtherSecret) {
-    TcpStore(loopbackStoreOptions(port)).set("pltrun/rdzv/squat/closed", R"({"reason":"failed","status":7,"final":true})");
+    TcpStore(loopbackStoreOptions(port))
+        .set("pltrun/rdzv/squat/closed", R"({"reason":"failed","status":7,"final":true})");
   }
 
   Finished agent = runPltrun({"--nnodes", "2", "--nproc-per-node", "1", "--rdzv-endpoint",
@@ -159,8 +159,8 @@ TEST_CASE("a secret file others can read, or a missing one, exits 2 with one lin
       std::vector<std::string> args = {"--nnodes", "2", "--rdzv-endpoint", "127.0.0.1:0"};
       args.insert(args.end(), how.begin(), how.end());
       args.push_back("true");
-      Finished run = runPltrun(args, how.empty() ? std::vector<std::string>{"PLTRUN_SECRET_FILE=" + path}
-                                                 : std::vector<std::string>{});
+      Finished run = runPltrun(
+          args, how.empty() ? std::vector<std::string>{"PLTRUN_SECRET_FILE=" + path} : std::vector<std::string>{});
       INFO(path << (how.empty() ? " via PLTRUN_SECRET_FILE" : " via --rdzv-conf") << " -> " << run.err);
       CHECK(run.status == 2);
       CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);

@@ -7,8 +7,8 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 #include <sstream>
+#include <thread>
 
 #include "helpers/child_process.h"
 
@@ -75,8 +75,8 @@ TEST_CASE("SIGUSR1 and SIGUSR2 are forwarded without stopping the job", "[signal
 
 TEST_CASE("a worker that ignores SIGTERM is killed after --term-timeout", "[signals]") {
   TempDir dir;
-  ChildProcess pltrun(pltrunCommand({"--nproc-per-node", "2", "--term-timeout", "0.5", testWorker(), "ignore-term",
-                                     dir.path()}));
+  ChildProcess pltrun(
+      pltrunCommand({"--nproc-per-node", "2", "--term-timeout", "0.5", testWorker(), "ignore-term", dir.path()}));
   waitForAll(dir, "ready_", 2);
   auto start = std::chrono::steady_clock::now();
   pltrun.signal(SIGTERM);
@@ -91,8 +91,8 @@ TEST_CASE("a worker that ignores SIGTERM is killed after --term-timeout", "[sign
 
 TEST_CASE("a second stop signal kills at once, without waiting for the grace period", "[signals]") {
   TempDir dir;
-  ChildProcess pltrun(pltrunCommand({"--nproc-per-node", "2", "--term-timeout", "60", testWorker(), "ignore-term",
-                                     dir.path()}));
+  ChildProcess pltrun(
+      pltrunCommand({"--nproc-per-node", "2", "--term-timeout", "60", testWorker(), "ignore-term", dir.path()}));
   waitForAll(dir, "ready_", 2);
   auto start = std::chrono::steady_clock::now();
   pltrun.signal(SIGTERM);
@@ -138,8 +138,8 @@ TEST_CASE("after kill -9 of pltrun no worker or grandchild remains", "[signals][
 
 TEST_CASE("a background process left by a finished worker does not outlive the job", "[signals][lifetime]") {
   TempDir dir;
-  Finished run = runPltrun({"--nproc-per-node", "2", "/bin/sh", "-c",
-                            "sleep 1000 & echo $! > " + dir.path() + "/bg_$RANK; exit 0"});
+  Finished run = runPltrun(
+      {"--nproc-per-node", "2", "/bin/sh", "-c", "sleep 1000 & echo $! > " + dir.path() + "/bg_$RANK; exit 0"});
   CHECK(run.status == 0);
   std::vector<pid_t> pids;
   for (int rank = 0; rank < 2; ++rank) pids.push_back(std::stoi(readFile(dir / ("bg_" + std::to_string(rank)))));
@@ -154,12 +154,12 @@ TEST_CASE("a stop signal while stopping after a failure ends the job without a r
                              "if [ $RANK = 1 ]; then while [ ! -e " + dir.path() +
                              "/ready_0 ]; do sleep 0.01; done; exit 3; fi; trap '' TERM; touch " + dir.path() +
                              "/ready_$RANK; while :; do sleep 0.05; done";
-  ChildProcess pltrun(pltrunCommand({"--nproc-per-node", "2", "--max-restarts", "3", "--term-timeout", "1",
-                                     "/bin/sh", "-c", script}));
+  ChildProcess pltrun(
+      pltrunCommand({"--nproc-per-node", "2", "--max-restarts", "3", "--term-timeout", "1", "/bin/sh", "-c", script}));
   REQUIRE(waitForFile(dir / "ready_0", 20s));
   REQUIRE(waitForFile(dir / "attempt_0_1", 20s));
   std::this_thread::sleep_for(300ms);  // rank 1 has failed and the group is stopping
-  pltrun.signal(SIGTERM);  // one signal: forwarded; the grace period still runs, then SIGKILL
+  pltrun.signal(SIGTERM);              // one signal: forwarded; the grace period still runs, then SIGKILL
   Finished run = pltrun.wait(30s);
   INFO(run.err);
   CHECK(!run.timedOut);

@@ -85,8 +85,8 @@ TEST_CASE("under srun, pltrun needs no node flag: Slurm's variables place every 
 TEST_CASE("under srun, Slurm's SIGUSR1 and SIGTERM before preemption reach every worker", "[slurm][e2e]") {
   TempDir directory;
   const int jobId = freePortForSlurm() - 10000;
-  const std::vector<std::string> args = {"--nproc-per-node", "2", "--term-timeout", "5", testWorker(), "signals",
-                                         directory.path()};
+  const std::vector<std::string> args = {"--nproc-per-node", "2",       "--term-timeout", "5",
+                                         testWorker(),       "signals", directory.path()};
   ChildProcess first(pltrunCommand(args), slurmTask(jobId, 0));
   ChildProcess second(pltrunCommand(args), slurmTask(jobId, 1));
   for (int rank = 0; rank < 4; ++rank) REQUIRE(waitForFile(directory / ("ready_" + std::to_string(rank)), 30s));
@@ -112,8 +112,8 @@ TEST_CASE("under srun, the tasks share a secret through PLTRUN_SECRET_FILE; a cl
   SecretFile secret;
   const int port = freePortForSlurm();
   const int jobId = port - 10000;
-  const std::vector<std::string> args = {"--nproc-per-node", "1", "--term-timeout", "5", testWorker(), "signals",
-                                         directory.path()};
+  const std::vector<std::string> args = {"--nproc-per-node", "1",       "--term-timeout", "5",
+                                         testWorker(),       "signals", directory.path()};
   std::vector<std::string> firstEnv = slurmTask(jobId, 0), secondEnv = slurmTask(jobId, 1);
   firstEnv.push_back("PLTRUN_SECRET_FILE=" + secret.path());
   secondEnv.push_back("PLTRUN_SECRET_FILE=" + secret.path());

@@ -89,12 +89,15 @@ std::vector<std::string> pltrunArgs(const Cell& cell, const TempDir& dir, const 
   if (cell.layout == Layout::SingleNode) {
     args = {"--nproc-per-node", std::to_string(kWorldSize)};
   } else {
-    args = {"--nnodes", "2", "--nproc-per-node", "2", "--rdzv-endpoint", "127.0.0.1:" + std::to_string(port),
-            "--rdzv-id", runId, "--rdzv-conf", "join_timeout=60"};
+    args = {"--nnodes",         "2",
+            "--nproc-per-node", "2",
+            "--rdzv-endpoint",  "127.0.0.1:" + std::to_string(port),
+            "--rdzv-id",        runId,
+            "--rdzv-conf",      "join_timeout=60"};
   }
   if (cell.store == WorkersStore::RankZero) args.push_back("--no-agent-store");
-  args.insert(args.end(), {"--max-restarts", "1", "--term-timeout", "5", kScript, dir.path(), "--steps",
-                           std::to_string(kSteps)});
+  args.insert(args.end(),
+              {"--max-restarts", "1", "--term-timeout", "5", kScript, dir.path(), "--steps", std::to_string(kSteps)});
   if (fault) args.insert(args.end(), {"--fail-at", std::to_string(kFailAt)});
   return args;
 }

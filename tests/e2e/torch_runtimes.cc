@@ -29,8 +29,7 @@ TorchRuntime torch113() {
 
 TorchRuntime torch26() {
   const std::string tests = TESTS_SOURCE_DIR;
-  return {"2.6", tests + "/torch2/python3-trixie",
-          "bash '" + tests + "/../scripts/trixie-torch-chroot.sh' ready",
+  return {"2.6", tests + "/torch2/python3-trixie", "bash '" + tests + "/../scripts/trixie-torch-chroot.sh' ready",
           "bash scripts/trixie-torch-chroot.sh ensure (Debian trixie's python3-torch in a chroot)"};
 }
 

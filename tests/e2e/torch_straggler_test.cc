@@ -48,8 +48,9 @@ void checkStragglerIsHarmless(const TorchRuntime& torch, bool elastic) {
     worldSize = 2;
   } else {
     auto agentArgs = [&](int port) {
-      std::vector<std::string> args = {"--nnodes", "2", "--nproc-per-node", "2", "--rdzv-endpoint",
-                                       "127.0.0.1:" + std::to_string(port), "--rdzv-id", "straggler"};
+      std::vector<std::string> args = {
+          "--nnodes",  "2",        "--nproc-per-node", "2", "--rdzv-endpoint", "127.0.0.1:" + std::to_string(port),
+          "--rdzv-id", "straggler"};
       args.insert(args.end(), common.begin(), common.end());
       return args;
     };

@@ -46,8 +46,9 @@ TEST_CASE("with --no-agent-store rank 0 hosts the store, as under torchrun", "[t
 TEST_CASE("a restarted torch group meets again through the agent store", "[torch][restart]") {
   const TorchRuntime torch = GENERATE(torch113(), torch26());
   TempDir dir;
-  Finished run = runTorch(torch, dir, {"--nproc-per-node", "2", "--max-restarts", "1", kScript, "allreduce",
-                                       dir.path(), "--fail-first-attempt"});
+  Finished run = runTorch(
+      torch, dir,
+      {"--nproc-per-node", "2", "--max-restarts", "1", kScript, "allreduce", dir.path(), "--fail-first-attempt"});
   INFO("torch " << torch.version << "\n" << run.out << run.err);
   REQUIRE(run.status == 0);
   CHECK(readFile(dir / "result_1") == "3 [0, 1] agent-store=True");

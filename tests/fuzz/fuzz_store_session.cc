@@ -107,7 +107,7 @@ Harness& harness() {
 
 struct Client {
   int fd = -1;
-  bool writeOpen = true;  ///< we may still send
+  bool writeOpen = true;    ///< we may still send
   bool serverDone = false;  ///< the server closed the connection (EOF or reset seen)
   bool collect = false;     ///< keep received bytes (during the handshake) instead of discarding them
   std::string received;
@@ -238,8 +238,8 @@ void authenticate(std::vector<Client>& clients, size_t index) {
   hello.values = {handshake.clientNonce};
   sendAll(clients, index, rdzv::encodeRequest(rdzv::Dialect::Torch2, hello));
   const size_t answerSize = rdzv::kAuthNonceSize + rdzv::kAuthDigestSize;
-  runUntil(clients, [&] { return client.received.size() >= answerSize || client.serverDone; },
-           "no AUTH_HELLO answer");
+  runUntil(
+      clients, [&] { return client.received.size() >= answerSize || client.serverDone; }, "no AUTH_HELLO answer");
   if (client.received.size() != answerSize) fail("the AUTH_HELLO answer is not a nonce and a proof");
   handshake.serverNonce = client.received.substr(0, rdzv::kAuthNonceSize);
   const rdzv::Digest claimed = rdzv::digestOf(std::string_view(client.received).substr(rdzv::kAuthNonceSize));
@@ -249,7 +249,8 @@ void authenticate(std::vector<Client>& clients, size_t index) {
   request.append(reinterpret_cast<const char*>(proof.data()), proof.size());
   client.received.clear();
   sendAll(clients, index, request);
-  runUntil(clients, [&] { return !client.received.empty() || client.serverDone; }, "no AUTH_PROOF reply");
+  runUntil(
+      clients, [&] { return !client.received.empty() || client.serverDone; }, "no AUTH_PROOF reply");
   if (client.received != std::string(1, static_cast<char>(rdzv::kAuthAccepted))) {
     fail("the correct AUTH_PROOF was not accepted");
   }
@@ -280,7 +281,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, size_t size) {
   std::vector<Client> clients;
   clients.reserve(2);
   for (int i = 0; i < (framed ? 2 : 1); ++i) clients.push_back(connectTo(server.port()));
-  runUntil(clients, [&] { return server.connectionCount() == clients.size(); }, "connections not accepted");
+  runUntil(
+      clients, [&] { return server.connectionCount() == clients.size(); }, "connections not accepted");
   if (secured && (flags & kFlagAuthenticate)) {
     for (size_t i = 0; i < clients.size(); ++i) authenticate(clients, i);
   }

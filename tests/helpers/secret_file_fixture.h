@@ -12,8 +12,7 @@ namespace pltrun::test {
 
 class SecretFile {
  public:
-  explicit SecretFile(std::string secret = "the job's shared secret", mode_t mode = 0600)
-      : secret_(std::move(secret)) {
+  explicit SecretFile(std::string secret = "the job's shared secret", mode_t mode = 0600) : secret_(std::move(secret)) {
     std::ofstream file(path());
     file << secret_ << "\n";
     file.close();

@@ -66,13 +66,30 @@ std::string jsonString(const std::string& text) {
 }
 
 std::string environmentJson() {
-  const char* names[] = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK",
-                         "GROUP_WORLD_SIZE", "ROLE_NAME", "ROLE_RANK", "ROLE_WORLD_SIZE", "NODE_RANK",
-                         "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
-                         "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE",
-                         "TORCHELASTIC_ERROR_FILE", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "OMP_NUM_THREADS",
-                         "CUDA_VISIBLE_DEVICES", "PLTRUN_TEST_INHERITED", "NCCL_DEBUG",
-                         "PLTRUN_TEST_EXPORTED", "PLTRUN_TEST_FROM_FILE"};
+  const char* names[] = {"RANK",
+                         "LOCAL_RANK",
+                         "WORLD_SIZE",
+                         "LOCAL_WORLD_SIZE",
+                         "GROUP_RANK",
+                         "GROUP_WORLD_SIZE",
+                         "ROLE_NAME",
+                         "ROLE_RANK",
+                         "ROLE_WORLD_SIZE",
+                         "NODE_RANK",
+                         "MASTER_ADDR",
+                         "MASTER_PORT",
+                         "TORCHELASTIC_RESTART_COUNT",
+                         "TORCHELASTIC_MAX_RESTARTS",
+                         "TORCHELASTIC_RUN_ID",
+                         "TORCHELASTIC_USE_AGENT_STORE",
+                         "TORCHELASTIC_ERROR_FILE",
+                         "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+                         "OMP_NUM_THREADS",
+                         "CUDA_VISIBLE_DEVICES",
+                         "PLTRUN_TEST_INHERITED",
+                         "NCCL_DEBUG",
+                         "PLTRUN_TEST_EXPORTED",
+                         "PLTRUN_TEST_FROM_FILE"};
   std::string json = "{";
   for (const char* name : names) {
     const char* value = std::getenv(name);
@@ -165,10 +182,11 @@ int flood(long long bytes) {
 }
 
 int recordError(const std::string& message) {
-  std::string traceback = "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\nValueError: " + message;
+  std::string traceback =
+      "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\nValueError: " + message;
   std::string json = "{\"message\": {\"message\": " + jsonString("ValueError: " + message) +
-                     ", \"extraInfo\": {\"py_callstack\": " + jsonString(traceback) +
-                     ", \"timestamp\": \"" + std::to_string(time(nullptr)) + "\"}}}";
+                     ", \"extraInfo\": {\"py_callstack\": " + jsonString(traceback) + ", \"timestamp\": \"" +
+                     std::to_string(time(nullptr)) + "\"}}}";
   writeFile(envOr("TORCHELASTIC_ERROR_FILE", "/dev/null"), json);
   fprintf(stderr, "something went wrong on rank %s\n", rank().c_str());
   return 1;

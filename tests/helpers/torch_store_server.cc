@@ -30,9 +30,10 @@ TorchStoreServer::TorchStoreServer() {
   process_ = std::make_unique<ChildProcess>(std::vector<std::string>{"/usr/bin/python3", "-c", kServer, portFile_});
   if (!waitForFile(portFile_, std::chrono::seconds(60))) {
     Finished finished = process_->wait(std::chrono::seconds(5));
-    FAIL("torch's TCPStore server did not start (needs Debian's python3-torch: scripts/install-deps.sh "
-         "--with-torch): "
-         << finished.err);
+    FAIL(
+        "torch's TCPStore server did not start (needs Debian's python3-torch: scripts/install-deps.sh "
+        "--with-torch): "
+        << finished.err);
   }
   port_ = std::stoi(readFile(portFile_));
 }

@@ -3,10 +3,11 @@
 // listener refuses new connections and its open connections are closed (a straggler that
 // keeps its socket loses it), and ports never repeat within a run unless fixed.
 
+#include "launcher/attempt_store.h"
+
 #include <catch2/catch.hpp>
 #include <set>
 
-#include "launcher/attempt_store.h"
 #include "pltrun/error.h"
 #include "pltrun/tcp_store.h"
 
@@ -78,7 +79,8 @@ TEST_CASE("close ends the current attempt's store; opening again works", "[attem
 }
 
 TEST_CASE("an address that cannot be listened on is a clear error", "[attempt_store]") {
-  AttemptStore stores(AttemptStore::Host::Launcher, "192.0.2.1");  // TEST-NET-1: never an address of this machine; nothing is sent
+  AttemptStore stores(AttemptStore::Host::Launcher,
+                      "192.0.2.1");  // TEST-NET-1: never an address of this machine; nothing is sent
   try {
     stores.openNext();
     FAIL("listening on 192.0.2.1 succeeded");

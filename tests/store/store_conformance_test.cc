@@ -42,8 +42,8 @@ ErrorCode errorCodeOf(const std::function<void()>& action) {
 
 }  // namespace
 
-#define STORES InMemoryFixture, PrefixFixture, TcpTorch2Fixture, TcpTorch113Fixture, TcpWithSecretFixture, \
-               TorchServerFixture
+#define STORES \
+  InMemoryFixture, PrefixFixture, TcpTorch2Fixture, TcpTorch113Fixture, TcpWithSecretFixture, TorchServerFixture
 
 TEMPLATE_TEST_CASE("set and get round-trip any bytes", "[store][conformance]", STORES) {
   TestType fixture;

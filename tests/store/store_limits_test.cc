@@ -44,7 +44,6 @@ Request withKeys(Command command, std::vector<std::string> keys, std::vector<std
   return request;
 }
 
-
 // Another client gets its answer fast: the store's one event loop was not taken over.
 void checkOthersAnswered(const StoreProcess& store) {
   std::unique_ptr<TcpStore> other = storeClient(store.portNumber());
@@ -147,7 +146,8 @@ TEST_CASE("a MULTI_SET of a million pairs is refused on its count; 131072 pairs 
   CHECK(cpu < 2.0);
 }
 
-TEST_CASE("APPEND stays within --max-value-size and writes stop at --max-store-bytes, losing nothing", "[store][limits]") {
+TEST_CASE("APPEND stays within --max-value-size and writes stop at --max-store-bytes, losing nothing",
+          "[store][limits]") {
   StoreProcess store({"--max-value-size", "1000", "--max-store-bytes", "20000"});
   SECTION("APPEND past the value limit is refused; the value stays as it was") {
     std::unique_ptr<TcpStore> appender = storeClient(store.portNumber());

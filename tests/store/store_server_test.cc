@@ -58,8 +58,8 @@ TEST_CASE("many clients on many threads share one table", "[store][server]") {
       try {
         std::vector<std::unique_ptr<TcpStore>> clients;
         for (int i = 0; i < kClientsPerThread; ++i) {
-          clients.push_back(std::make_unique<TcpStore>(
-              server.clientOptions(i % 2 ? StoreDialect::Torch113 : StoreDialect::Torch2)));
+          clients.push_back(
+              std::make_unique<TcpStore>(server.clientOptions(i % 2 ? StoreDialect::Torch113 : StoreDialect::Torch2)));
         }
         for (int round = 0; round < 20; ++round) {
           for (auto& client : clients) {
@@ -143,9 +143,10 @@ TEST_CASE("a close notice fires however its connection ends", "[store][server]")
   CHECK(eventually([&] { return server.connections() == 1 && server.waiters() == 0; }));
 }
 
-TEST_CASE("a close notice fires when the server closes an idle client, and a reconnect does not register it "
-          "again",
-          "[store][server]") {
+TEST_CASE(
+    "a close notice fires when the server closes an idle client, and a reconnect does not register it "
+    "again",
+    "[store][server]") {
   rdzv::StoreServerOptions options;
   options.idleTimeout = 400ms;
   ServerThread server(options);
@@ -399,8 +400,8 @@ TEST_CASE("a proof seen on one connection is refused on another (both nonces bin
   const std::string answer = first.receive(2 * rdzv::kAuthNonceSize);
   REQUIRE(answer.size() == 2 * rdzv::kAuthNonceSize);
   const rdzv::Handshake seen{clientNonce, answer.substr(0, rdzv::kAuthNonceSize), "run"};
-  CHECK(rdzv::digestsEqual(rdzv::digestOf(answer.substr(rdzv::kAuthNonceSize)),
-                           rdzv::serverProof(options.secret, seen)));
+  CHECK(
+      rdzv::digestsEqual(rdzv::digestOf(answer.substr(rdzv::kAuthNonceSize)), rdzv::serverProof(options.secret, seen)));
   const rdzv::Digest proof = rdzv::clientProof(options.secret, seen);
   const std::string proofRequest =
       encode(rdzv::Dialect::Torch2, rdzv::Command::AuthProof, {}, {std::string(proof.begin(), proof.end())});
@@ -438,10 +439,8 @@ TEST_CASE("pltrun-store prints its port, serves, and stops on SIGTERM", "[store]
 
 TEST_CASE("pltrun-store rejects bad flags and busy ports with one line", "[store][server][executable]") {
   ServerThread busy;
-  for (auto args : std::vector<std::vector<std::string>>{{"--port", "99999"},
-                                                         {"--max-connections", "0"},
-                                                         {"--bogus"},
-                                                         {"--port", std::to_string(busy.port())}}) {
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"--port", "99999"}, {"--max-connections", "0"}, {"--bogus"}, {"--port", std::to_string(busy.port())}}) {
     args.insert(args.begin(), PLTRUN_STORE_BINARY);
     ChildProcess store(args);
     Finished finished = store.wait(10s);

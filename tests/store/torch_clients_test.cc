@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "helpers/child_process.h"
-#include "store/store_process.h"
 #include "pltrun/tcp_store.h"
+#include "store/store_process.h"
 
 using namespace pltrun::test;
 using namespace std::chrono_literals;
@@ -52,8 +52,8 @@ TEST_CASE("torch 2.x clients (trixie chroot) drive pltrun-store", "[store][torch
     return;
   }
   StoreProcess store;
-  ChildProcess python({"/bin/bash", script, "run", "--bind", std::string(TESTS_SOURCE_DIR) + "/store", "--",
-                       "python3", kScripts + "torch_store_client.py", store.port(), "--torch2"});
+  ChildProcess python({"/bin/bash", script, "run", "--bind", std::string(TESTS_SOURCE_DIR) + "/store", "--", "python3",
+                       kScripts + "torch_store_client.py", store.port(), "--torch2"});
   Finished run = python.wait(240s);
   INFO(run.out << run.err);
   CHECK(run.status == 0);

@@ -11,11 +11,12 @@
 #include <variant>
 #include <vector>
 
-#include "pltrun/error.h"
 #include "launcher/text_parsing.h"
 #include "launcher/worker_layout.h"
+#include "pltrun/error.h"
 #include "scoped_env.h"
 
+using Catch::Matchers::Contains;
 using pltrun::Error;
 using pltrun::ErrorCode;
 using pltrun::InformationRequest;
@@ -23,7 +24,6 @@ using pltrun::LaunchConfig;
 using pltrun::ProgramKind;
 using pltrun::RendezvousBackend;
 using pltrun_test::ScopedEnv;
-using Catch::Matchers::Contains;
 
 namespace {
 
@@ -490,8 +490,7 @@ TEST_CASE("flag --rdzv-endpoint with an explicit static backend is rank 0's addr
   SECTION("it needs a port") {
     requireInvalid({"--rdzv-backend", "static", "--nnodes", "2", "--rdzv-endpoint", "node0", "p"},
                    {"--rdzv-endpoint", "'node0'", "HOST:PORT"});
-    requireInvalid({"--rdzv-backend", "static", "--nnodes", "2", "--rdzv-endpoint", "node0:0", "p"},
-                   {"--master-port"});
+    requireInvalid({"--rdzv-backend", "static", "--nnodes", "2", "--rdzv-endpoint", "node0:0", "p"}, {"--master-port"});
   }
 }
 

@@ -209,8 +209,8 @@ TEST_CASE("a local rank at or above LOCAL_WORLD_SIZE is named with both values",
     variables["LOCAL_RANK"] = localRank;
     auto message = invalidArgumentMessage(variables);
     REQUIRE(message);
-    CHECK_THAT(*message, Catch::Contains(std::string("LOCAL_RANK=") + localRank) &&
-                             Catch::Contains("LOCAL_WORLD_SIZE=4"));
+    CHECK_THAT(*message,
+               Catch::Contains(std::string("LOCAL_RANK=") + localRank) && Catch::Contains("LOCAL_WORLD_SIZE=4"));
   }
   Variables variables = fullEnvironment();
   variables["LOCAL_RANK"] = "3";

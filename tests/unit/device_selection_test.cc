@@ -8,11 +8,11 @@
 
 #include "pltrun/error.h"
 
+using Catch::Matchers::Contains;
 using pltrun::cudaVisibleDevicesFor;
 using pltrun::Error;
 using pltrun::ErrorCode;
 using pltrun::parseDevices;
-using Catch::Matchers::Contains;
 
 namespace {
 
@@ -59,9 +59,7 @@ TEST_CASE("a comma makes a list of indices, as in Lightning", "[device_selection
     CHECK(parseDevices(" 2 ,1 ", 4) == Indices{2, 1});
     CHECK(parseDevices(" 2 ", 4) == Indices{0, 1});
   }
-  SECTION("a bracketed single index is that index, not a count") {
-    CHECK(parseDevices("[2]", 4) == Indices{2});
-  }
+  SECTION("a bracketed single index is that index, not a count") { CHECK(parseDevices("[2]", 4) == Indices{2}); }
 }
 
 TEST_CASE("a count selects the first GPUs", "[device_selection]") {

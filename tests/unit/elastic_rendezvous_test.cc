@@ -1,16 +1,16 @@
 // The rendezvous protocol over the in-memory store, one thread per agent: the same code
 // the launcher runs over TCP.
 
-#include <catch2/catch.hpp>
+#include "rendezvous/elastic_rendezvous.h"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <future>
 #include <set>
 #include <thread>
 
 #include "pltrun/error.h"
 #include "pltrun/in_memory_store.h"
-#include "rendezvous/elastic_rendezvous.h"
 #include "rendezvous/node_assignment.h"
 
 using namespace pltrun;
@@ -52,9 +52,8 @@ std::vector<RoundInfo> joinAll(std::vector<std::unique_ptr<Agent>>& agents, int 
                                std::optional<int> expected = {}) {
   std::vector<std::future<RoundInfo>> joins;
   for (auto& agent : agents) {
-    joins.push_back(std::async(std::launch::async, [&agent, after, expected] {
-      return agent->rendezvous->join(after, expected, {});
-    }));
+    joins.push_back(std::async(std::launch::async,
+                               [&agent, after, expected] { return agent->rendezvous->join(after, expected, {}); }));
   }
   std::vector<RoundInfo> infos;
   for (auto& join : joins) infos.push_back(join.get());

@@ -12,12 +12,12 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+using Catch::Matchers::Contains;
 using pltrun::failureReportJson;
 using pltrun::formatFailureReport;
 using pltrun::readErrorFile;
 using pltrun::RecordedError;
 using pltrun::WorkerFailure;
-using Catch::Matchers::Contains;
 
 namespace {
 
@@ -57,7 +57,8 @@ WorkerFailure failure(int rank, int localRank) {
 }  // namespace
 
 TEST_CASE("readErrorFile reads torch's @record format", "[failure_report]") {
-  TempFile file(R"({"message": {"message": "ValueError: boom", "extraInfo": {"py_callstack": "Traceback (most recent call last):\n  File \"train.py\", line 3\nValueError: boom", "timestamp": "1700000000"}}})");
+  TempFile file(
+      R"({"message": {"message": "ValueError: boom", "extraInfo": {"py_callstack": "Traceback (most recent call last):\n  File \"train.py\", line 3\nValueError: boom", "timestamp": "1700000000"}}})");
   std::optional<RecordedError> recorded = readErrorFile(file.path());
   REQUIRE(recorded.has_value());
   CHECK(recorded->message == "ValueError: boom");
@@ -132,7 +133,9 @@ TEST_CASE("the report names the failed worker and how it ended", "[failure_repor
 
 TEST_CASE("the report shows the recorded error and every traceback line", "[failure_report]") {
   WorkerFailure root = failure(0, 0);
-  root.recorded = RecordedError{"ValueError: boom", "Traceback (most recent call last):\n  File \"t.py\", line 9\nValueError: boom", "1700000000"};
+  root.recorded =
+      RecordedError{"ValueError: boom", "Traceback (most recent call last):\n  File \"t.py\", line 9\nValueError: boom",
+                    "1700000000"};
   root.stderrTail = {"stderr line that is not shown"};
   std::string report = formatFailureReport(root, {});
   CHECK_THAT(report, Contains("ValueError: boom"));

@@ -33,9 +33,7 @@ TEST_CASE("CUDA_VISIBLE_DEVICES entries are the visible ids, in its order", "[gp
   CHECK(visibleGpuIds(std::string("1,0"), 2) == Ids{"1", "0"});
   CHECK(visibleGpuIds(std::string("3"), 4) == Ids{"3"});
   CHECK(visibleGpuIds(std::string("2,5,7"), 8) == Ids{"2", "5", "7"});
-  SECTION("spaces around entries are ignored") {
-    CHECK(visibleGpuIds(std::string(" 1 , 0"), 2) == Ids{"1", "0"});
-  }
+  SECTION("spaces around entries are ignored") { CHECK(visibleGpuIds(std::string(" 1 , 0"), 2) == Ids{"1", "0"}); }
 }
 
 TEST_CASE("CUDA stops at the first entry it cannot use", "[gpu_inventory]") {

@@ -189,8 +189,8 @@ TEST_CASE("broadcast gives every rank the root's bytes", "[group]") {
       runRanks(kWorld, [&](int rank) {
         // Non-roots pass something else, which must be ignored; the root comes last.
         if (rank == root) std::this_thread::sleep_for(50ms);
-        received[rank] = groups[rank]->broadcast(rank == root ? *payload : "rank " + std::to_string(rank), root,
-                                                 kPatience);
+        received[rank] =
+            groups[rank]->broadcast(rank == root ? *payload : "rank " + std::to_string(rank), root, kPatience);
       });
       for (int rank = 0; rank < kWorld; ++rank) {
         INFO("rank " << rank);
@@ -294,7 +294,8 @@ TEST_CASE("20 mixed collectives in a row stay in step", "[group]") {
         expected = "op" + std::to_string(op) + "@" + std::to_string(root);
         break;
       case 2:
-        for (int rank = 0; rank < kWorld; ++rank) expected += "op" + std::to_string(op) + "@" + std::to_string(rank) + "|";
+        for (int rank = 0; rank < kWorld; ++rank)
+          expected += "op" + std::to_string(op) + "@" + std::to_string(rank) + "|";
         break;
     }
     for (int rank = 0; rank < kWorld; ++rank) {

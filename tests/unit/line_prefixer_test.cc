@@ -131,8 +131,7 @@ TEST_CASE("\"\\r\\n\" ends the line without an extra prefixed empty line", "[lin
     CHECK(out == "[rank 3] abc\r\n");
   }
   SECTION("after a progress bar") {
-    CHECK(feedAll(kPrefix, "1/3\r2/3\r3/3\r\nnext\n") ==
-          "[rank 3] 1/3\r[rank 3] 2/3\r[rank 3] 3/3\r\n[rank 3] next\n");
+    CHECK(feedAll(kPrefix, "1/3\r2/3\r3/3\r\nnext\n") == "[rank 3] 1/3\r[rank 3] 2/3\r[rank 3] 3/3\r\n[rank 3] next\n");
   }
   SECTION("a second newline is an ordinary empty line") {
     CHECK(feedAll(kPrefix, "a\r\n\n") == "[rank 3] a\r\n[rank 3] \n");
@@ -179,8 +178,7 @@ TEST_CASE("previewProgress shows the unfinished segment of a progress bar only",
 
 TEST_CASE("an empty prefix passes text ending in a newline through unchanged", "[line_prefixer]") {
   for (std::string text : {std::string("plain\n"), std::string("\n\n\n"), std::string("a\r\nb\n"),
-                           std::string("bar 1\rbar 2\rdone\n"), std::string("x\r\r\n"),
-                           randomText(5000, 7) + "\n"}) {
+                           std::string("bar 1\rbar 2\rdone\n"), std::string("x\r\r\n"), randomText(5000, 7) + "\n"}) {
     CHECK(feedAll("", text) == text);
     CHECK(feedInChunks("", text, 3) == text);
   }

@@ -1,11 +1,12 @@
 // Node ranks from the participants of a closed round: deterministic, hints honoured only
 // when consistent, global ranks following node ranks.
 
+#include "rendezvous/node_assignment.h"
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "pltrun/error.h"
-#include "rendezvous/node_assignment.h"
 #include "rendezvous/round_end.h"
 
 using namespace pltrun;
@@ -41,7 +42,8 @@ TEST_CASE("node ranks follow (addr, agent id), whatever order the nodes joined i
 }
 
 TEST_CASE("global ranks are prefix sums of the workers of lower node ranks", "[rendezvous]") {
-  AssignmentResult result = assignNodeRanks({node("b", "10.0.0.2", 3), node("a", "10.0.0.1", 2), node("c", "10.0.0.3", 4)});
+  AssignmentResult result =
+      assignNodeRanks({node("b", "10.0.0.2", 3), node("a", "10.0.0.1", 2), node("c", "10.0.0.3", 4)});
   const auto& byParticipant = result.byParticipant;
   CHECK(byParticipant[1].firstRank == 0);  // a: node rank 0, 2 workers
   CHECK(byParticipant[0].firstRank == 2);  // b: node rank 1, 3 workers

@@ -15,6 +15,7 @@
 #include "pltrun/error.h"
 
 namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
 using pltrun::Error;
 using pltrun::ErrorCode;
 using pltrun::findExecutable;
@@ -22,7 +23,6 @@ using pltrun::LaunchConfig;
 using pltrun::ProgramCommand;
 using pltrun::ProgramKind;
 using pltrun::resolveProgramCommand;
-using Catch::Matchers::Contains;
 
 namespace {
 
@@ -90,8 +90,8 @@ TEST_CASE("a .py script runs under Python with -u", "[program_command]") {
     CHECK(command.argv == Args{python, "-u", script, "--lr", "0.1"});
   }
   SECTION("interpreter found along PATH; argv[0] keeps the name") {
-    ProgramCommand command = resolveProgramCommand(configFor(script, ProgramKind::Auto), "python3",
-                                                   "/nonexistent-dir:" + dir.path());
+    ProgramCommand command =
+        resolveProgramCommand(configFor(script, ProgramKind::Auto), "python3", "/nonexistent-dir:" + dir.path());
     CHECK(command.executable == dir.path() + "/python3");
     CHECK(command.argv == Args{"python3", "-u", script});
   }
@@ -113,20 +113,20 @@ TEST_CASE("flag -m runs a module under Python", "[program_command]") {
 TEST_CASE("flag --no-python executes a .py file directly", "[program_command]") {
   TempDir dir;
   const std::string script = dir.file("tool.py", 0755);
-  ProgramCommand command = resolveProgramCommand(configFor(script, ProgramKind::NoPython, {"a", "b"}),
-                                                 "/no/such/python", "");
+  ProgramCommand command =
+      resolveProgramCommand(configFor(script, ProgramKind::NoPython, {"a", "b"}), "/no/such/python", "");
   CHECK(command.executable == script);
   CHECK(command.argv == Args{script, "a", "b"});
   SECTION("it must then be executable") {
     const std::string plain = dir.file("plain.py", 0644);
-    CHECK_THAT(notFound(configFor(plain, ProgramKind::NoPython), "/no/such/python", ""),
-               Contains("not an executable"));
+    CHECK_THAT(notFound(configFor(plain, ProgramKind::NoPython), "/no/such/python", ""), Contains("not an executable"));
   }
 }
 
 TEST_CASE("a plain program is looked up along the PATH given", "[program_command]") {
   SECTION("true in /usr/bin:/bin") {
-    ProgramCommand command = resolveProgramCommand(configFor("true", ProgramKind::Auto, {"x"}), "python3", "/usr/bin:/bin");
+    ProgramCommand command =
+        resolveProgramCommand(configFor("true", ProgramKind::Auto, {"x"}), "python3", "/usr/bin:/bin");
     CHECK((command.executable == "/usr/bin/true" || command.executable == "/bin/true"));
     CHECK(command.argv == Args{"true", "x"});
   }
@@ -134,8 +134,8 @@ TEST_CASE("a plain program is looked up along the PATH given", "[program_command
     TempDir first, second;
     first.file("tool", 0644);  // not executable: skipped
     const std::string tool = second.file("tool", 0755);
-    ProgramCommand command = resolveProgramCommand(configFor("tool", ProgramKind::Auto), "python3",
-                                                   first.path() + ":" + second.path());
+    ProgramCommand command =
+        resolveProgramCommand(configFor("tool", ProgramKind::Auto), "python3", first.path() + ":" + second.path());
     CHECK(command.executable == tool);
     CHECK(command.argv == Args{"tool"});
   }

@@ -1,21 +1,27 @@
 // The driver's pure parts: what reaches the remote workers, how a command line survives the
 // remote shell, and how the remote command is built.
 
-#include <catch2/catch.hpp>
+#include "launcher/remote_launch.h"
+
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
 
-#include "launcher/remote_launch.h"
 #include "pltrun/error.h"
 
 using namespace pltrun;
 
 TEST_CASE("the forwarded environment: default prefixes, -x and the env file", "[remote]") {
-  Environment here = {{"NCCL_IB_HCA", "mlx5"}, {"CUDA_LAUNCH_BLOCKING", "1"}, {"CUDA_VISIBLE_DEVICES", "0,1"},
-                      {"PYTHONPATH", "/src"},  {"OMP_NUM_THREADS", "4"},     {"HOME", "/root"},
-                      {"PATH", "/usr/bin"},    {"MY_FLAG", "on"}};
+  Environment here = {{"NCCL_IB_HCA", "mlx5"},
+                      {"CUDA_LAUNCH_BLOCKING", "1"},
+                      {"CUDA_VISIBLE_DEVICES", "0,1"},
+                      {"PYTHONPATH", "/src"},
+                      {"OMP_NUM_THREADS", "4"},
+                      {"HOME", "/root"},
+                      {"PATH", "/usr/bin"},
+                      {"MY_FLAG", "on"}};
   RemoteLaunchSettings remote;
   Environment forwarded = forwardedEnvironment(here, remote);
   CHECK(forwarded == Environment{{"NCCL_IB_HCA", "mlx5"},

@@ -82,8 +82,8 @@ void requireInvalidArgument(const SamplerOptions& options) {
     FAIL("no error for rank " << options.rank << " of world " << options.worldSize);
   } catch (const Error& error) {
     CHECK(error.code() == ErrorCode::InvalidArgument);
-    CHECK_THAT(error.what(), Catch::Contains(std::to_string(options.rank)) &&
-                                 Catch::Contains(std::to_string(options.worldSize)));
+    CHECK_THAT(error.what(),
+               Catch::Contains(std::to_string(options.rank)) && Catch::Contains(std::to_string(options.worldSize)));
   }
 }
 
@@ -211,8 +211,8 @@ TEST_CASE("unequal shards: an exact partition, sizes differing by at most one", 
 
 TEST_CASE("an empty dataset gives every rank nothing", "[sampler]") {
   for (int world = 1; world <= kMaxWorld; ++world) {
-    for (Mode mode : {Mode{true, false, false}, Mode{true, true, false}, Mode{true, false, true},
-                      Mode{false, false, false}}) {
+    for (Mode mode :
+         {Mode{true, false, false}, Mode{true, true, false}, Mode{true, false, true}, Mode{false, false, false}}) {
       INFO("world " << world << ", dropLast " << mode.dropLast << ", unequal " << mode.unequalShards);
       for (DistributedSampler& sampler : samplersFor(0, world, mode, 0)) {
         CHECK(sampler.numSamples() == 0);

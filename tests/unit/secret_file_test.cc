@@ -84,8 +84,7 @@ TEST_CASE("a private secret file is read, its line ending dropped", "[secret_fil
   CHECK(readSecretFile(dir.write("binary", binary, 0600), "x") == binary);
 }
 
-TEST_CASE("a secret file that others could read or write is refused with the chmod that fixes it",
-          "[secret_file]") {
+TEST_CASE("a secret file that others could read or write is refused with the chmod that fixes it", "[secret_file]") {
   Directory dir;
   for (mode_t mode : {0640, 0604, 0620, 0602, 0644, 0666}) {
     const std::string path = dir.write("shared" + std::to_string(mode), "sixteen bytes at least\n", mode);

@@ -1,10 +1,11 @@
 // Slurm: the hostlist grammar against examples of what Slurm prints, the variables srun sets,
 // and the flags they stand in for.
 
+#include "launcher/slurm.h"
+
 #include <catch2/catch.hpp>
 
 #include "launcher/command_line.h"
-#include "launcher/slurm.h"
 #include "pltrun/error.h"
 #include "scoped_env.h"
 
@@ -37,8 +38,8 @@ TEST_CASE("Slurm hostlists expand as Slurm expands them", "[slurm]") {
 }
 
 TEST_CASE("malformed hostlists are one-line errors that quote the list", "[slurm]") {
-  for (const char* bad : {"", "node[", "node]", "node[3-1]", "node[a-b]", "node[1-2", "node[]", "node[1-2-3]",
-                          "a,,b", "node[1,]"}) {
+  for (const char* bad :
+       {"", "node[", "node]", "node[3-1]", "node[a-b]", "node[1-2", "node[]", "node[1-2-3]", "a,,b", "node[1,]"}) {
     INFO(bad);
     try {
       expandHostlist(bad);
@@ -58,10 +59,8 @@ TEST_CASE("the rendezvous port comes from the job id, with a fallback", "[slurm]
 }
 
 TEST_CASE("srun's variables are read; anything missing means no Slurm", "[slurm]") {
-  Environment env = {{"SLURM_JOB_ID", "777"},
-                     {"SLURM_NNODES", "3"},
-                     {"SLURM_NODEID", "2"},
-                     {"SLURM_JOB_NODELIST", "gpu[07-09]"}};
+  Environment env = {
+      {"SLURM_JOB_ID", "777"}, {"SLURM_NNODES", "3"}, {"SLURM_NODEID", "2"}, {"SLURM_JOB_NODELIST", "gpu[07-09]"}};
   std::optional<SlurmJob> job = detectSlurm(env);
   REQUIRE(job);
   CHECK(job->nnodes == 3);
@@ -70,18 +69,18 @@ TEST_CASE("srun's variables are read; anything missing means no Slurm", "[slurm]
   CHECK(job->port == 10777);
   CHECK_THAT(job->describe(), Catch::Contains("Slurm job 777: 3 nodes") && Catch::Contains("gpu07:10777"));
 
-  Environment older = {{"SLURM_JOBID", "5"}, {"SLURM_JOB_NUM_NODES", "2"}, {"SLURM_NODEID", "0"},
-                       {"SLURM_NODELIST", "a,b"}};
+  Environment older = {
+      {"SLURM_JOBID", "5"}, {"SLURM_JOB_NUM_NODES", "2"}, {"SLURM_NODEID", "0"}, {"SLURM_NODELIST", "a,b"}};
   REQUIRE(detectSlurm(older));
   env.erase("SLURM_NODEID");  // salloc's shell, not an srun task
   CHECK_FALSE(detectSlurm(env));
   CHECK_FALSE(detectSlurm({}));
 
-  Environment mismatch = {{"SLURM_JOB_ID", "1"}, {"SLURM_NNODES", "3"}, {"SLURM_NODEID", "0"},
-                          {"SLURM_JOB_NODELIST", "n[1-2]"}};
+  Environment mismatch = {
+      {"SLURM_JOB_ID", "1"}, {"SLURM_NNODES", "3"}, {"SLURM_NODEID", "0"}, {"SLURM_JOB_NODELIST", "n[1-2]"}};
   CHECK_THROWS_WITH(detectSlurm(mismatch), Catch::Contains("3 nodes but its node list 'n[1-2]' names 2"));
-  Environment outOfRange = {{"SLURM_JOB_ID", "1"}, {"SLURM_NNODES", "2"}, {"SLURM_NODEID", "2"},
-                            {"SLURM_JOB_NODELIST", "n[1-2]"}};
+  Environment outOfRange = {
+      {"SLURM_JOB_ID", "1"}, {"SLURM_NNODES", "2"}, {"SLURM_NODEID", "2"}, {"SLURM_JOB_NODELIST", "n[1-2]"}};
   CHECK_THROWS_WITH(detectSlurm(outOfRange), Catch::Contains("SLURM_NODEID=2"));
 }
 

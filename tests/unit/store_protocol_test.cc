@@ -35,10 +35,14 @@ template <>
 struct StringMaker<DecodeStatus> {
   static std::string convert(DecodeStatus status) {
     switch (status) {
-      case DecodeStatus::NeedMore: return "NeedMore";
-      case DecodeStatus::Complete: return "Complete";
-      case DecodeStatus::Invalid: return "Invalid";
-      case DecodeStatus::Unsupported: return "Unsupported";
+      case DecodeStatus::NeedMore:
+        return "NeedMore";
+      case DecodeStatus::Complete:
+        return "Complete";
+      case DecodeStatus::Invalid:
+        return "Invalid";
+      case DecodeStatus::Unsupported:
+        return "Unsupported";
     }
     return "?";
   }
@@ -231,23 +235,22 @@ TEST_CASE("the round trip covers every command each dialect serves", "[store_pro
   };
   for (Command command : {Command::Validate, Command::Set, Command::CompareSet, Command::Get, Command::Add,
                           Command::Check, Command::Wait, Command::GetNumKeys, Command::DeleteKey, Command::Append,
-                          Command::MultiGet, Command::MultiSet, Command::CancelWait, Command::Ping,
-                          Command::AuthHello, Command::AuthProof, Command::SetEphemeral, Command::OnCloseSet}) {
+                          Command::MultiGet, Command::MultiSet, Command::CancelWait, Command::Ping, Command::AuthHello,
+                          Command::AuthProof, Command::SetEphemeral, Command::OnCloseSet}) {
     CAPTURE(command);
     CHECK(covered(Dialect::Torch2, command));
   }
-  for (Command command : {Command::Set, Command::CompareSet, Command::Get, Command::Add, Command::Check,
-                          Command::Wait, Command::GetNumKeys, Command::DeleteKey, Command::AuthHello,
-                          Command::AuthProof, Command::SetEphemeral, Command::OnCloseSet}) {
+  for (Command command : {Command::Set, Command::CompareSet, Command::Get, Command::Add, Command::Check, Command::Wait,
+                          Command::GetNumKeys, Command::DeleteKey, Command::AuthHello, Command::AuthProof,
+                          Command::SetEphemeral, Command::OnCloseSet}) {
     CAPTURE(command);
     CHECK(covered(Dialect::Torch113, command));
   }
 }
 
 TEST_CASE("torch 1.13 has no bytes for torch 2.x's newer commands", "[store_protocol]") {
-  for (Command command : {Command::Validate, Command::Append, Command::MultiGet, Command::MultiSet,
-                          Command::CancelWait, Command::Ping, Command::QueuePush, Command::QueuePop,
-                          Command::QueueLen}) {
+  for (Command command : {Command::Validate, Command::Append, Command::MultiGet, Command::MultiSet, Command::CancelWait,
+                          Command::Ping, Command::QueuePush, Command::QueuePop, Command::QueueLen}) {
     CAPTURE(command);
     CHECK(encodeRequest(Dialect::Torch113, makeRequest(command, {"k"}, {"v"})).empty());
   }
@@ -286,8 +289,8 @@ TEST_CASE("torch 2.x golden bytes", "[store_protocol]") {
     checkDecodesTo(d, wire, request);
   }
   SECTION("COMPARE_SET(\"k\", \"old\", \"new\")") {
-    const std::string wire = bytes({0x02, 1, 0, 0, 0, 0, 0, 0, 0, 'k', 3, 0, 0, 0, 0, 0, 0, 0, 'o', 'l', 'd', 3, 0,
-                                    0, 0, 0, 0, 0, 0, 'n', 'e', 'w'});
+    const std::string wire = bytes({0x02, 1, 0,   0,   0,   0, 0, 0, 0, 'k', 3, 0, 0, 0,   0,   0,
+                                    0,    0, 'o', 'l', 'd', 3, 0, 0, 0, 0,   0, 0, 0, 'n', 'e', 'w'});
     Request request = makeRequest(Command::CompareSet, {"k"}, {"old", "new"});
     CHECK(hex(encodeRequest(d, request)) == hex(wire));
     checkDecodesTo(d, wire, request);
@@ -299,8 +302,7 @@ TEST_CASE("torch 2.x golden bytes", "[store_protocol]") {
     checkDecodesTo(d, wire, request);
   }
   SECTION("ADD(\"k\", -1): the delta is i64 ff x 8") {
-    const std::string wire =
-        bytes({0x04, 1, 0, 0, 0, 0, 0, 0, 0, 'k', 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff});
+    const std::string wire = bytes({0x04, 1, 0, 0, 0, 0, 0, 0, 0, 'k', 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff});
     Request request = makeRequest(Command::Add, {"k"}, {}, -1);
     CHECK(hex(encodeRequest(d, request)) == hex(wire));
     checkDecodesTo(d, wire, request);
@@ -350,8 +352,8 @@ TEST_CASE("torch 2.x golden bytes", "[store_protocol]") {
     checkDecodesTo(d, wire, request);
   }
   SECTION("MULTI_SET: count, then key and value interleaved") {
-    const std::string wire = bytes({0x0B, 2, 0, 0, 0, 0, 0, 0, 0}) + wireString("a") + wireString("1") +
-                             wireString("b") + wireString("22");
+    const std::string wire =
+        bytes({0x0B, 2, 0, 0, 0, 0, 0, 0, 0}) + wireString("a") + wireString("1") + wireString("b") + wireString("22");
     CHECK(hex(wire.substr(0, 10)) == "0b 02 00 00 00 00 00 00 00 01");  // the helper, checked by hand
     Request request = makeRequest(Command::MultiSet, {"a", "b"}, {"1", "22"});
     CHECK(hex(encodeRequest(d, request)) == hex(wire));
@@ -389,8 +391,7 @@ TEST_CASE("torch 1.13 golden bytes", "[store_protocol]") {
   }
   SECTION("COMPARE_SET: 01") {
     const std::string wire = bytes({0x01}) + wireString("k") + wireString("") + wireString("x");
-    CHECK(hex(wire) ==
-          "01 01 00 00 00 00 00 00 00 6b 00 00 00 00 00 00 00 00 01 00 00 00 00 00 00 00 78");  // by hand
+    CHECK(hex(wire) == "01 01 00 00 00 00 00 00 00 6b 00 00 00 00 00 00 00 00 01 00 00 00 00 00 00 00 78");  // by hand
     Request request = makeRequest(Command::CompareSet, {"k"}, {"", "x"});
     CHECK(hex(encodeRequest(d, request)) == hex(wire));
     checkDecodesTo(d, wire, request);
@@ -578,8 +579,8 @@ TEST_CASE("a truncated ON_CLOSE_SET needs more, wherever it is cut", "[store_pro
   for (Dialect d : kDialects) {
     CAPTURE(d);
     // The command byte alone, part of the key length, the key, part of the value.
-    for (size_t length : {size_t(1), size_t(5), size_t(9), size_t(11), size_t(12), size_t(19), size_t(20),
-                          wire.size() - 1}) {
+    for (size_t length :
+         {size_t(1), size_t(5), size_t(9), size_t(11), size_t(12), size_t(19), size_t(20), wire.size() - 1}) {
       CAPTURE(length);
       DecodeResult result = decode(d, wire.substr(0, length));
       CHECK(result.status == DecodeStatus::NeedMore);
@@ -623,8 +624,8 @@ TEST_CASE("prefixes of a large value need more", "[store_protocol]") {
   const std::string value(70000, 'x');
   const std::string wire = encodeRequest(Dialect::Torch2, makeRequest(Command::Set, {"big"}, {value}));
   REQUIRE(wire.size() == 1 + 8 + 3 + 8 + value.size());
-  for (size_t length : {size_t(0), size_t(1), size_t(9), size_t(12), size_t(19), size_t(20), size_t(35000),
-                        wire.size() - 1}) {
+  for (size_t length :
+       {size_t(0), size_t(1), size_t(9), size_t(12), size_t(19), size_t(20), size_t(35000), wire.size() - 1}) {
     CAPTURE(length);
     CHECK(decode(Dialect::Torch2, wire.substr(0, length)).status == DecodeStatus::NeedMore);
   }
@@ -754,8 +755,9 @@ TEST_CASE("a key longer than maxKeySize is invalid", "[store_protocol]") {
   // Refused as soon as the length is known, without waiting for the key's bytes.
   DecodeResult early = decode(Dialect::Torch2, bytes({0x03}) + le64(5), limits);
   CHECK(early.status == DecodeStatus::Invalid);
-  for (const Request& request : {makeRequest(Command::MultiGet, {longKey}), makeRequest(Command::MultiSet, {longKey}, {"v"}),
-                                 makeRequest(Command::Append, {longKey}, {"v"})}) {
+  for (const Request& request :
+       {makeRequest(Command::MultiGet, {longKey}), makeRequest(Command::MultiSet, {longKey}, {"v"}),
+        makeRequest(Command::Append, {longKey}, {"v"})}) {
     CAPTURE(request.command);
     CHECK(decode(Dialect::Torch2, encodeRequest(Dialect::Torch2, request), limits).status == DecodeStatus::Invalid);
   }
@@ -782,17 +784,17 @@ TEST_CASE("a value longer than maxValueSize is invalid", "[store_protocol]") {
       CHECK_THAT(result.error, Catch::Contains("value"));
     }
   }
-  for (const Request& request :
-       {makeRequest(Command::Append, {"k"}, {longValue}), makeRequest(Command::MultiSet, {"a", "b"}, {"", longValue})}) {
+  for (const Request& request : {makeRequest(Command::Append, {"k"}, {longValue}),
+                                 makeRequest(Command::MultiSet, {"a", "b"}, {"", longValue})}) {
     CAPTURE(request.command);
     CHECK(decode(Dialect::Torch2, encodeRequest(Dialect::Torch2, request), limits).status == DecodeStatus::Invalid);
   }
   // The value limit does not apply to keys, nor the key limit to values.
   ProtocolLimits smallKeys;
   smallKeys.maxKeySize = 1;
-  CHECK(decode(Dialect::Torch2, encodeRequest(Dialect::Torch2, makeRequest(Command::Set, {"k"}, {longValue})),
-               smallKeys)
-            .status == DecodeStatus::Complete);
+  CHECK(
+      decode(Dialect::Torch2, encodeRequest(Dialect::Torch2, makeRequest(Command::Set, {"k"}, {longValue})), smallKeys)
+          .status == DecodeStatus::Complete);
 }
 
 TEST_CASE("a key count over maxKeysPerRequest is invalid", "[store_protocol]") {
@@ -808,8 +810,7 @@ TEST_CASE("a key count over maxKeysPerRequest is invalid", "[store_protocol]") {
     CHECK_THAT(result.error, Catch::Contains("3 keys"));
   }
   CHECK(decode(Dialect::Torch2,
-               encodeRequest(Dialect::Torch2, makeRequest(Command::MultiSet, {"a", "b", "c"}, {"1", "2", "3"})),
-               limits)
+               encodeRequest(Dialect::Torch2, makeRequest(Command::MultiSet, {"a", "b", "c"}, {"1", "2", "3"})), limits)
             .status == DecodeStatus::Invalid);
   CHECK(decode(Dialect::Torch113, encodeRequest(Dialect::Torch113, makeRequest(Command::Wait, {"a", "b", "c"})), limits)
             .status == DecodeStatus::Invalid);
@@ -837,9 +838,9 @@ TEST_CASE("huge lengths and counts are refused without allocating", "[store_prot
     const std::string wait = bytes({dialect == Dialect::Torch2 ? 0x06 : 0x05});
     for (std::uint64_t length : {huge, kAllOnes, huge - 1}) {
       CAPTURE(length);
-      CHECK(decode(dialect, set + le64(length) + "abc").status == DecodeStatus::Invalid);              // key
+      CHECK(decode(dialect, set + le64(length) + "abc").status == DecodeStatus::Invalid);                    // key
       CHECK(decode(dialect, set + wireString("k") + le64(length) + "abc").status == DecodeStatus::Invalid);  // value
-      CHECK(decode(dialect, wait + le64(length) + wireString("k")).status == DecodeStatus::Invalid);  // count
+      CHECK(decode(dialect, wait + le64(length) + wireString("k")).status == DecodeStatus::Invalid);         // count
     }
   }
   // With limits that allow anything, a huge length only means "need more", never a read
@@ -865,8 +866,8 @@ TEST_CASE("huge lengths and counts are refused without allocating", "[store_prot
 TEST_CASE("detectDialect: a torch 2.x VALIDATE means Torch2", "[store_protocol]") {
   const std::string validate = bytes({0x00, 0xCE, 0xF7, 0x85, 0x3C});
   CHECK(dialectName(detectDialect(validate)) == "Torch2");
-  CHECK(dialectName(detectDialect(encodeRequest(Dialect::Torch2, makeRequest(Command::Validate, {}, {}, kValidationMagic)))) ==
-        "Torch2");
+  CHECK(dialectName(detectDialect(
+            encodeRequest(Dialect::Torch2, makeRequest(Command::Validate, {}, {}, kValidationMagic)))) == "Torch2");
   // With the next request already behind it.
   CHECK(dialectName(detectDialect(validate + bytes({0x01}) + wireString("k") + wireString("v"))) == "Torch2");
 }
@@ -923,17 +924,28 @@ TEST_CASE("hasReply: SET, SET_EPHEMERAL, ON_CLOSE_SET, APPEND, MULTI_SET and VAL
 
 TEST_CASE("commandName names every command as torch does", "[store_protocol]") {
   const std::pair<Command, const char*> names[] = {
-      {Command::Validate, "VALIDATE"},     {Command::Set, "SET"},
-      {Command::CompareSet, "COMPARE_SET"}, {Command::Get, "GET"},
-      {Command::Add, "ADD"},               {Command::Check, "CHECK"},
-      {Command::Wait, "WAIT"},             {Command::GetNumKeys, "GETNUMKEYS"},
-      {Command::WatchKey, "WATCH_KEY"},    {Command::DeleteKey, "DELETE_KEY"},
-      {Command::Append, "APPEND"},         {Command::MultiGet, "MULTI_GET"},
-      {Command::MultiSet, "MULTI_SET"},    {Command::CancelWait, "CANCEL_WAIT"},
-      {Command::Ping, "PING"},             {Command::QueuePush, "QUEUE_PUSH"},
-      {Command::QueuePop, "QUEUE_POP"},    {Command::QueueLen, "QUEUE_LEN"},
-      {Command::AuthHello, "AUTH_HELLO"},  {Command::AuthProof, "AUTH_PROOF"},
-      {Command::SetEphemeral, "SET_EPHEMERAL"}, {Command::OnCloseSet, "ON_CLOSE_SET"},
+      {Command::Validate, "VALIDATE"},
+      {Command::Set, "SET"},
+      {Command::CompareSet, "COMPARE_SET"},
+      {Command::Get, "GET"},
+      {Command::Add, "ADD"},
+      {Command::Check, "CHECK"},
+      {Command::Wait, "WAIT"},
+      {Command::GetNumKeys, "GETNUMKEYS"},
+      {Command::WatchKey, "WATCH_KEY"},
+      {Command::DeleteKey, "DELETE_KEY"},
+      {Command::Append, "APPEND"},
+      {Command::MultiGet, "MULTI_GET"},
+      {Command::MultiSet, "MULTI_SET"},
+      {Command::CancelWait, "CANCEL_WAIT"},
+      {Command::Ping, "PING"},
+      {Command::QueuePush, "QUEUE_PUSH"},
+      {Command::QueuePop, "QUEUE_POP"},
+      {Command::QueueLen, "QUEUE_LEN"},
+      {Command::AuthHello, "AUTH_HELLO"},
+      {Command::AuthProof, "AUTH_PROOF"},
+      {Command::SetEphemeral, "SET_EPHEMERAL"},
+      {Command::OnCloseSet, "ON_CLOSE_SET"},
   };
   for (const auto& [command, name] : names) CHECK(std::string(commandName(command)) == name);
 }
@@ -1055,8 +1067,7 @@ TEST_CASE("RequestMeasure agrees with decodeRequest on every request, fed in any
   }
 }
 
-TEST_CASE("RequestMeasure: a MULTI_SET of many pairs, byte by byte, ends exactly where it should",
-          "[store_protocol]") {
+TEST_CASE("RequestMeasure: a MULTI_SET of many pairs, byte by byte, ends exactly where it should", "[store_protocol]") {
   std::vector<std::string> keys, values;
   for (int i = 0; i < 2000; ++i) {
     keys.push_back("k" + std::to_string(i));

@@ -625,7 +625,7 @@ TEST_CASE("a wakeup run by a close notice may call back into the table", "[store
   std::optional<std::string> seen;
   table.addWaiter({"ended"}, [&] {
     seen = table.get("ended");
-    table.dropOwner(1);                       // already forgotten: fires nothing again
+    table.dropOwner(1);                        // already forgotten: fires nothing again
     table.setCloseNotice(1, "again", "late");  // a notice registered meanwhile waits for the next drop
   });
   table.dropOwner(1);
@@ -687,7 +687,7 @@ TEST_CASE("writes past the table's limits throw TableFull and change nothing", "
     CHECK_THROWS_AS(table.set("key3", "12345678"), TableFull);
     CHECK_THROWS_AS(table.compareSet("key3", "", "12345678"), TableFull);
     CHECK_THROWS_AS(table.setMany({"x", "y"}, {"123", "1234"}), TableFull);  // 9 more: 33 > 30
-    CHECK_FALSE(table.contains("x"));  // none of the MULTI_SET was applied
+    CHECK_FALSE(table.contains("x"));                                        // none of the MULTI_SET was applied
     CHECK_FALSE(table.contains("y"));
     CHECK(table.bytes() == 24);
     table.add("n", 5);  // 2 bytes: 26

@@ -8,6 +8,7 @@
 
 #include "pltrun/error.h"
 
+using Catch::Matchers::Contains;
 using pltrun::Error;
 using pltrun::ErrorCode;
 using pltrun::kBothStreams;
@@ -17,7 +18,6 @@ using pltrun::kStdoutBit;
 using pltrun::parseLocalRanksFilter;
 using pltrun::parseStreamSelection;
 using pltrun::StreamSelection;
-using Catch::Matchers::Contains;
 
 namespace {
 
@@ -94,9 +94,7 @@ TEST_CASE("bad stream values are errors naming the flag and value", "[stream_sel
   streamError("0:");
   streamError(":1");
   CHECK_THAT(streamError("0:1,0:2"), Contains("twice"));
-  SECTION("the flag named is the one passed in") {
-    flagError(parseStreamSelection, "--tee", "9");
-  }
+  SECTION("the flag named is the one passed in") { flagError(parseStreamSelection, "--tee", "9"); }
 }
 
 TEST_CASE("flag --local-ranks-filter parses distinct non-negative ranks", "[stream_selection]") {

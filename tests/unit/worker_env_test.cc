@@ -183,12 +183,20 @@ TEST_CASE("CUDA_VISIBLE_DEVICES is set only when the placement chose GPUs", "[wo
 }
 
 TEST_CASE("inherited variables pass through; stale worker variables are overwritten", "[worker_env]") {
-  const Environment inherited{
-      {"HOME", "/root"},           {"MY_SETTING", "a=b c"},     {"RANK", "99"},
-      {"WORLD_SIZE", "99"},        {"LOCAL_RANK", "99"},        {"LOCAL_WORLD_SIZE", "99"},
-      {"GROUP_RANK", "99"},        {"NODE_RANK", "99"},         {"MASTER_ADDR", "old-host"},
-      {"MASTER_PORT", "1"},        {"TORCHELASTIC_RUN_ID", "old"}, {"ROLE_NAME", "old"},
-      {"TORCHELASTIC_RESTART_COUNT", "9"}, {"TORCHELASTIC_ERROR_FILE", "/old"}};
+  const Environment inherited{{"HOME", "/root"},
+                              {"MY_SETTING", "a=b c"},
+                              {"RANK", "99"},
+                              {"WORLD_SIZE", "99"},
+                              {"LOCAL_RANK", "99"},
+                              {"LOCAL_WORLD_SIZE", "99"},
+                              {"GROUP_RANK", "99"},
+                              {"NODE_RANK", "99"},
+                              {"MASTER_ADDR", "old-host"},
+                              {"MASTER_PORT", "1"},
+                              {"TORCHELASTIC_RUN_ID", "old"},
+                              {"ROLE_NAME", "old"},
+                              {"TORCHELASTIC_RESTART_COUNT", "9"},
+                              {"TORCHELASTIC_ERROR_FILE", "/old"}};
   const WorkerPlacement placement = placementFor(2, 4, 1, 2);
   const Environment env = buildWorkerEnv(inherited, placement);
   CHECK(valueOf(env, "HOME") == "/root");
@@ -207,12 +215,25 @@ TEST_CASE("inherited variables pass through; stale worker variables are overwrit
   CHECK(valueOf(env, "TORCHELASTIC_ERROR_FILE") == placement.errorFile);
   SECTION("the inherited environment itself is not changed") { CHECK(inherited.at("RANK") == "99"); }
   SECTION("nothing but the worker variables is added") {
-    const std::set<std::string> workerVariables{
-        "LOCAL_RANK", "RANK", "GROUP_RANK", "NODE_RANK", "ROLE_RANK", "ROLE_NAME", "LOCAL_WORLD_SIZE",
-        "WORLD_SIZE", "ROLE_WORLD_SIZE", "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-        "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID",
-        "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE", "TORCH_NCCL_ASYNC_ERROR_HANDLING",
-        "OMP_NUM_THREADS"};
+    const std::set<std::string> workerVariables{"LOCAL_RANK",
+                                                "RANK",
+                                                "GROUP_RANK",
+                                                "NODE_RANK",
+                                                "ROLE_RANK",
+                                                "ROLE_NAME",
+                                                "LOCAL_WORLD_SIZE",
+                                                "WORLD_SIZE",
+                                                "ROLE_WORLD_SIZE",
+                                                "GROUP_WORLD_SIZE",
+                                                "MASTER_ADDR",
+                                                "MASTER_PORT",
+                                                "TORCHELASTIC_RESTART_COUNT",
+                                                "TORCHELASTIC_MAX_RESTARTS",
+                                                "TORCHELASTIC_RUN_ID",
+                                                "TORCHELASTIC_USE_AGENT_STORE",
+                                                "TORCHELASTIC_ERROR_FILE",
+                                                "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+                                                "OMP_NUM_THREADS"};
     for (const auto& [name, value] : env) {
       INFO(name << "=" << value);
       CHECK((inherited.count(name) == 1 || workerVariables.count(name) == 1));

@@ -9,12 +9,12 @@
 
 #include "pltrun/error.h"
 
+using Catch::Matchers::Contains;
 using pltrun::Error;
 using pltrun::ErrorCode;
 using pltrun::layoutNeedsGpus;
 using pltrun::resolveWorkerLayout;
 using pltrun::WorkerLayout;
-using Catch::Matchers::Contains;
 
 namespace {
 
@@ -29,8 +29,8 @@ std::optional<std::string> flag(const char* value) { return std::string(value); 
 // Requires an InvalidArgument naming `flagName`; returns the message.
 std::string layoutError(const std::optional<std::string>& nproc, const std::optional<std::string>& devices,
                         const Ids& gpus, const std::string& flagName) {
-  INFO("nproc " << nproc.value_or("(none)") << ", devices " << devices.value_or("(none)") << ", "
-                << gpus.size() << " GPUs");
+  INFO("nproc " << nproc.value_or("(none)") << ", devices " << devices.value_or("(none)") << ", " << gpus.size()
+                << " GPUs");
   try {
     resolveWorkerLayout(nproc, devices, gpus, kCpus);
   } catch (const Error& error) {
@@ -118,9 +118,7 @@ TEST_CASE("flag --devices 0: no GPU, workers from --nproc-per-node or 1", "[work
     CHECK(layout.workerCount == 3);
     CHECK(layout.cudaVisibleDevices == "");
   }
-  SECTION("with cpu") {
-    CHECK(resolveWorkerLayout(flag("cpu"), flag("0"), kFourGpus, kCpus).workerCount == kCpus);
-  }
+  SECTION("with cpu") { CHECK(resolveWorkerLayout(flag("cpu"), flag("0"), kFourGpus, kCpus).workerCount == kCpus); }
   SECTION("with auto: the GPUs are hidden, so auto means CPUs") {
     WorkerLayout layout = resolveWorkerLayout(flag("auto"), flag("0"), kFourGpus, kCpus);
     CHECK(layout.workerCount == kCpus);

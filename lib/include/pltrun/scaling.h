@@ -7,8 +7,8 @@ namespace pltrun {
 
 /// per_device × accumulation × devices × nodes: the samples behind one optimizer step
 /// (seed 000: a batch of 7 on 8 devices and 10 nodes is 560).
-std::int64_t effectiveBatchSize(std::int64_t perDeviceBatch, std::int64_t accumulationSteps, std::int64_t devicesPerNode,
-                                std::int64_t nodes);
+std::int64_t effectiveBatchSize(std::int64_t perDeviceBatch, std::int64_t accumulationSteps,
+                                std::int64_t devicesPerNode, std::int64_t nodes);
 
 enum class LearningRateRule {
   Linear,      ///< lr × new/base (Goyal et al.; Horovod's rule of thumb in seed 003)

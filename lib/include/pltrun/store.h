@@ -29,8 +29,7 @@ class Store {
   /// PyTorch's compare_set: sets `desired` if the current value equals `expected` (a
   /// missing key matches only an empty `expected`); returns the value now current (for
   /// a missing key and a non-empty `expected`: `expected`).
-  virtual std::string compareSet(const std::string& key, const std::string& expected,
-                                 const std::string& desired) = 0;
+  virtual std::string compareSet(const std::string& key, const std::string& expected, const std::string& desired) = 0;
   /// Whether every key exists, without waiting.
   virtual bool check(const std::vector<std::string>& keys) = 0;
   /// Waits up to `timeout` for every key to exist; throws Error(Timeout) naming them.
