@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "pltrun/error.h"
+#include "rendezvous/seconds_text.h"
 
 namespace pltrun::rdzv {
 
@@ -65,14 +66,11 @@ void RoundWatcher::beatAndCheckPeer() {
     return;
   }
   if (++peerMissed_ < settings_.keepAliveMaxAttempt) return;
-  const double silentSeconds =
-      std::chrono::duration<double>(settings_.keepAliveInterval * settings_.keepAliveMaxAttempt).count();
   RoundEnd lost;
   lost.reason = RoundEnd::Reason::NodeLost;
   lost.host = peerHost_;
-  char seconds[32];
-  snprintf(seconds, sizeof seconds, "%.1f", silentSeconds);
-  lost.message = std::string("no heartbeat for ") + seconds + " s, seen from " + selfHost_;
+  lost.message = "no heartbeat for " + secondsText(settings_.keepAliveInterval * settings_.keepAliveMaxAttempt) +
+                 " s, seen from " + selfHost_;
   store_->compareSet(endKey_, "", lost.toJson());
   peerMissed_ = 0;
 }

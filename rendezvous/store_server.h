@@ -45,13 +45,26 @@ struct StoreServerOptions {
 
 class StoreSession;
 
+/// What a session needs from the server that accepted it, and nothing more: the options,
+/// the table, and where to report that it authenticated or closed.
+class SessionHost {
+ public:
+  virtual const StoreServerOptions& options() const = 0;
+  virtual StoreTable& table() = 0;
+  virtual void sessionAuthenticated(StoreTable::OwnerId id) = 0;
+  virtual void sessionClosed(StoreTable::OwnerId id) = 0;
+
+ protected:
+  ~SessionHost() = default;
+};
+
 /// Thrown by StoreServer's constructor when another process listens on the address already
 /// (an agent on the same machine that hosts the rendezvous store).
 struct AddressInUse : Error {
   using Error::Error;
 };
 
-class StoreServer {
+class StoreServer : public SessionHost {
  public:
   /// Binds and listens; throws Error(Network) naming the address when it cannot.
   StoreServer(boost::asio::io_context& context, StoreServerOptions options);
@@ -71,11 +84,10 @@ class StoreServer {
   /// limit, so authenticated clients always keep the other half. When a new connection
   /// would pass it, the one that has waited longest is closed (it had the most time).
   size_t maxPending() const { return std::max<size_t>(1, options_.maxConnections / 2); }
-  StoreTable& table() { return table_; }
-  const StoreServerOptions& options() const { return options_; }
+  StoreTable& table() override { return table_; }
+  const StoreServerOptions& options() const override { return options_; }
 
  private:
-  friend class StoreSession;
   void acceptNext();
   void admit(boost::asio::ip::tcp::socket socket);
   /// Out of descriptors: the spare one makes room to accept the waiting connection and
@@ -83,8 +95,8 @@ class StoreServer {
   /// spare could not be had back (accept again only after a pause).
   bool shedConnectionWithoutDescriptors();
   void evictOldestPending(const std::string& reason);
-  void sessionClosed(StoreTable::OwnerId id);
-  void sessionAuthenticated(StoreTable::OwnerId id) { pending_.erase(id); }
+  void sessionClosed(StoreTable::OwnerId id) override;
+  void sessionAuthenticated(StoreTable::OwnerId id) override { pending_.erase(id); }
 
   boost::asio::io_context& context_;
   StoreServerOptions options_;

@@ -29,7 +29,7 @@ bool allowedBeforeAuthentication(Command command) {
 
 }  // namespace
 
-StoreSession::StoreSession(boost::asio::ip::tcp::socket socket, StoreServer& server, StoreTable::OwnerId id)
+StoreSession::StoreSession(boost::asio::ip::tcp::socket socket, SessionHost& server, StoreTable::OwnerId id)
     : socket_(std::move(socket)),
       server_(server),
       table_(server.table()),

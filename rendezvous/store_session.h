@@ -15,7 +15,7 @@
 
 namespace pltrun::rdzv {
 
-class StoreServer;
+class SessionHost;
 
 class StoreSession : public std::enable_shared_from_this<StoreSession> {
  public:
@@ -25,7 +25,7 @@ class StoreSession : public std::enable_shared_from_this<StoreSession> {
   /// Bytes a client may send while its WAIT is parked (CANCEL_WAIT is one byte).
   static constexpr size_t kParkedInputLimit = 4096;
 
-  StoreSession(boost::asio::ip::tcp::socket socket, StoreServer& server, StoreTable::OwnerId id);
+  StoreSession(boost::asio::ip::tcp::socket socket, SessionHost& server, StoreTable::OwnerId id);
 
   void start();
   /// Ends the connection; `reason` is logged when not empty.
@@ -59,7 +59,7 @@ class StoreSession : public std::enable_shared_from_this<StoreSession> {
   void armAuthTimer();
 
   boost::asio::ip::tcp::socket socket_;
-  StoreServer& server_;
+  SessionHost& server_;
   StoreTable& table_;
   StoreTable::OwnerId id_;
   std::string peer_;

@@ -7,12 +7,13 @@
 #include "launcher/rendezvous_flags.h"
 #include "launcher/slurm.h"
 #include "launcher/text_parsing.h"
+#include "launcher/worker_layout.h"
 #include "pltrun/error.h"
 
 namespace pltrun {
 namespace {
 
-constexpr const char* kVersion = "pltrun 0.1.0";
+constexpr const char* kVersion = "pltrun " PLTRUN_VERSION;  // PLTRUN_VERSION: CMake's project()
 
 // The raw text of every valued flag; validated after CLI11 has split the command line, so
 // each error names the flag, the value and what is accepted, in our words.
@@ -70,11 +71,6 @@ std::chrono::milliseconds secondsFlag(const std::string& flag, const std::string
   auto duration = parseSeconds(value);
   if (!duration) throwInvalidFlag(flag, value, "expected a number of seconds like 30 or 0.5");
   return *duration;
-}
-
-void validateNproc(const std::string& value) {
-  if (value == "gpu" || value == "cpu" || value == "auto") return;
-  integerIn("--nproc-per-node", value, 1, 4096, "expected a positive integer, gpu, cpu or auto");
 }
 
 // Without --rdzv-backend the rendezvous is static, as torchrun's, unless the job can only
@@ -281,7 +277,7 @@ LaunchConfig buildConfig(RawFlags raw, const std::vector<std::string>& command) 
   config.programKind = raw.module ? ProgramKind::Module : raw.noPython ? ProgramKind::NoPython : ProgramKind::Auto;
 
   if (!raw.nprocPerNode.empty()) {
-    validateNproc(raw.nprocPerNode);
+    checkWorkerCount(raw.nprocPerNode);
     config.nprocPerNode = std::string(trimSpaces(raw.nprocPerNode));  // " 4" is stored as "4"
   }
   if (!raw.devices.empty()) config.devices = raw.devices;

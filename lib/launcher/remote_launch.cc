@@ -16,6 +16,7 @@
 #include "launcher/text_parsing.h"
 #include "launcher/worker_group.h"
 #include "pltrun/error.h"
+#include "rendezvous/seconds_text.h"
 #include "rendezvous/secret_file.h"
 #include "rendezvous/store_auth.h"
 
@@ -71,11 +72,8 @@ std::string thisExecutable() {
   return length > 0 ? std::string(path, length) : "pltrun";
 }
 
-std::string secondsText(std::chrono::milliseconds duration) {
-  char text[32];
-  snprintf(text, sizeof text, "%.3f", duration.count() / 1000.0);
-  return text;
-}
+// A duration as a flag value for the agents: milliseconds kept.
+std::string secondsText(std::chrono::milliseconds duration) { return rdzv::secondsText(duration, 3); }
 
 // The agent's command line on host `index`: the job's flags, the rendezvous at the driver.
 std::vector<std::string> agentArguments(const LaunchConfig& config, const HostSlots& host, size_t index,

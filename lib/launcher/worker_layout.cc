@@ -19,13 +19,19 @@ int countFromNproc(const std::string& nproc, const std::vector<std::string>& gpu
   }
   if (nproc == "cpu") return cpuCount;
   if (nproc == "auto") return gpuCount > 0 ? gpuCount : cpuCount;
-  auto count = parseInteger(trimSpaces(nproc));
-  if (!count || *count < 1)
-    throwInvalidFlag("--nproc-per-node", nproc, "expected a positive integer, gpu, cpu or auto");
-  return static_cast<int>(*count);
+  checkWorkerCount(nproc);
+  return static_cast<int>(*parseInteger(trimSpaces(nproc)));
 }
 
 }  // namespace
+
+void checkWorkerCount(const std::string& nproc) {
+  if (nproc == "gpu" || nproc == "cpu" || nproc == "auto") return;
+  const auto count = parseInteger(trimSpaces(nproc));
+  if (!count || *count < 1 || *count > kMaxWorkersPerNode) {
+    throwInvalidFlag("--nproc-per-node", nproc, "expected a positive integer, gpu, cpu or auto");
+  }
+}
 
 bool layoutNeedsGpus(const std::optional<std::string>& nprocPerNode, const std::optional<std::string>& devices) {
   return devices || (nprocPerNode && (*nprocPerNode == "gpu" || *nprocPerNode == "auto"));

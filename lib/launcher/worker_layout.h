@@ -14,6 +14,13 @@ struct WorkerLayout {
   std::optional<std::string> cudaVisibleDevices;
 };
 
+/// The most workers --nproc-per-node may ask for on one node.
+constexpr int kMaxWorkersPerNode = 4096;
+
+/// Checks an --nproc-per-node value: 1..kMaxWorkersPerNode, gpu, cpu or auto (spaces
+/// around a number allowed); throws the flag's error otherwise.
+void checkWorkerCount(const std::string& nproc);
+
 /// True when resolving the layout needs the GPU inventory (so NVML is loaded only then).
 bool layoutNeedsGpus(const std::optional<std::string>& nprocPerNode, const std::optional<std::string>& devices);
 

@@ -1,6 +1,6 @@
 #include "store_errors.h"
 
-#include <cstdio>
+#include "rendezvous/seconds_text.h"
 
 namespace pltrun::detail {
 
@@ -16,9 +16,7 @@ std::string describeKeys(const std::vector<std::string>& keys) {
 }
 
 Error waitTimeout(const std::vector<std::string>& keys, const std::string& store, std::chrono::milliseconds waited) {
-  char seconds[32];
-  std::snprintf(seconds, sizeof seconds, "%.1f", waited.count() / 1000.0);
-  return Error(ErrorCode::Timeout, "timed out after " + std::string(seconds) + " s waiting for " +
+  return Error(ErrorCode::Timeout, "timed out after " + rdzv::secondsText(waited) + " s waiting for " +
                                        (keys.size() == 1 ? "key " : "keys ") + describeKeys(keys) + " in " + store);
 }
 

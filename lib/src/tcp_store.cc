@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "pltrun/error.h"
+#include "rendezvous/seconds_text.h"
 #include "rendezvous/store_auth.h"
 #include "rendezvous/store_protocol.h"
 #include "socket_stream.h"
@@ -19,12 +20,6 @@ using rdzv::Command;
 using rdzv::Request;
 
 namespace {
-
-std::string seconds(Clock::duration elapsed) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f s", std::chrono::duration<double>(elapsed).count());
-  return text;
-}
 
 Request request(Command command, std::vector<std::string> keys = {}, std::vector<std::string> values = {},
                 std::int64_t number = 0) {
@@ -74,7 +69,7 @@ struct TcpStore::Impl {
       const auto now = Clock::now();
       if (now >= deadline) {
         throw Error(ErrorCode::Network, "cannot connect to the store at " + endpoint() + " after " +
-                                            seconds(now - start) + ": " + why +
+                                            rdzv::secondsText(now - start) + " s: " + why +
                                             " (is the store running and the address reachable?)");
       }
       // Keep trying until the deadline itself, the last pause cut short to end there.
