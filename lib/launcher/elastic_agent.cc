@@ -5,13 +5,12 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "launcher/attempt_plan.h"
 #include "launcher/attempt_store.h"
-#include "launcher/console_writer.h"
 #include "launcher/event_log.h"
+#include "launcher/group_runner.h"
 #include "launcher/host_identity.h"
 #include "launcher/orphan_guard.h"
 #include "launcher/rendezvous_host.h"
@@ -87,8 +86,7 @@ class ElasticAgent {
   std::unique_ptr<TcpStore> connectWatcherStore() const;
   std::string refusedStoreAdvice() const;
   void pollEvents();
-  void watchSignals();
-  void runUntil(const std::function<bool()>& done);
+  void onSignal(int signal);
   void logRoundEnd(const RoundInfo& info, const RoundEnd& end);
   GroupSettings groupSettings(int round);
 
@@ -108,9 +106,7 @@ class ElasticAgent {
   RunDirectory directory_;
   EventLog events_;
   boost::asio::io_context context_;
-  boost::asio::signal_set signals_;
-  ConsoleWriter console_;
-  WorkerGroup* current_ = nullptr;
+  GroupRunner runner_{context_};
   std::optional<int> currentRound_;  ///< the round whose workers run now
   int interruptSignal_ = 0;
   bool stopAnnounced_ = false;
@@ -123,8 +119,7 @@ ElasticAgent::ElasticAgent(const ElasticJob& job)
       agentId_(host_ + ":" + std::to_string(getpid()) + ":" + randomHexId()),
       directory_(job.config, job.runId, host_ + "_" + std::to_string(getpid())),
       events_(directory_.keepsLogs() ? std::optional<std::string>((directory_.root() / "events.jsonl").string())
-                                     : std::nullopt),
-      signals_(context_) {
+                                     : std::nullopt) {
   const std::string secret =
       settings_.secretFile.empty() ? "" : rdzv::readSecretFile(settings_.secretFile, "secret_file");
   hosted_ = hostRendezvousStoreIfOurs(settings_, secret, job_.runId);
@@ -193,22 +188,17 @@ ElasticAgent::ElasticAgent(const ElasticJob& job)
     workersStore_ = std::make_unique<AttemptStore>(AttemptStore::Host::RankZeroWorker, self.addr);
   }
 
-  for (int signal : forwardedSignals()) signals_.add(signal);
+  runner_.listen([this](int signal) { onSignal(signal); });
 }
 
-// Stop signals go to the running workers (if any) and stop the job; SIGUSR1/SIGUSR2 are
-// only forwarded.
-void ElasticAgent::watchSignals() {
-  signals_.async_wait([this](boost::system::error_code error, int signal) {
-    if (error) return;
-    const bool stop = signal != SIGUSR1 && signal != SIGUSR2;
-    if (stop && interruptSignal_ == 0) {
-      interruptSignal_ = signal;
-      announceStop(signal);
-    }
-    if (current_ != nullptr) current_->handleSignal(signal);
-    watchSignals();
-  });
+// Stop signals stop the job on every node (the runner then passes them to the running
+// workers, if any); SIGUSR1/SIGUSR2 are only forwarded.
+void ElasticAgent::onSignal(int signal) {
+  const bool stop = signal != SIGUSR1 && signal != SIGUSR2;
+  if (stop && interruptSignal_ == 0) {
+    interruptSignal_ = signal;
+    announceStop(signal);
+  }
 }
 
 std::unique_ptr<TcpStore> ElasticAgent::connectStore() const { return std::make_unique<TcpStore>(storeOptions_); }
@@ -240,16 +230,8 @@ std::unique_ptr<TcpStore> ElasticAgent::connectWatcherStore() const {
 // The signal handler runs whenever the event loop does: while workers run, and between the
 // waits of a rendezvous (pollEvents).
 void ElasticAgent::pollEvents() {
-  context_.restart();
-  context_.poll();
+  runner_.runPending();
   if (interruptSignal_ != 0) throw Interrupted{};
-}
-
-void ElasticAgent::runUntil(const std::function<bool()>& done) {
-  while (!done()) {
-    context_.restart();
-    context_.run_one();
-  }
 }
 
 GroupSettings ElasticAgent::groupSettings(int round) {
@@ -274,7 +256,6 @@ GroupSettings ElasticAgent::groupSettings(int round) {
 }
 
 int ElasticAgent::run() {
-  watchSignals();
   spdlog::info("run {}: joining an elastic job of {} node(s) through the store at {}:{} ({} workers here)", job_.runId,
                settings_.minNodes == settings_.maxNodes
                    ? std::to_string(settings_.maxNodes)
@@ -378,7 +359,6 @@ RoundResult ElasticAgent::runRound(const RoundInfo& info) {
 
   std::optional<RoundEnd> ended;
   std::optional<std::string> storeLost;
-  bool groupDone = false;
   bool reportedHere = false;
   GroupSettings settings = groupSettings(info.round);
   // The first failure is announced at once, before this node's workers are stopped: the
@@ -397,9 +377,8 @@ RoundResult ElasticAgent::runRound(const RoundInfo& info) {
       storeLost = error.what();
     }
   };
-  WorkerGroup group(context_, console_, guard_, settings);
-  current_ = &group;
-  group.start(specs, [&] { groupDone = true; });
+  WorkerGroup group(context_, runner_.console(), guard_, settings);
+  runner_.start(group, specs);
   GroupOutcome outcome;
   {
     rdzv::RoundWatcherSettings watch;
@@ -420,9 +399,7 @@ RoundResult ElasticAgent::runRound(const RoundInfo& info) {
             group.kill();
           });
         });
-    runUntil([&] { return groupDone; });
-    current_ = nullptr;
-    outcome = group.outcome();
+    outcome = runner_.waitForGroup();
 
     if (interruptSignal_ != 0 || outcome.kind == GroupOutcome::Kind::Interrupted) {
       return stopJob(outcome);
@@ -436,8 +413,7 @@ RoundResult ElasticAgent::runRound(const RoundInfo& info) {
     }
   }
   // The watcher's thread has ended: run what it posted while `group` still exists.
-  context_.restart();
-  context_.poll();
+  runner_.runPending();
   if (storeLost && !ended) {
     spdlog::error(
         "lost the rendezvous store at {}:{} ({}); this node's workers were killed at once, before the "
@@ -474,10 +450,9 @@ void ElasticAgent::waitForOtherNodes(const RoundInfo& info, std::optional<RoundE
     });
   };
   reportProgress();
-  runUntil([&] { return ended || storeLost || interruptSignal_ != 0; });
+  runner_.runUntil([&] { return ended || storeLost || interruptSignal_ != 0; });
   progress.cancel();
-  context_.restart();
-  context_.poll();
+  runner_.runPending();
 }
 
 void ElasticAgent::logRoundEnd(const RoundInfo& info, const RoundEnd& end) {

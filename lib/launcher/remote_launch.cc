@@ -4,10 +4,9 @@
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <fstream>
 
-#include "launcher/console_writer.h"
+#include "launcher/group_runner.h"
 #include "launcher/host_identity.h"
 #include "launcher/orphan_guard.h"
 #include "launcher/program_command.h"
@@ -263,36 +262,15 @@ int runDriver(const LaunchConfig& config, const Environment& inherited) {
   }
 
   boost::asio::io_context context;
-  ConsoleWriter console;
+  GroupRunner runner(context);
   GroupSettings settings;
   settings.termTimeout = config.termTimeout;
   // A failed job ends every agent by itself within moments (and the failing one prints its
   // report); only a host that stays up after that, or lost its connection, is stopped.
   settings.stopDelayAfterFailure = kStopDelayAfterFailure;
-  WorkerGroup group(context, console, guard, settings);
-  boost::asio::signal_set signals(context);
-  for (int signal : forwardedSignals()) signals.add(signal);
-  std::function<void()> waitForSignal = [&] {
-    signals.async_wait([&](boost::system::error_code error, int signal) {
-      if (error) return;
-      group.handleSignal(signal);
-      waitForSignal();
-    });
-  };
-  waitForSignal();
-  bool done = false;
-  group.start(specs, [&] {
-    done = true;
-    context.stop();
-  });
-  while (!done) {
-    context.restart();
-    context.run();
-  }
-  context.restart();
-  context.poll();
-
-  GroupOutcome outcome = group.outcome();
+  WorkerGroup group(context, runner.console(), guard, settings);
+  runner.listen();
+  GroupOutcome outcome = runner.run(group, specs);
   if (outcome.kind == GroupOutcome::Kind::Interrupted) {
     spdlog::warn("stopped by {}", signalName(outcome.interruptSignal));
     return 128 + outcome.interruptSignal;

@@ -3,9 +3,7 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
-#include <boost/asio/signal_set.hpp>
-
-#include "launcher/console_writer.h"
+#include "launcher/group_runner.h"
 
 namespace pltrun {
 
@@ -23,40 +21,17 @@ Supervisor::Supervisor(boost::asio::io_context& context, SupervisorOptions optio
     : context_(context), options_(std::move(options)), guard_(guard) {}
 
 int Supervisor::run(const AttemptPlanner& planAttempt) {
-  boost::asio::io_context& context = context_;
-  ConsoleWriter console;
-  boost::asio::signal_set signals(context);
-  for (int signal : forwardedSignals()) signals.add(signal);
-
-  WorkerGroup* current = nullptr;
-  std::function<void()> waitForSignal = [&] {
-    signals.async_wait([&](boost::system::error_code error, int signal) {
-      if (error) return;
-      if (current != nullptr) current->handleSignal(signal);
-      waitForSignal();
-    });
-  };
-  waitForSignal();
-
+  GroupRunner runner(context_);
+  runner.listen();
   const auto started = std::chrono::steady_clock::now();
   for (int attempt = 0;; ++attempt) {
     GroupSettings settings;
     settings.attempt = attempt;
     settings.termTimeout = options_.termTimeout;
     settings.host = options_.host;
-    WorkerGroup group(context, console, guard_, settings);
-    current = &group;
+    WorkerGroup group(context_, runner.console(), guard_, settings);
     const std::vector<WorkerSpec> specs = planAttempt(attempt);
-    group.start(specs, [&context] { context.stop(); });
-    context.restart();
-    context.run();
-    // Run what was queued just before the group finished (an expired timer, a signal)
-    // while the group still exists: nothing of this attempt may reach the next one.
-    context.restart();
-    context.poll();
-    current = nullptr;
-
-    GroupOutcome outcome = group.outcome();
+    GroupOutcome outcome = runner.run(group, specs);
     switch (outcome.kind) {
       case GroupOutcome::Kind::Succeeded: {
         std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - started;
