@@ -7,6 +7,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "launcher/agent_decisions.h"
 #include "launcher/attempt_plan.h"
 #include "launcher/attempt_store.h"
 #include "launcher/event_log.h"
@@ -33,8 +34,6 @@ using rdzv::RoundEnd;
 using rdzv::RoundInfo;
 using Reason = rdzv::RoundEnd::Reason;
 
-// After a failed job, how long the store's host waits for the other agents to read why.
-constexpr std::chrono::milliseconds kFailureExitBarrier{5000};
 // How long a connection to a store that was up may take to re-make.
 constexpr std::chrono::milliseconds kReconnectTimeout{2000};
 // How often an agent whose workers are done says how many nodes have finished.
@@ -471,39 +470,34 @@ void ElasticAgent::logRoundEnd(const RoundInfo& info, const RoundEnd& end) {
 RoundResult ElasticAgent::afterRound(const RoundInfo& info, const RoundEnd& end, bool reportedHere) {
   logRoundEnd(info, end);
   const int nnodes = info.assignment.nnodes;
+  const AfterRound next = decideAfterRound(end, nnodes, settings_.maxNodes, settings_.closeTimeout);
   if (end.reason == Reason::Succeeded) {
-    leaveStore(info.round, nnodes - 1, settings_.closeTimeout);
     spdlog::info("all {} nodes succeeded", nnodes);
-    return RoundResult{true, 0, std::nullopt};
+  } else if (end.final && end.reason == Reason::Stopped) {
+    spdlog::warn("the job was stopped: {}", end.describe());
+  } else if (end.final && !reportedHere) {
+    spdlog::error("the job failed: {}", end.describe());
   }
-  if (end.final) {
-    if (end.reason == Reason::Stopped) {
-      spdlog::warn("the job was stopped: {}", end.describe());
-    } else if (!reportedHere) {
-      spdlog::error("the job failed: {}", end.describe());
-    }
-    if (end.reason == Reason::WorkerFailed) {
-      spdlog::error("no restart left: {} worker failure(s), --max-restarts {}", end.failures, job_.config.maxRestarts);
-    }
-    leaveStore(info.round, nnodes - 1, kFailureExitBarrier);
-    return RoundResult{true, end.status != 0 ? end.status : 1, std::nullopt};
+  if (end.final && end.reason == Reason::WorkerFailed) {
+    spdlog::error("no restart left: {} worker failure(s), --max-restarts {}", end.failures, job_.config.maxRestarts);
   }
-  int expected = nnodes;
-  if (end.reason == Reason::NodeLost) expected = nnodes - 1;
-  if (end.reason == Reason::NodeJoined) expected = std::min(nnodes + 1, settings_.maxNodes);
+  if (next.finished) {
+    leaveStore(info.round, nnodes - 1, next.exitBarrier);
+    return RoundResult{true, next.status, std::nullopt};
+  }
   if (end.reason == Reason::WorkerFailed) {
     spdlog::warn("round {} ended: {}; restarting every node's workers ({} of {} restarts)", info.round, end.describe(),
                  end.failures, job_.config.maxRestarts);
   } else {
     spdlog::warn("round {} ended: {}; re-forming the job", info.round, end.describe());
   }
-  return RoundResult{false, 0, expected};
+  return RoundResult{false, 0, next.expectedNodes};
 }
 
 // This agent was told to stop: the whole job stops, as torchrun's agents do when one of
 // them is interrupted (Ctrl-C on one node ends the job everywhere).
 RoundResult ElasticAgent::stopJob(const std::optional<GroupOutcome>& outcome) {
-  const int signal = interruptSignal_ != 0 ? interruptSignal_ : (outcome ? outcome->interruptSignal : SIGTERM);
+  const int signal = stopSignal(interruptSignal_, outcome);
   announceStop(signal);
   if (outcome && outcome->rootCause) {
     printFailureReport(*outcome->rootCause, outcome->others, directory_.failureReportPath());
@@ -517,14 +511,15 @@ RoundResult ElasticAgent::stopJob(const std::optional<GroupOutcome>& outcome) {
 
 int ElasticAgent::endOfClosedJob(const rdzv::JobClosed& closed) {
   const RoundEnd& end = closed.end;
+  const int status = closedJobStatus(end, closed.beforeJoining);
   if (end.reason == Reason::Succeeded) {
     if (closed.beforeJoining) {
       spdlog::error("run {} has already finished in the store at {}:{}; give this job a new --rdzv-id", job_.runId,
                     storeOptions_.host, storeOptions_.port);
-      return 1;
+    } else {
+      spdlog::info("the job has finished; nothing left to do on this node");
     }
-    spdlog::info("the job has finished; nothing left to do on this node");
-    return 0;
+    return status;
   }
   if (end.reason == Reason::TimedOut) {
     spdlog::error(
@@ -535,7 +530,7 @@ int ElasticAgent::endOfClosedJob(const rdzv::JobClosed& closed) {
     spdlog::error("the job is over: {}", end.describe());
   }
   if (std::optional<int> member = rendezvous_->lastMemberRound()) leaveStore(*member, -1, kFailureExitBarrier);
-  return end.status != 0 ? end.status : 1;
+  return status;
 }
 
 // The exit barrier: the store's host waits (up to `hostWait`) until `others` agents of

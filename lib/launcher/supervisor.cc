@@ -32,26 +32,35 @@ int Supervisor::run(const AttemptPlanner& planAttempt) {
     WorkerGroup group(context_, runner.console(), guard_, settings);
     const std::vector<WorkerSpec> specs = planAttempt(attempt);
     GroupOutcome outcome = runner.run(group, specs);
-    switch (outcome.kind) {
-      case GroupOutcome::Kind::Succeeded: {
-        std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - started;
-        spdlog::info("all {} workers succeeded in {:.2f} s{}", specs.size(), elapsed.count(),
-                     attempt > 0 ? " after " + std::to_string(attempt) + " restart(s)" : "");
-        return 0;
-      }
-      case GroupOutcome::Kind::Interrupted:
-        if (outcome.rootCause) reportFailure(outcome);
-        spdlog::warn("stopped by {}", signalName(outcome.interruptSignal));
-        return 128 + outcome.interruptSignal;
-      case GroupOutcome::Kind::Failed:
-        if (attempt < options_.maxRestarts) {
-          spdlog::warn("restarting the worker group ({} of {} restarts) after rank {} ended with {}", attempt + 1,
-                       options_.maxRestarts, outcome.rootCause->rank, outcome.rootCause->end.describe());
-          continue;
-        }
-        return reportFailure(outcome);
+    const AfterAttempt next = decideAfterAttempt(outcome, attempt, options_.maxRestarts);
+    if (next.action == AfterAttempt::Action::Restart) {
+      spdlog::warn("restarting the worker group ({} of {} restarts) after rank {} ended with {}", attempt + 1,
+                   options_.maxRestarts, outcome.rootCause->rank, outcome.rootCause->end.describe());
+      continue;
     }
+    if (next.reportFailure) reportFailure(outcome);
+    if (outcome.kind == GroupOutcome::Kind::Succeeded) {
+      std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - started;
+      spdlog::info("all {} workers succeeded in {:.2f} s{}", specs.size(), elapsed.count(),
+                   attempt > 0 ? " after " + std::to_string(attempt) + " restart(s)" : "");
+    } else if (outcome.kind == GroupOutcome::Kind::Interrupted) {
+      spdlog::warn("stopped by {}", signalName(outcome.interruptSignal));
+    }
+    return next.status;
   }
+}
+
+AfterAttempt decideAfterAttempt(const GroupOutcome& outcome, int attempt, int maxRestarts) {
+  switch (outcome.kind) {
+    case GroupOutcome::Kind::Succeeded:
+      return AfterAttempt{AfterAttempt::Action::Finish, 0, false};
+    case GroupOutcome::Kind::Interrupted:
+      return AfterAttempt{AfterAttempt::Action::Finish, 128 + outcome.interruptSignal, outcome.rootCause.has_value()};
+    case GroupOutcome::Kind::Failed:
+      break;
+  }
+  if (attempt < maxRestarts) return AfterAttempt{AfterAttempt::Action::Restart, 0, false};
+  return AfterAttempt{AfterAttempt::Action::Finish, outcome.rootCause->end.shellStatus(), true};
 }
 
 int Supervisor::reportFailure(const GroupOutcome& outcome) {

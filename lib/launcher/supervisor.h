@@ -21,6 +21,19 @@ struct SupervisorOptions {
   std::optional<std::string> reportPath;  ///< where the failure report's JSON goes, if anywhere
 };
 
+/// What the supervisor does once an attempt's group has ended.
+struct AfterAttempt {
+  enum class Action { Finish, Restart };
+  Action action = Action::Finish;
+  int status = 0;              ///< for Finish: pltrun's exit status
+  bool reportFailure = false;  ///< for Finish: print the root cause's failure report first
+};
+
+/// Pure: success finishes with 0; an interruption with 128 + the signal (reporting a
+/// failure that came first); a failure restarts while `attempt` < `maxRestarts`, and
+/// otherwise finishes with the root-cause worker's own status, reported.
+AfterAttempt decideAfterAttempt(const GroupOutcome& outcome, int attempt, int maxRestarts);
+
 /// The workers of attempt N (0 for the first start, N for the N-th restart).
 using AttemptPlanner = std::function<std::vector<WorkerSpec>(int attempt)>;
 
