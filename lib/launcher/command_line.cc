@@ -330,7 +330,7 @@ std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const 
             "unused on one node");
   addValued(app, "rdzv-conf", raw.rdzvConf,
             "c10d settings KEY=VALUE,...: join_timeout, last_call_timeout, close_timeout, keep_alive_interval, "
-            "read_timeout (seconds), keep_alive_max_attempt, is_host");
+            "read_timeout (seconds), keep_alive_max_attempt, is_host, secret_file (default $PLTRUN_SECRET_FILE)");
   addValued(app, "local-addr", raw.localAddr, "this node's address as the other nodes reach it (default: detected)");
   addValued(app, "role", raw.role, "ROLE_NAME of the workers (default 'default')");
   addValued(app, "log-dir", raw.logDir, "keep every worker's output under DIR/RUN_ID/attempt_N/LOCAL_RANK/");

@@ -38,7 +38,7 @@ int Supervisor::run(const AttemptPlanner& planAttempt) {
                    options_.maxRestarts, outcome.rootCause->rank, outcome.rootCause->end.describe());
       continue;
     }
-    if (next.reportFailure) reportFailure(outcome);
+    if (next.reportFailure) printFailureReport(*outcome.rootCause, outcome.others, options_.reportPath);
     if (outcome.kind == GroupOutcome::Kind::Succeeded) {
       std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - started;
       spdlog::info("all {} workers succeeded in {:.2f} s{}", specs.size(), elapsed.count(),
@@ -61,10 +61,6 @@ AfterAttempt decideAfterAttempt(const GroupOutcome& outcome, int attempt, int ma
   }
   if (attempt < maxRestarts) return AfterAttempt{AfterAttempt::Action::Restart, 0, false};
   return AfterAttempt{AfterAttempt::Action::Finish, outcome.rootCause->end.shellStatus(), true};
-}
-
-int Supervisor::reportFailure(const GroupOutcome& outcome) {
-  return printFailureReport(*outcome.rootCause, outcome.others, options_.reportPath);
 }
 
 }  // namespace pltrun

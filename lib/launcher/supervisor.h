@@ -48,8 +48,6 @@ class Supervisor {
   int run(const AttemptPlanner& planAttempt);
 
  private:
-  int reportFailure(const GroupOutcome& outcome);
-
   boost::asio::io_context& context_;
   SupervisorOptions options_;
   OrphanGuard& guard_;
