@@ -11,8 +11,8 @@
 #include <cstdlib>
 
 #include "pltrun/error.h"
-#include "rendezvous/secret_file.h"
-#include "rendezvous/store_server.h"
+#include "rendezvous/store/secret_file.h"
+#include "rendezvous/store/store_server.h"
 
 namespace {
 

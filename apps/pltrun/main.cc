@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <variant>
 
-#include "launcher/command_line.h"
 #include "launcher/launcher.h"
-#include "launcher/launcher_log.h"
+#include "launcher/plan/command_line.h"
+#include "launcher/process/launcher_log.h"
 #include "pltrun/error.h"
 
 namespace {

@@ -8,15 +8,15 @@
 
 #include <memory>
 
-#include "launcher/attempt_plan.h"
-#include "launcher/attempt_store.h"
-#include "launcher/elastic_agent.h"
-#include "launcher/gpu_inventory.h"
-#include "launcher/host_identity.h"
-#include "launcher/orphan_guard.h"
-#include "launcher/remote_launch.h"
-#include "launcher/run_directory.h"
-#include "launcher/supervisor.h"
+#include "launcher/agent/elastic_agent.h"
+#include "launcher/driver/remote_launch.h"
+#include "launcher/net/attempt_store.h"
+#include "launcher/net/host_identity.h"
+#include "launcher/plan/gpu_inventory.h"
+#include "launcher/process/attempt_plan.h"
+#include "launcher/process/orphan_guard.h"
+#include "launcher/process/run_directory.h"
+#include "launcher/single_node/supervisor.h"
 #include "pltrun/error.h"
 
 namespace pltrun {

@@ -1,7 +1,7 @@
 #pragma once
 // The single-node launcher: from a validated LaunchConfig to a supervised worker group.
 
-#include "launcher/launch_config.h"
+#include "launcher/plan/launch_config.h"
 
 namespace pltrun {
 

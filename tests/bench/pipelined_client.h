@@ -15,7 +15,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "rendezvous/store_protocol.h"
+#include "rendezvous/store/store_protocol.h"
 
 namespace bench {
 

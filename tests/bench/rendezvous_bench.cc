@@ -48,8 +48,8 @@
 #include "bench/bench_command_line.h"
 #include "pltrun/error.h"
 #include "pltrun/tcp_store.h"
-#include "rendezvous/elastic_rendezvous.h"
-#include "rendezvous/store_server.h"
+#include "rendezvous/elastic/elastic_rendezvous.h"
+#include "rendezvous/store/store_server.h"
 #include "store/server_thread.h"
 
 namespace {

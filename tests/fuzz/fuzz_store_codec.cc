@@ -29,7 +29,7 @@
 #include <string>
 #include <string_view>
 
-#include "rendezvous/store_protocol.h"
+#include "rendezvous/store/store_protocol.h"
 
 namespace rdzv = pltrun::rdzv;
 

@@ -1,9 +1,9 @@
-// The workers' store of one attempt (lib/launcher/attempt_store.h) against real clients on
+// The workers' store of one attempt (lib/launcher/net/attempt_store.h) against real clients on
 // loopback: every attempt gets an empty table behind a new listener, the last attempt's
 // listener refuses new connections and its open connections are closed (a straggler that
 // keeps its socket loses it), and ports never repeat within a run unless fixed.
 
-#include "launcher/attempt_store.h"
+#include "launcher/net/attempt_store.h"
 
 #include <catch2/catch.hpp>
 #include <set>

@@ -13,7 +13,7 @@
 #include "helpers/secret_file_fixture.h"
 #include "pltrun/error.h"
 #include "pltrun/tcp_store.h"
-#include "rendezvous/store_protocol.h"
+#include "rendezvous/store/store_protocol.h"
 #include "store/raw_connection.h"
 #include "store/store_process.h"
 

@@ -15,8 +15,8 @@
 
 #include "helpers/child_process.h"
 #include "pltrun/error.h"
-#include "rendezvous/store_auth.h"
-#include "rendezvous/store_protocol.h"
+#include "rendezvous/store/store_auth.h"
+#include "rendezvous/store/store_protocol.h"
 #include "store/raw_connection.h"
 #include "store/server_thread.h"
 
@@ -326,7 +326,7 @@ TEST_CASE("with a shared secret, only clients that prove it are served", "[store
   } catch (const Error& error) {
     CHECK(error.code() == ErrorCode::Network);
   }
-  // The secret never crosses the wire: only nonces and HMACs do (rendezvous/store_auth.h).
+  // The secret never crosses the wire: only nonces and HMACs do (rendezvous/store/store_auth.h).
   CHECK(trusted.get("k", 5s) == "v");
 
   // A close notice is refused before authentication too, and so never fires.

@@ -1,7 +1,7 @@
 // parseCommandLine: torchrun's flags in both spellings, Lightning's --devices, pltrun's own
 // flags, PET_* defaults, and the rule that nothing from PROGRAM on is read as a flag.
 
-#include "launcher/command_line.h"
+#include "launcher/plan/command_line.h"
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -11,8 +11,8 @@
 #include <variant>
 #include <vector>
 
-#include "launcher/text_parsing.h"
-#include "launcher/worker_layout.h"
+#include "launcher/plan/text_parsing.h"
+#include "launcher/plan/worker_layout.h"
 #include "pltrun/error.h"
 #include "scoped_env.h"
 

@@ -1,6 +1,6 @@
 // parseDevices against every row of Lightning's GPU table, and cudaVisibleDevicesFor.
 
-#include "launcher/device_selection.h"
+#include "launcher/plan/device_selection.h"
 
 #include <catch2/catch.hpp>
 #include <string>

@@ -1,7 +1,7 @@
 // The rendezvous protocol over the in-memory store, one thread per agent: the same code
 // the launcher runs over TCP.
 
-#include "rendezvous/elastic_rendezvous.h"
+#include "rendezvous/elastic/elastic_rendezvous.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -11,7 +11,7 @@
 
 #include "pltrun/error.h"
 #include "pltrun/in_memory_store.h"
-#include "rendezvous/node_assignment.h"
+#include "rendezvous/elastic/node_assignment.h"
 
 using namespace pltrun;
 using namespace pltrun::rdzv;

@@ -1,7 +1,7 @@
 // Host lists: --hosts text, the hostfile dialects of horovod, Open MPI and DeepSpeed, and
 // DeepSpeed's --include/--exclude narrowing.
 
-#include "launcher/host_list.h"
+#include "launcher/plan/host_list.h"
 
 #include <unistd.h>
 

@@ -6,8 +6,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "launcher/agent_decisions.h"
-#include "launcher/supervisor.h"
+#include "launcher/agent/agent_decisions.h"
+#include "launcher/single_node/supervisor.h"
 
 using namespace pltrun;
 using Reason = rdzv::RoundEnd::Reason;

@@ -1,13 +1,13 @@
 // Node ranks from the participants of a closed round: deterministic, hints honoured only
 // when consistent, global ranks following node ranks.
 
-#include "rendezvous/node_assignment.h"
+#include "rendezvous/elastic/node_assignment.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "pltrun/error.h"
-#include "rendezvous/round_end.h"
+#include "rendezvous/elastic/round_end.h"
 
 using namespace pltrun;
 using namespace pltrun::rdzv;

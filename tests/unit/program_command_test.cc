@@ -1,6 +1,6 @@
 // resolveProgramCommand and findExecutable, against real files in a temporary directory.
 
-#include "launcher/program_command.h"
+#include "launcher/plan/program_command.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,7 +1,7 @@
 // The driver's pure parts: what reaches the remote workers, how a command line survives the
 // remote shell, and how the remote command is built.
 
-#include "launcher/remote_launch.h"
+#include "launcher/driver/remote_launch.h"
 
 #include <unistd.h>
 

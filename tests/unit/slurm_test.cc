@@ -1,11 +1,11 @@
 // Slurm: the hostlist grammar against examples of what Slurm prints, the variables srun sets,
 // and the flags they stand in for.
 
-#include "launcher/slurm.h"
+#include "launcher/plan/slurm.h"
 
 #include <catch2/catch.hpp>
 
-#include "launcher/command_line.h"
+#include "launcher/plan/command_line.h"
 #include "pltrun/error.h"
 #include "scoped_env.h"
 

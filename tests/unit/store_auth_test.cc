@@ -2,7 +2,7 @@
 // vectors; the proofs against Python's hmac module (the wire format, pinned); and the
 // properties the handshake relies on (each side's proof differs, and every input counts).
 
-#include "rendezvous/store_auth.h"
+#include "rendezvous/store/store_auth.h"
 
 #include <catch2/catch.hpp>
 #include <string>

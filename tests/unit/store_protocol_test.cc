@@ -19,7 +19,7 @@
 // connection start §3.3, dialect detection §7, and the observed hex dumps of §8, which are
 // replayed verbatim below.
 
-#include "rendezvous/store_protocol.h"
+#include "rendezvous/store/store_protocol.h"
 
 #include <catch2/catch.hpp>
 #include <cstdint>

@@ -4,7 +4,7 @@
 // torch's semantics as docs/TCPSTORE_PROTOCOL.md describes them: COMPARE_SET §5.1, ADD §5.2,
 // DELETE_KEY §5.4, APPEND §5.5, WAIT §4.1.
 
-#include "rendezvous/store_table.h"
+#include "rendezvous/store/store_table.h"
 
 #include <catch2/catch.hpp>
 #include <cstdint>

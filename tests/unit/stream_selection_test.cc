@@ -1,6 +1,6 @@
 // torchrun's -r/--redirects and -t/--tee values, and --local-ranks-filter.
 
-#include "launcher/stream_selection.h"
+#include "launcher/plan/stream_selection.h"
 
 #include <catch2/catch.hpp>
 #include <string>

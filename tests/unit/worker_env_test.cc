@@ -1,7 +1,7 @@
 // buildWorkerEnv: torchrun's worker variables for every placement, and the rules for what
 // the launcher's own environment may override.
 
-#include "launcher/worker_env.h"
+#include "launcher/plan/worker_env.h"
 
 #include <catch2/catch.hpp>
 #include <set>

@@ -1,0 +1,43 @@
+#pragma once
+// The elastic agent's decisions, as pure functions of what happened: go on with another
+// round or end the job (and with which status), how many nodes the next round expects,
+// how long the store's host waits for the others to leave, which signal a stop reports.
+// The agent (elastic_agent.cc) does the store calls and the logging around them.
+
+#include <chrono>
+#include <optional>
+
+#include "launcher/process/worker_group.h"
+#include "rendezvous/elastic/round_end.h"
+
+namespace pltrun {
+
+/// What an agent does once a round has ended.
+struct AfterRound {
+  bool finished = false;             ///< the job is over for this node
+  int status = 0;                    ///< when finished: this agent's exit status
+  std::optional<int> expectedNodes;  ///< when not: the nodes the next round expects
+  /// When finished: how long the store's host waits for the other agents to leave (they
+  /// must read why the job ended before the store goes away).
+  std::chrono::milliseconds exitBarrier{0};
+};
+
+/// A failed or stopped job's exit barrier; a successful one waits close_timeout.
+constexpr std::chrono::milliseconds kFailureExitBarrier{5000};
+
+/// After round `end` of `nnodes` nodes: success ends the job with 0; a final end ends it
+/// with its status (1 if it has none); anything else re-forms the job, expecting one node
+/// fewer when one was lost and one more (up to `maxNodes`) when one joined.
+AfterRound decideAfterRound(const rdzv::RoundEnd& end, int nnodes, int maxNodes,
+                            std::chrono::milliseconds closeTimeout);
+
+/// The exit status of an agent that finds the job already closed: 0 when it succeeded
+/// after this agent had seen it open, 1 when it had succeeded before (a reused run id),
+/// else the job's status (1 if it has none).
+int closedJobStatus(const rdzv::RoundEnd& end, bool beforeJoining);
+
+/// The signal a stopping agent reports: the one it received, else the one that
+/// interrupted its workers, else SIGTERM.
+int stopSignal(int received, const std::optional<GroupOutcome>& outcome);
+
+}  // namespace pltrun

@@ -1,0 +1,28 @@
+#pragma once
+// One node of an elastic multi-node job (--rdzv-backend c10d): meets the other agents in
+// rendezvous rounds, runs this node's workers for each round, and re-forms the job when a
+// worker fails anywhere, an agent is lost, or a node joins; ends when every node's workers
+// have succeeded, when --max-restarts is spent, or when too few nodes come.
+
+#include <string>
+
+#include "launcher/plan/launch_config.h"
+#include "launcher/plan/program_command.h"
+#include "launcher/plan/worker_env.h"
+#include "launcher/plan/worker_layout.h"
+
+namespace pltrun {
+
+/// What runLauncher resolved before choosing the elastic agent.
+struct ElasticJob {
+  const LaunchConfig& config;
+  const Environment& inherited;
+  ProgramCommand command;
+  WorkerLayout layout;
+  std::string runId;
+};
+
+/// Runs this node's part of the job; returns pltrun's exit status.
+int runElasticAgent(const ElasticJob& job);
+
+}  // namespace pltrun

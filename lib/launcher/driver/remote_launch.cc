@@ -1,0 +1,287 @@
+#include "launcher/driver/remote_launch.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <fstream>
+
+#include "launcher/net/host_identity.h"
+#include "launcher/net/rendezvous_host.h"
+#include "launcher/plan/program_command.h"
+#include "launcher/plan/text_parsing.h"
+#include "launcher/process/group_runner.h"
+#include "launcher/process/orphan_guard.h"
+#include "launcher/process/worker_group.h"
+#include "pltrun/error.h"
+#include "rendezvous/store/seconds_text.h"
+#include "rendezvous/store/secret_file.h"
+#include "rendezvous/store/store_auth.h"
+
+namespace pltrun {
+
+namespace {
+
+constexpr std::chrono::seconds kStopDelayAfterFailure{10};
+
+constexpr const char* kForwardedPrefixes[] = {"NCCL_", "CUDA_", "PYTHON", "OMP_", "TORCH_",
+                                              "GLOO_", "UCX_",  "FI_",    "MKL_", "HF_"};
+
+bool forwardedByDefault(const std::string& name) {
+  if (name == "CUDA_VISIBLE_DEVICES") return false;  // which GPUs is each host's own business
+  for (const char* prefix : kForwardedPrefixes) {
+    if (name.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+bool isLoopbackHost(const std::string& host) { return host == "localhost" || isLoopbackAddress(host); }
+
+// Where the hosts reach the driver, never a loopback address handed to another machine.
+std::string driverAddress(const RemoteLaunchSettings& remote) {
+  if (!remote.networkInterface.empty()) {
+    std::string address = interfaceAddress(remote.networkInterface);
+    if (address.empty()) {
+      throw Error(ErrorCode::InvalidArgument, "--network-interface " + remote.networkInterface +
+                                                  ": no such interface with an address here (see `ip addr`)");
+    }
+    return address;
+  }
+  const std::string& first = remote.hosts.front().host;
+  std::string address = localAddressTowards(first, remote.sshPort.value_or(22));
+  if (address.empty()) {
+    throw Error(ErrorCode::Network,
+                "no route from here to " + first + "; check the host name, or pass --network-interface");
+  }
+  for (const HostSlots& host : remote.hosts) {
+    if (isLoopbackAddress(address) && !isLoopbackHost(host.host)) {
+      throw Error(ErrorCode::InvalidArgument, "the address that reaches " + first + " is loopback (" + address +
+                                                  "), which " + host.host +
+                                                  " cannot use; pass --network-interface with the interface the "
+                                                  "hosts reach this machine on");
+    }
+  }
+  return address;
+}
+
+std::string thisExecutable() {
+  char path[4096] = {};
+  ssize_t length = readlink("/proc/self/exe", path, sizeof path - 1);
+  return length > 0 ? std::string(path, length) : "pltrun";
+}
+
+// A duration as a flag value for the agents: milliseconds kept.
+std::string secondsText(std::chrono::milliseconds duration) { return rdzv::secondsText(duration, 3); }
+
+// The agent's command line on host `index`: the job's flags, the rendezvous at the driver.
+std::vector<std::string> agentArguments(const LaunchConfig& config, const HostSlots& host, size_t index,
+                                        const std::string& endpoint, const std::string& runId) {
+  const RendezvousSettings& rdzv = config.rdzv;
+  std::vector<std::string> args = {"--exit-with-parent",
+                                   "--nnodes",
+                                   std::to_string(config.remote.hosts.size()),
+                                   "--node-rank",
+                                   std::to_string(index),
+                                   "--rdzv-backend",
+                                   "c10d",
+                                   "--rdzv-endpoint",
+                                   endpoint,
+                                   "--rdzv-id",
+                                   runId,
+                                   "--max-restarts",
+                                   std::to_string(config.maxRestarts),
+                                   "--term-timeout",
+                                   secondsText(config.termTimeout),
+                                   "--role",
+                                   config.role};
+  args.push_back("--rdzv-conf");
+  // The user's secret file, at the same path on every host (as pltrun itself is), or "-":
+  // the secret the driver made comes on the agent's standard input. Never in argv.
+  const std::string secretFile = rdzv.secretFile.empty() ? "-" : rdzv.secretFile;
+  args.push_back("is_host=0,secret_file=" + secretFile + ",join_timeout=" + secondsText(rdzv.joinTimeout) +
+                 ",last_call_timeout=" + secondsText(rdzv.lastCallTimeout) + ",close_timeout=" +
+                 secondsText(rdzv.closeTimeout) + ",keep_alive_interval=" + secondsText(rdzv.keepAliveInterval) +
+                 ",keep_alive_max_attempt=" + std::to_string(rdzv.keepAliveMaxAttempt) +
+                 ",read_timeout=" + secondsText(rdzv.readTimeout));
+  if (!host.devices.empty()) {
+    std::string devices;
+    for (int device : host.devices) devices += (devices.empty() ? "" : ",") + std::to_string(device);
+    args.insert(args.end(), {"--devices", devices});
+  } else if (host.slots > 0) {
+    args.insert(args.end(), {"--nproc-per-node", std::to_string(host.slots)});
+  } else if (config.nprocPerNode) {
+    args.insert(args.end(), {"--nproc-per-node", *config.nprocPerNode});
+  } else if (config.devices) {
+    args.insert(args.end(), {"--devices", *config.devices});
+  }
+  if (config.logDir) args.insert(args.end(), {"--log-dir", *config.logDir});
+  if (!config.prefixOutput) args.push_back("--no-prefix");
+  if (config.quiet) args.push_back("--quiet");
+  if (!config.agentStore) args.push_back("--no-agent-store");
+  if (config.programKind == ProgramKind::Module) args.push_back("--module");
+  if (config.programKind == ProgramKind::NoPython) args.push_back("--no-python");
+  args.push_back("--");
+  args.push_back(config.program);
+  args.insert(args.end(), config.programArgs.begin(), config.programArgs.end());
+  return args;
+}
+
+// The user's secret when one is given (every host reads the same file); otherwise a new one
+// for this job alone, which the driver hands to each agent over its standard input.
+std::string jobSecret(const RendezvousSettings& settings) {
+  if (!settings.secretFile.empty()) return rdzv::readSecretFile(settings.secretFile, "secret_file");
+  return rdzv::toHex(rdzv::randomBytes(32));
+}
+
+}  // namespace
+
+Environment forwardedEnvironment(const Environment& inherited, const RemoteLaunchSettings& remote) {
+  Environment forwarded;
+  for (const auto& [name, value] : inherited) {
+    if (forwardedByDefault(name)) forwarded[name] = value;
+  }
+  for (const std::string& item : remote.exports) {
+    const size_t equals = item.find('=');
+    if (equals != std::string::npos) {
+      forwarded[item.substr(0, equals)] = item.substr(equals + 1);
+      continue;
+    }
+    auto found = inherited.find(item);
+    if (found == inherited.end()) {
+      throw Error(ErrorCode::InvalidArgument, "-x " + item + ": not set here; set it, or give -x " + item + "=VALUE");
+    }
+    forwarded[item] = found->second;
+  }
+  if (remote.envFile) {
+    std::ifstream file(*remote.envFile);
+    if (!file) throw Error(ErrorCode::InvalidArgument, "--env-file " + *remote.envFile + ": cannot be read");
+    std::string line;
+    for (int number = 1; std::getline(file, line); ++number) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      std::string_view text = trimSpaces(line);
+      if (text.empty() || text.front() == '#') continue;
+      if (text.rfind("export ", 0) == 0) text = trimSpaces(text.substr(7));
+      const size_t equals = text.find('=');
+      std::string name(trimSpaces(text.substr(0, equals == std::string_view::npos ? 0 : equals)));
+      if (equals == std::string_view::npos || name.empty() || name.find_first_of(" \t") != std::string::npos) {
+        throw Error(ErrorCode::InvalidArgument, *remote.envFile + ":" + std::to_string(number) +
+                                                    ": expected KEY=VALUE, got '" + std::string(text) + "'");
+      }
+      forwarded[name] = std::string(text.substr(equals + 1));
+    }
+  }
+  return forwarded;
+}
+
+std::string shellQuote(const std::string& text) {
+  if (!text.empty() &&
+      text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-./:=@,+%") ==
+          std::string::npos) {
+    return text;
+  }
+  std::string quoted = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      quoted += "'\\''";
+    } else {
+      quoted += c;
+    }
+  }
+  return quoted + "'";
+}
+
+std::vector<std::string> remoteArgv(const RemoteLaunchSettings& remote, const std::string& host,
+                                    const std::string& remoteCommandLine) {
+  std::vector<std::string> argv;
+  if (remote.remoteCommand.empty()) {
+    argv = {"ssh", "-o", "BatchMode=yes"};
+    if (remote.sshPort) argv.insert(argv.end(), {"-p", std::to_string(*remote.sshPort)});
+    if (!remote.sshIdentity.empty()) argv.insert(argv.end(), {"-i", remote.sshIdentity});
+    argv.push_back(host);
+  } else {
+    for (std::string_view word : splitText(remote.remoteCommand, ' ')) {
+      if (word.empty()) continue;
+      std::string expanded(word);
+      for (size_t at = expanded.find("{host}"); at != std::string::npos; at = expanded.find("{host}")) {
+        expanded.replace(at, 6, host);
+      }
+      argv.push_back(expanded);
+    }
+  }
+  argv.push_back(remoteCommandLine);
+  return argv;
+}
+
+int runDriver(const LaunchConfig& config, const Environment& inherited) {
+  const RemoteLaunchSettings& remote = config.remote;
+  const Environment forwarded = forwardedEnvironment(inherited, remote);
+  const std::string runId = config.runId.empty() ? randomHexId() : config.runId;
+  const std::string address = driverAddress(remote);
+  OrphanGuard guard;  // before any thread or process exists
+  rdzv::StoreServerOptions storeOptions;
+  storeOptions.host = address;
+  storeOptions.port = 0;
+  storeOptions.secret = jobSecret(config.rdzv);
+  storeOptions.context = runId;
+  HostedStore store(storeOptions);
+  const std::string endpoint =
+      (address.find(':') != std::string::npos ? "[" + address + "]" : address) + ":" + std::to_string(store.port());
+  spdlog::info("run {}: {} hosts, rendezvous store on {}; starting one agent per host", runId, remote.hosts.size(),
+               endpoint);
+
+  const std::string remotePltrun = remote.remotePltrun.empty() ? thisExecutable() : remote.remotePltrun;
+  std::vector<std::string> environment;
+  for (const auto& [name, value] : inherited) environment.push_back(name + "=" + value);
+  std::vector<WorkerSpec> specs;
+  for (size_t index = 0; index < remote.hosts.size(); ++index) {
+    const HostSlots& host = remote.hosts[index];
+    std::string line = "exec env";
+    for (const auto& [name, value] : forwarded) line += " " + shellQuote(name + "=" + value);
+    line += " " + shellQuote(remotePltrun);
+    for (const std::string& arg : agentArguments(config, host, index, endpoint, runId)) line += " " + shellQuote(arg);
+    std::vector<std::string> argv = remoteArgv(remote, host.host, line);
+
+    WorkerSpec spec;
+    spec.rank = static_cast<int>(index);
+    spec.localRank = static_cast<int>(index);
+    spec.label = "host " + host.host;
+    spec.consolePrefix = config.prefixOutput ? "[" + host.host + "] " : "";
+    spec.stdoutRoute.toConsole = true;
+    spec.stderrRoute.toConsole = true;
+    spec.stderrRoute.consoleIsStderr = true;
+    spec.launch.executable = findExecutable(argv.front(), inherited.count("PATH") ? inherited.at("PATH") : "");
+    if (spec.launch.executable.empty()) {
+      throw Error(ErrorCode::NotFound, argv.front() + " not found on PATH: install it, or pass --remote-command");
+    }
+    spec.launch.argv = argv;
+    spec.launch.environment = environment;
+    // ssh passes it on to the agent's standard input (secret_file=-, see agentArguments).
+    if (config.rdzv.secretFile.empty()) spec.launch.standardInput = storeOptions.secret + "\n";
+    specs.push_back(std::move(spec));
+  }
+
+  boost::asio::io_context context;
+  GroupRunner runner(context);
+  GroupSettings settings;
+  settings.termTimeout = config.termTimeout;
+  // A failed job ends every agent by itself within moments (and the failing one prints its
+  // report); only a host that stays up after that, or lost its connection, is stopped.
+  settings.stopDelayAfterFailure = kStopDelayAfterFailure;
+  WorkerGroup group(context, runner.console(), guard, settings);
+  runner.listen();
+  GroupOutcome outcome = runner.run(group, specs);
+  if (outcome.kind == GroupOutcome::Kind::Interrupted) {
+    spdlog::warn("stopped by {}", signalName(outcome.interruptSignal));
+    return 128 + outcome.interruptSignal;
+  }
+  if (outcome.kind == GroupOutcome::Kind::Failed) {
+    const WorkerFailure& root = *outcome.rootCause;
+    spdlog::error("the job failed: the agent on {} ended first, with {} (the failing host's report is above)",
+                  remote.hosts[root.rank].host, root.end.describe());
+    return root.end.shellStatus();
+  }
+  spdlog::info("all {} hosts finished", remote.hosts.size());
+  return 0;
+}
+
+}  // namespace pltrun

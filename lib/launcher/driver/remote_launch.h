@@ -1,0 +1,35 @@
+#pragma once
+// One command, many hosts: with --hosts or --hostfile this pltrun is the driver. It hosts
+// the rendezvous store on the address the hosts reach it at, starts one pltrun agent per
+// host (ssh, or a --remote-command template such as pdsh or kubectl exec) with the
+// environment the job needs, streams every host's output back with "[HOST] " before the
+// agent's own "[rank N] ", and ends like a single-node run: the failing host's report and
+// its exit status. Ctrl-C or a failure stops every host; an agent whose connection drops
+// stops its workers (it runs with --exit-with-parent).
+
+#include <string>
+#include <vector>
+
+#include "launcher/plan/launch_config.h"
+#include "launcher/plan/worker_env.h"
+
+namespace pltrun {
+
+/// The variables passed to every remote agent: those of `inherited` whose names start with
+/// a forwarded prefix (NCCL_, CUDA_ but CUDA_VISIBLE_DEVICES, PYTHON, OMP_, TORCH_, GLOO_,
+/// UCX_, FI_, MKL_, HF_), then -x NAME (its value here) or -x NAME=VALUE, then the env file's
+/// KEY=VALUE lines. Throws Error(InvalidArgument) for an -x NAME that is not set here, or a
+/// malformed env file line.
+Environment forwardedEnvironment(const Environment& inherited, const RemoteLaunchSettings& remote);
+
+/// `text` quoted for a POSIX shell ('...' with ' written as '\'').
+std::string shellQuote(const std::string& text);
+
+/// The argv that runs `remoteCommandLine` (one shell command line) on `host`.
+std::vector<std::string> remoteArgv(const RemoteLaunchSettings& remote, const std::string& host,
+                                    const std::string& remoteCommandLine);
+
+/// Runs the job on every host; returns pltrun's exit status.
+int runDriver(const LaunchConfig& config, const Environment& inherited);
+
+}  // namespace pltrun

@@ -1,0 +1,22 @@
+#pragma once
+// pltrun's command line: torchrun's flags in both spellings (--nproc-per-node and
+// --nproc_per_node), Lightning's --devices, pltrun's own supervision flags, and PET_*
+// environment variables as defaults (Kubeflow sets them).
+
+#include <string>
+#include <variant>
+
+#include "launcher/plan/launch_config.h"
+
+namespace pltrun {
+
+/// Asked for help or the version: print `text` to stdout and exit 0.
+struct InformationRequest {
+  std::string text;
+};
+
+/// Parses argv. Everything from PROGRAM on belongs to the program and is never read as a
+/// pltrun flag. Throws Error(InvalidArgument) with a one-line message for bad input.
+std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const char* const* argv);
+
+}  // namespace pltrun

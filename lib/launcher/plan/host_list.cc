@@ -1,0 +1,347 @@
+#include "launcher/plan/host_list.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string_view>
+
+#include "launcher/plan/text_parsing.h"
+#include "pltrun/error.h"
+
+namespace pltrun {
+
+namespace {
+
+constexpr int kMaxSlots = 4096;
+constexpr const char* kHostsForm = "write host:slots,host:slots (e.g. h1:4,h2:4), host names alone, or [::1]:2";
+constexpr const char* kHostfileForm = "write 'host', 'host slots=N' or 'host:N' per line";
+constexpr const char* kSelectForm = "write host@host:0,2 (whole hosts, or slot indices after ':')";
+
+bool isSpace(char c) { return c == ' ' || c == '\t'; }
+
+// A host name with, when the text had one, what came after its ':' ("h1:4" -> "h1", "4";
+// "[::1]:2" -> "::1", "2"). The problem is set, and the rest meaningless, when the text is malformed.
+struct HostPart {
+  std::string host;
+  std::optional<std::string> suffix;
+  std::string problem;
+};
+
+std::string hostProblem(const std::string& host) {
+  if (host.empty()) return "empty host name";
+  for (char c : host) {
+    if (isSpace(c) || c == '\r' || c == '\n') return "host name '" + host + "' has a space in it";
+    if (c == ',' || c == '@' || c == '#' || c == '=' || c == '[' || c == ']') {
+      return "host name '" + host + "' has a '" + std::string(1, c) + "' in it";
+    }
+  }
+  return "";
+}
+
+HostPart splitHost(std::string_view text) {
+  HostPart part;
+  std::string_view rest;
+  if (!text.empty() && text.front() == '[') {
+    size_t close = text.find(']');
+    if (close == std::string_view::npos) {
+      part.problem = "'[' without ']'";
+      return part;
+    }
+    part.host = std::string(text.substr(1, close - 1));
+    rest = text.substr(close + 1);
+    if (!rest.empty() && rest.front() != ':') {
+      part.problem = "'" + std::string(rest) + "' after ']' (only ':' and a number may follow)";
+      return part;
+    }
+  } else {
+    size_t colon = text.find(':');
+    if (colon != std::string_view::npos && text.find(':', colon + 1) != std::string_view::npos) {
+      part.problem = "more than one ':' (write IPv6 addresses in brackets: [::1]:2)";
+      return part;
+    }
+    part.host = std::string(text.substr(0, colon == std::string_view::npos ? text.size() : colon));
+    rest = colon == std::string_view::npos ? std::string_view() : text.substr(colon);
+  }
+  if (!rest.empty()) part.suffix = std::string(rest.substr(1));
+  part.problem = hostProblem(part.host);
+  return part;
+}
+
+// Slots as text -> the number, or a problem.
+std::optional<int> parseSlots(std::string_view text, std::string& problem) {
+  auto number = parseInteger(trimSpaces(text));
+  if (trimSpaces(text).empty()) {
+    problem = "no slot count after ':' or '=' (give a number from 1 to " + std::to_string(kMaxSlots) + ")";
+    return std::nullopt;
+  }
+  if (!number || *number < 1 || *number > kMaxSlots) {
+    problem = "slots '" + std::string(text) + "' is not a number from 1 to " + std::to_string(kMaxSlots);
+    return std::nullopt;
+  }
+  return static_cast<int>(*number);
+}
+
+// One "--hosts" item or hostfile first word -> host and slots (0 when not given), or a problem.
+std::optional<HostSlots> parseHostItem(std::string_view text, std::string& problem) {
+  HostPart part = splitHost(text);
+  if (!part.problem.empty()) {
+    problem = part.problem;
+    return std::nullopt;
+  }
+  HostSlots entry;
+  entry.host = part.host;
+  if (part.suffix) {
+    auto slots = parseSlots(*part.suffix, problem);
+    if (!slots) return std::nullopt;
+    entry.slots = *slots;
+  }
+  return entry;
+}
+
+[[noreturn]] void hostfileError(const std::string& path, size_t lineNumber, std::string_view line,
+                                const std::string& problem, bool showForm = true) {
+  throw Error(ErrorCode::InvalidArgument, "hostfile " + path + ":" + std::to_string(lineNumber) + ": '" +
+                                              std::string(line) + "': " + problem +
+                                              (showForm ? std::string("; ") + kHostfileForm : std::string()));
+}
+
+// What one host of --include/--exclude names: the whole host, or these slot indices (sorted, unique).
+struct Pick {
+  std::string host;
+  bool whole = false;
+  std::vector<int> indices;
+};
+
+std::vector<Pick> parsePicks(const std::string& flag, const std::string& text) {
+  std::vector<Pick> picks;
+  for (std::string_view piece : splitText(trimSpaces(text), '@')) {
+    piece = trimSpaces(piece);
+    if (piece.empty()) throwInvalidFlag(flag, text, "an empty host name around '@'; " + std::string(kSelectForm));
+    HostPart part = splitHost(piece);
+    if (!part.problem.empty()) throwInvalidFlag(flag, text, part.problem + "; " + kSelectForm);
+    std::vector<int> indices;
+    if (part.suffix) {
+      for (std::string_view item : splitText(*part.suffix, ',')) {
+        auto index = parseInteger(trimSpaces(item));
+        if (!index || *index < 0 || *index >= kMaxSlots) {
+          throwInvalidFlag(flag, text,
+                           "slot index '" + std::string(trimSpaces(item)) + "' of host '" + part.host +
+                               "' is not a number from 0 to " + std::to_string(kMaxSlots - 1) + "; " + kSelectForm);
+        }
+        indices.push_back(static_cast<int>(*index));
+      }
+    }
+    auto same = std::find_if(picks.begin(), picks.end(), [&](const Pick& pick) { return pick.host == part.host; });
+    if (same == picks.end()) {
+      picks.push_back(Pick{part.host, false, {}});
+      same = picks.end() - 1;
+    }
+    // A host named twice: the union of what each mention names; a whole-host mention wins.
+    if (!part.suffix) same->whole = true;
+    same->indices.insert(same->indices.end(), indices.begin(), indices.end());
+    std::sort(same->indices.begin(), same->indices.end());
+    same->indices.erase(std::unique(same->indices.begin(), same->indices.end()), same->indices.end());
+  }
+  return picks;
+}
+
+std::string hostNames(const std::vector<HostSlots>& hosts) {
+  std::string names;
+  size_t shown = 0;
+  for (const HostSlots& entry : hosts) {
+    if (shown == 8) return names + ", ...";
+    names += (shown++ ? ", " : "") + entry.host;
+  }
+  return names;
+}
+
+std::string indexList(const std::vector<int>& indices) {
+  std::string text;
+  for (int index : indices) text += (text.empty() ? "" : ",") + std::to_string(index);
+  return text;
+}
+
+// The slot indices a host offers: its devices when chosen already, else 0..slots-1 (empty: unknown).
+std::vector<int> availableSlots(const HostSlots& entry) {
+  if (!entry.devices.empty()) return entry.devices;
+  std::vector<int> slots;
+  for (int index = 0; index < entry.slots; ++index) slots.push_back(index);
+  return slots;
+}
+
+}  // namespace
+
+std::vector<HostSlots> parseHostList(const std::string& text) {
+  if (trimSpaces(text).empty()) throwInvalidFlag("--hosts", text, std::string("no host given; ") + kHostsForm);
+  std::vector<std::string_view> items = splitText(trimSpaces(text), ',');
+  if (items.size() > 1 && trimSpaces(items.back()).empty()) items.pop_back();  // "h1:4,h2:4,"
+  std::vector<HostSlots> hosts;
+  for (std::string_view raw : items) {
+    std::string_view item = trimSpaces(raw);
+    if (item.empty()) throwInvalidFlag("--hosts", text, std::string("an empty host between commas; ") + kHostsForm);
+    std::string problem;
+    auto entry = parseHostItem(item, problem);
+    if (!entry) throwInvalidFlag("--hosts", std::string(item), problem + "; " + kHostsForm);
+    for (const HostSlots& earlier : hosts) {
+      if (earlier.host == entry->host) {
+        throwInvalidFlag("--hosts", text, "host '" + entry->host + "' is listed twice; list each host once");
+      }
+    }
+    hosts.push_back(std::move(*entry));
+  }
+  return hosts;
+}
+
+std::vector<HostSlots> parseHostfile(const std::string& content, const std::string& path) {
+  std::vector<HostSlots> hosts;
+  std::map<std::string, size_t> lineOf;
+  size_t lineNumber = 0;
+  for (std::string_view line : splitText(content, '\n')) {
+    ++lineNumber;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    std::string_view text = line.substr(0, line.find('#'));
+    text = trimSpaces(text);
+    if (text.empty()) continue;
+
+    size_t wordEnd = 0;
+    while (wordEnd < text.size() && !isSpace(text[wordEnd])) ++wordEnd;
+    std::string problem;
+    auto entry = parseHostItem(text.substr(0, wordEnd), problem);
+    if (!entry) hostfileError(path, lineNumber, line, problem);
+    const bool slotsFromColon = entry->slots != 0;
+
+    // The rest: key=value pairs, spaces allowed around '='; only slots is read.
+    bool sawSlots = false;
+    size_t at = wordEnd;
+    while (true) {
+      while (at < text.size() && isSpace(text[at])) ++at;
+      if (at == text.size()) break;
+      size_t keyStart = at;
+      while (at < text.size() && !isSpace(text[at]) && text[at] != '=') ++at;
+      std::string_view key = text.substr(keyStart, at - keyStart);
+      if (key.empty()) hostfileError(path, lineNumber, line, "'=' without a key before it");
+      while (at < text.size() && isSpace(text[at])) ++at;
+      if (at == text.size() || text[at] != '=') {
+        hostfileError(path, lineNumber, line, "'" + std::string(key) + "' is not a key=value setting");
+      }
+      ++at;
+      while (at < text.size() && isSpace(text[at])) ++at;
+      size_t valueStart = at;
+      while (at < text.size() && !isSpace(text[at])) ++at;
+      std::string_view value = text.substr(valueStart, at - valueStart);
+      if (key != "slots") {
+        if (value.empty()) hostfileError(path, lineNumber, line, "'" + std::string(key) + "=' has no value");
+        continue;
+      }
+      if (sawSlots || slotsFromColon) hostfileError(path, lineNumber, line, "slots are given twice");
+      sawSlots = true;
+      auto slots = parseSlots(value, problem);
+      if (!slots) hostfileError(path, lineNumber, line, problem);
+      entry->slots = *slots;
+    }
+
+    auto [earlier, fresh] = lineOf.emplace(entry->host, lineNumber);
+    if (!fresh) {
+      hostfileError(
+          path, lineNumber, line,
+          "host '" + entry->host + "' is already on line " + std::to_string(earlier->second) + "; list each host once",
+          false);
+    }
+    hosts.push_back(std::move(*entry));
+  }
+  if (hosts.empty()) {
+    throw Error(ErrorCode::InvalidArgument, "hostfile " + path + " names no host; " + kHostfileForm);
+  }
+  return hosts;
+}
+
+std::vector<HostSlots> readHostfile(const std::string& path) {
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored)) {
+    throw Error(ErrorCode::InvalidArgument, "hostfile " + path + " is a directory; give the path of a file");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw Error(ErrorCode::InvalidArgument, "cannot read hostfile " + path + ": " + std::strerror(errno) +
+                                                "; check the path given for the hostfile");
+  }
+  std::ostringstream content;
+  content << in.rdbuf();
+  if (in.bad()) {
+    throw Error(ErrorCode::InvalidArgument, "cannot read hostfile " + path + ": " + std::strerror(errno));
+  }
+  return parseHostfile(content.str(), path);
+}
+
+std::vector<HostSlots> selectHosts(std::vector<HostSlots> hosts, const std::string& include,
+                                   const std::string& exclude) {
+  const bool including = !trimSpaces(include).empty();
+  const bool excluding = !trimSpaces(exclude).empty();
+  if (including && excluding) {
+    throw Error(ErrorCode::InvalidArgument, "--include and --exclude cannot be used together; use one of them");
+  }
+  if (!including && !excluding) return hosts;
+  const std::string flag = including ? "--include" : "--exclude";
+  const std::string& text = including ? include : exclude;
+
+  std::vector<Pick> picks = parsePicks(flag, text);
+  std::map<std::string, const Pick*> pickOf;
+  for (const Pick& pick : picks) {
+    auto found =
+        std::find_if(hosts.begin(), hosts.end(), [&](const HostSlots& entry) { return entry.host == pick.host; });
+    if (found == hosts.end()) {
+      throwInvalidFlag(flag, text,
+                       "host '" + pick.host + "' is not in the host list (" + hostNames(hosts) +
+                           "); name hosts from --hosts or the hostfile");
+    }
+    std::vector<int> available = availableSlots(*found);
+    if (available.empty() && !pick.indices.empty() && excluding) {
+      throwInvalidFlag(flag, text,
+                       "host '" + pick.host + "' has no slot count, so its slots cannot be excluded; give it one (" +
+                           pick.host + ":N) or exclude the whole host");
+    }
+    for (int index : pick.indices) {
+      if (!available.empty() && !std::binary_search(available.begin(), available.end(), index)) {
+        throwInvalidFlag(flag, text,
+                         "host '" + pick.host + "' has no slot " + std::to_string(index) +
+                             " (its slots: " + indexList(available) + "); name only those");
+      }
+    }
+    pickOf[pick.host] = &pick;
+  }
+
+  std::vector<HostSlots> selected;
+  for (HostSlots& entry : hosts) {
+    auto found = pickOf.find(entry.host);
+    const Pick* pick = found == pickOf.end() ? nullptr : found->second;
+    if (including) {
+      if (!pick) continue;
+      if (!pick->whole) {
+        entry.devices = pick->indices;
+        entry.slots = static_cast<int>(pick->indices.size());
+      }
+      selected.push_back(std::move(entry));
+    } else {
+      if (pick && pick->whole) continue;
+      if (pick) {
+        std::vector<int> remaining;
+        for (int index : availableSlots(entry)) {
+          if (!std::binary_search(pick->indices.begin(), pick->indices.end(), index)) remaining.push_back(index);
+        }
+        if (remaining.empty()) continue;
+        entry.slots = static_cast<int>(remaining.size());
+        entry.devices = std::move(remaining);
+      }
+      selected.push_back(std::move(entry));
+    }
+  }
+  if (selected.empty()) throwInvalidFlag(flag, text, "it removes every host; leave at least one");
+  return selected;
+}
+
+}  // namespace pltrun

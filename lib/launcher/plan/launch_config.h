@@ -1,0 +1,110 @@
+#pragma once
+// Everything the command line decides, after parsing and validation but before anything
+// is probed (GPUs, ports) or started.
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/plan/host_list.h"
+#include "launcher/plan/stream_selection.h"
+
+namespace pltrun {
+
+/// How PROGRAM is started.
+enum class ProgramKind {
+  Auto,      ///< `.py` runs under Python, anything else is executed directly
+  Module,    ///< `-m`: PROGRAM is a Python module
+  NoPython,  ///< `--no-python`: PROGRAM is executed directly, whatever its name
+};
+
+/// How the nodes of a job meet.
+enum class RendezvousBackend {
+  Static,  ///< fixed node count; rank 0's node at --master-addr:--master-port
+  C10d,    ///< torchrun's dynamic rendezvous: nodes meet at --rdzv-endpoint, MIN..MAX of them
+};
+
+/// The c10d rendezvous (elastic multi-node jobs); used when backend == C10d and maxNodes > 1.
+/// Times come from --rdzv-conf (seconds there, decimals allowed); the defaults are torchrun's.
+struct RendezvousSettings {
+  RendezvousBackend backend = RendezvousBackend::Static;
+  int minNodes = 1;
+  int maxNodes = 1;
+  std::string endpointHost;                           ///< --rdzv-endpoint host (IPv6 without brackets)
+  int endpointPort = 29400;                           ///< torchrun's default; 0 = the hosting agent picks a free port
+  std::chrono::milliseconds joinTimeout{600000};      ///< join_timeout (alias: timeout)
+  std::chrono::milliseconds lastCallTimeout{30000};   ///< last_call_timeout
+  std::chrono::milliseconds closeTimeout{30000};      ///< close_timeout
+  std::chrono::milliseconds keepAliveInterval{5000};  ///< keep_alive_interval (alias: heartbeat_timeout)
+  int keepAliveMaxAttempt = 3;                        ///< keep_alive_max_attempt
+  std::chrono::milliseconds readTimeout{60000};       ///< read_timeout: one store operation
+  std::optional<bool> isHost;                         ///< is_host; empty = decide by address
+  std::optional<int> nodeRankHint;                    ///< --node-rank given with c10d
+  std::string localAddr;                              ///< --local-addr; empty = detect
+  /// secret_file, else $PLTRUN_SECRET_FILE: the agents and the store share the secret in
+  /// it ("-": standard input); empty = no authentication.
+  std::string secretFile;
+};
+
+/// A job started from one shell on many hosts (--hosts, --hostfile): this pltrun is the
+/// driver, which hosts the rendezvous store and starts one agent per host remotely.
+struct RemoteLaunchSettings {
+  std::vector<HostSlots> hosts;      ///< after --include/--exclude; empty: not a driver
+  std::optional<int> sshPort;        ///< --ssh-port
+  std::string sshIdentity;           ///< --ssh-identity
+  std::string remoteCommand;         ///< --remote-command template with {host}; empty: ssh
+  std::vector<std::string> exports;  ///< -x NAME or -x NAME=VALUE
+  std::optional<std::string> envFile;
+  std::string networkInterface;  ///< where the hosts reach the driver; empty: the route to them
+  std::string remotePltrun;      ///< pltrun on the hosts; empty: this binary's path
+};
+
+struct LaunchConfig {
+  // What to run.
+  std::string program;
+  std::vector<std::string> programArgs;
+  ProgramKind programKind = ProgramKind::Auto;
+
+  // How many workers, on which devices. nprocPerNode is the raw flag value (an integer,
+  // gpu, cpu or auto), resolved once the GPU count is known; devices, when given, wins.
+  std::optional<std::string> nprocPerNode;  ///< empty: 1, or the number of --devices
+  std::optional<std::string> devices;
+
+  // Where this node sits in the job (static rendezvous). With c10d, nnodes is rdzv.maxNodes
+  // and nodeRank stays 0: the rendezvous assigns the real rank.
+  int nnodes = 1;
+  int nodeRank = 0;
+  std::string masterAddr = "127.0.0.1";
+  std::optional<int> masterPort;  ///< empty: the launcher picks a free port
+  std::string runId;              ///< empty: a random id is generated
+  std::string role = "default";
+  bool standalone = false;
+  /// The launcher hosts the workers' TCPStore at MASTER_ADDR:MASTER_PORT, new for every
+  /// attempt (single node) or round (elastic: node rank 0's agent), so no worker opens a
+  /// port (TORCHELASTIC_USE_AGENT_STORE=True). false (--no-agent-store): rank 0's worker
+  /// hosts it, as under torchrun.
+  bool agentStore = true;
+  /// --nnodes MIN:MAX, --rdzv-backend, --rdzv-endpoint, --rdzv-conf, --local-addr.
+  RendezvousSettings rdzv;
+  RemoteLaunchSettings remote;
+  /// Started by a driver: end (SIGTERM, as a stop signal) when the parent (sshd's session)
+  /// ends, so a dropped connection leaves no remote agent or worker behind.
+  bool exitWithParent = false;
+  /// Set when the node flags came from Slurm's variables (srun): what was detected.
+  std::optional<std::string> slurmSummary;
+
+  // Supervision.
+  int maxRestarts = 0;
+  std::chrono::milliseconds termTimeout{30000};
+
+  // Output.
+  std::optional<std::string> logDir;
+  StreamSelection redirects;                         ///< streams kept out of the console, per local rank
+  StreamSelection tee;                               ///< streams also written to log files, per local rank
+  std::optional<std::vector<int>> localRanksFilter;  ///< empty: every local rank
+  bool prefixOutput = true;
+  bool quiet = false;  ///< launcher's own messages: only warnings and errors
+};
+
+}  // namespace pltrun

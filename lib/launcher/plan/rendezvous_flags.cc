@@ -1,0 +1,187 @@
+#include "launcher/plan/rendezvous_flags.h"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <optional>
+#include <string_view>
+
+#include "launcher/plan/text_parsing.h"
+
+namespace pltrun {
+namespace {
+
+constexpr const char* kEndpointForms =
+    "expected HOST[:PORT], [IPv6]:PORT or a bare IPv6 address like ::1, with PORT 0..65535";
+constexpr const char* kConfFlag = "--rdzv-conf";
+constexpr const char* kConfKeys =
+    "join_timeout, timeout, last_call_timeout, close_timeout, keep_alive_interval, heartbeat_timeout, "
+    "keep_alive_max_attempt, read_timeout, is_host, secret_file, use_libuv, store_type";
+
+bool isNameCharacter(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '-' || c == '_';
+}
+
+// A host name or IPv4 address: letters, digits, '.', '-', '_'.
+bool isPlainHost(std::string_view host) {
+  return !host.empty() && std::all_of(host.begin(), host.end(), isNameCharacter);
+}
+
+// An IPv6 address, as far as its characters go: hex digits, ':' and '.' (an embedded IPv4
+// address), then an optional %zone (an interface name).
+bool isIpv6Text(std::string_view host) {
+  const size_t zone = host.find('%');
+  std::string_view address = host.substr(0, zone);
+  if (address.empty() || address.find(':') == std::string_view::npos) return false;
+  const bool addressOk = std::all_of(address.begin(), address.end(), [](char c) {
+    return std::isxdigit(static_cast<unsigned char>(c)) != 0 || c == ':' || c == '.';
+  });
+  if (!addressOk) return false;
+  if (zone == std::string_view::npos) return true;
+  std::string_view name = host.substr(zone + 1);
+  return !name.empty() && std::all_of(name.begin(), name.end(), isNameCharacter);
+}
+
+int parsePort(const std::string& flag, const std::string& text, std::string_view port) {
+  auto number = parseInteger(port);
+  if (!number || *number < 0 || *number > 65535) {
+    throwInvalidFlag(flag, text, "the port must be 0..65535; " + std::string(kEndpointForms));
+  }
+  return static_cast<int>(*number);
+}
+
+std::chrono::milliseconds positiveSeconds(const std::string& item, const std::string& key, std::string_view value) {
+  auto duration = parseSeconds(value);
+  if (!duration || duration->count() <= 0) {
+    throwInvalidFlag(kConfFlag, item, key + " expects a number of seconds > 0, like 30 or 0.5");
+  }
+  return *duration;
+}
+
+bool parseBoolean(const std::string& item, const std::string& key, std::string_view value) {
+  std::string lower(value);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (lower == "true" || lower == "1" || lower == "yes" || lower == "t" || lower == "y") return true;
+  if (lower == "false" || lower == "0" || lower == "no" || lower == "f" || lower == "n") return false;
+  throwInvalidFlag(kConfFlag, item, key + " expects true or false (also 1/0, yes/no)");
+}
+
+void applyConfItem(const std::string& item, RendezvousSettings& settings) {
+  const size_t equals = item.find('=');
+  if (equals == std::string::npos) {
+    throwInvalidFlag(kConfFlag, item,
+                     "expected KEY=VALUE pairs separated by commas, like join_timeout=900,is_host=false");
+  }
+  const std::string key(trimSpaces(std::string_view(item).substr(0, equals)));
+  const std::string_view value = trimSpaces(std::string_view(item).substr(equals + 1));
+  if (key.empty()) throwInvalidFlag(kConfFlag, item, "the key before '=' is missing; expected KEY=VALUE");
+  if (value.empty()) throwInvalidFlag(kConfFlag, item, key + " needs a value; expected KEY=VALUE");
+
+  if (key == "join_timeout" || key == "timeout") {
+    settings.joinTimeout = positiveSeconds(item, key, value);
+  } else if (key == "last_call_timeout") {
+    settings.lastCallTimeout = positiveSeconds(item, key, value);
+  } else if (key == "close_timeout") {
+    settings.closeTimeout = positiveSeconds(item, key, value);
+  } else if (key == "keep_alive_interval" || key == "heartbeat_timeout") {
+    settings.keepAliveInterval = positiveSeconds(item, key, value);
+  } else if (key == "read_timeout") {
+    settings.readTimeout = positiveSeconds(item, key, value);
+  } else if (key == "keep_alive_max_attempt") {
+    auto attempts = parseInteger(value);
+    if (!attempts || *attempts < 1 || *attempts > 1'000'000) {
+      throwInvalidFlag(kConfFlag, item, key + " expects a positive integer, like 3");
+    }
+    settings.keepAliveMaxAttempt = static_cast<int>(*attempts);
+  } else if (key == "secret_file") {
+    settings.secretFile = std::string(value);  // read (and its permissions checked) when the agent starts
+  } else if (key == "is_host") {
+    settings.isHost = parseBoolean(item, key, value);
+  } else if (key == "use_libuv" || key == "store_type") {
+    // They choose torch's own TCPStore implementation; pltrun's store has only one.
+  } else {
+    throwInvalidFlag(kConfFlag, item, "unknown key '" + key + "'; accepted keys: " + kConfKeys);
+  }
+}
+
+}  // namespace
+
+Endpoint parseEndpoint(const std::string& flag, const std::string& text, int defaultPort) {
+  const std::string_view whole = trimSpaces(text);
+  if (whole.empty()) throwInvalidFlag(flag, text, "the host is empty; " + std::string(kEndpointForms));
+  Endpoint endpoint;
+  endpoint.port = defaultPort;
+  std::optional<std::string_view> port;
+  bool hostOk = false;
+  if (whole.front() == '[') {  // [v6addr] or [v6addr]:port
+    const size_t close = whole.find(']');
+    if (close == std::string_view::npos)
+      throwInvalidFlag(flag, text, "'[' without ']'; " + std::string(kEndpointForms));
+    std::string_view host = whole.substr(1, close - 1);
+    std::string_view rest = whole.substr(close + 1);
+    if (!rest.empty()) {
+      if (rest.front() != ':') throwInvalidFlag(flag, text, kEndpointForms);
+      port = rest.substr(1);
+    }
+    endpoint.host = std::string(host);
+    hostOk = isIpv6Text(host) || isPlainHost(host);
+  } else {
+    const auto colons = std::count(whole.begin(), whole.end(), ':');
+    if (colons == 1) {  // host:port
+      const size_t colon = whole.find(':');
+      endpoint.host = std::string(whole.substr(0, colon));
+      port = whole.substr(colon + 1);
+      hostOk = isPlainHost(endpoint.host);
+    } else {  // host, or a bare IPv6 address (no port then)
+      endpoint.host = std::string(whole);
+      hostOk = colons == 0 ? isPlainHost(whole) : isIpv6Text(whole);
+    }
+  }
+  if (endpoint.host.empty()) throwInvalidFlag(flag, text, "the host is empty; " + std::string(kEndpointForms));
+  if (!hostOk) {
+    throwInvalidFlag(flag, text,
+                     "'" + endpoint.host + "' is not a host name or address; " + std::string(kEndpointForms));
+  }
+  if (port) endpoint.port = parsePort(flag, text, *port);
+  return endpoint;
+}
+
+NodeRange parseNodeRange(const std::string& flag, const std::string& text) {
+  constexpr const char* kAccepted = "expected a node count like 2, or MIN:MAX like 1:4 (1..100000)";
+  auto parts = splitText(text, ':');
+  if (parts.size() > 2) throwInvalidFlag(flag, text, kAccepted);
+  auto count = [&](std::string_view part) {
+    auto number = parseInteger(trimSpaces(part));
+    if (!number || *number < 1 || *number > 100000) throwInvalidFlag(flag, text, kAccepted);
+    return static_cast<int>(*number);
+  };
+  NodeRange range;
+  range.minNodes = count(parts[0]);
+  range.maxNodes = parts.size() == 2 ? count(parts[1]) : range.minNodes;
+  if (range.minNodes > range.maxNodes) {
+    throwInvalidFlag(flag, text,
+                     "MIN " + std::to_string(range.minNodes) + " is greater than MAX " +
+                         std::to_string(range.maxNodes) + "; expected MIN:MAX with MIN <= MAX");
+  }
+  return range;
+}
+
+RendezvousBackend parseRendezvousBackend(const std::string& flag, const std::string& text) {
+  if (text == "static") return RendezvousBackend::Static;
+  if (text == "c10d") return RendezvousBackend::C10d;
+  if (text == "etcd" || text == "etcd-v2") {
+    throwInvalidFlag(flag, text, "only the static and c10d rendezvous are supported; use c10d");
+  }
+  throwInvalidFlag(flag, text, "expected static or c10d");
+}
+
+void applyRendezvousConf(const std::string& text, RendezvousSettings& settings) {
+  for (std::string_view piece : splitText(text, ',')) {
+    const std::string item(trimSpaces(piece));
+    if (item.empty()) continue;  // "a=1,", ",a=1" and "a=1,,b=2" are fine
+    applyConfItem(item, settings);
+  }
+}
+
+}  // namespace pltrun

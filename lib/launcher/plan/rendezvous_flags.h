@@ -1,0 +1,48 @@
+#pragma once
+// The rendezvous flags' values, parsed strictly and in torchrun's forms: --nnodes N or
+// MIN:MAX, --rdzv-backend, --rdzv-endpoint HOST[:PORT] and --rdzv-conf KEY=VALUE,...
+// Pure functions; every error is Error(InvalidArgument) with one line naming the flag.
+
+#include <string>
+
+#include "launcher/plan/launch_config.h"
+
+namespace pltrun {
+
+/// torchrun's default port of the c10d rendezvous endpoint.
+constexpr int kDefaultRendezvousPort = 29400;
+
+/// A parsed --rdzv-endpoint.
+struct Endpoint {
+  std::string host;  ///< a name or an address; IPv6 without brackets
+  int port = 0;      ///< 0..65535, or the default when the text names none
+};
+
+/// `host`, `host:port`, `[v6addr]:port`, `[v6addr]` or a bare IPv6 address like `::1` (more
+/// than one colon and no brackets: the whole text is the host, and there is no port).
+/// `defaultPort` is returned when the text has no port (any int; -1 lets a caller tell).
+/// Spaces around the text are ignored. `flag` names the flag in errors.
+Endpoint parseEndpoint(const std::string& flag, const std::string& text, int defaultPort);
+
+/// A parsed --nnodes.
+struct NodeRange {
+  int minNodes = 1;
+  int maxNodes = 1;
+};
+
+/// "N" (MIN = MAX = N) or "MIN:MAX", with 1 <= MIN <= MAX <= 100000.
+NodeRange parseNodeRange(const std::string& flag, const std::string& text);
+
+/// "static" or "c10d"; etcd and etcd-v2 (torchrun's others) are rejected as unsupported.
+RendezvousBackend parseRendezvousBackend(const std::string& flag, const std::string& text);
+
+/// --rdzv-conf: comma-separated KEY=VALUE pairs applied on top of `settings` (keys not named
+/// keep their value; empty items, as after a trailing comma, are skipped; a repeated key:
+/// the last wins). Keys: join_timeout (alias timeout), last_call_timeout, close_timeout,
+/// keep_alive_interval (alias heartbeat_timeout), read_timeout: seconds > 0, decimals
+/// allowed; keep_alive_max_attempt: a positive integer; is_host: true/false, 1/0, yes/no
+/// (also t/f, y/n; any case); use_libuv and store_type: accepted and ignored (they tune
+/// torch's own store). Any other key is an error listing the accepted ones.
+void applyRendezvousConf(const std::string& text, RendezvousSettings& settings);
+
+}  // namespace pltrun

@@ -1,0 +1,51 @@
+#include "launcher/plan/text_parsing.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+namespace pltrun {
+
+std::string_view trimSpaces(std::string_view text) {
+  const auto isSpace = [](char c) { return c == ' ' || c == '\t'; };
+  while (!text.empty() && isSpace(text.front())) text.remove_prefix(1);
+  while (!text.empty() && isSpace(text.back())) text.remove_suffix(1);
+  return text;
+}
+
+std::optional<long long> parseInteger(std::string_view text) {
+  long long value = 0;
+  const char* end = text.data() + text.size();
+  auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (text.empty() || error != std::errc() || stop != end) return std::nullopt;
+  return value;
+}
+
+std::optional<std::chrono::milliseconds> parseSeconds(std::string_view text) {
+  // Plain decimal only: strtod alone would also take "0x10", "inf" or "1e3".
+  const bool decimal = !text.empty() && text.find_first_not_of("0123456789.") == std::string_view::npos &&
+                       std::count(text.begin(), text.end(), '.') <= 1 && text != ".";
+  if (!decimal) return std::nullopt;
+  const std::string copy(text);  // strtod needs a terminated string
+  const double seconds = std::strtod(copy.c_str(), nullptr);
+  if (seconds > 1e7) return std::nullopt;
+  return std::chrono::milliseconds(std::llround(seconds * 1000));
+}
+
+std::vector<std::string_view> splitText(std::string_view text, char separator) {
+  std::vector<std::string_view> pieces;
+  size_t start = 0;
+  while (true) {
+    size_t stop = text.find(separator, start);
+    if (stop == std::string_view::npos) {
+      pieces.push_back(text.substr(start));
+      return pieces;
+    }
+    pieces.push_back(text.substr(start, stop - start));
+    start = stop + 1;
+  }
+}
+
+}  // namespace pltrun

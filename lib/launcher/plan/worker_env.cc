@@ -1,0 +1,57 @@
+#include "launcher/plan/worker_env.h"
+
+extern char** environ;
+
+namespace pltrun {
+
+Environment currentEnvironment() {
+  Environment env;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    std::string_view text(*entry);
+    size_t equals = text.find('=');
+    if (equals != std::string_view::npos) env.emplace(text.substr(0, equals), text.substr(equals + 1));
+  }
+  return env;
+}
+
+bool setsOmpNumThreads(const Environment& inherited, int localWorldSize) {
+  return localWorldSize > 1 && inherited.count("OMP_NUM_THREADS") == 0;
+}
+
+Environment buildWorkerEnv(const Environment& inherited, const WorkerPlacement& placement) {
+  Environment env = inherited;
+  const int worldSize = placement.worldSize > 0 ? placement.worldSize : placement.localWorldSize * placement.nnodes;
+  const int firstRank = placement.firstRank >= 0 ? placement.firstRank : placement.nodeRank * placement.localWorldSize;
+  const int rank = firstRank + placement.localRank;
+  const auto text = [](int value) { return std::to_string(value); };
+
+  env["LOCAL_RANK"] = text(placement.localRank);
+  env["RANK"] = text(rank);
+  env["GROUP_RANK"] = text(placement.nodeRank);
+  env["NODE_RANK"] = text(placement.nodeRank);  // Lightning's name for the group rank
+  env["ROLE_RANK"] = text(rank);                // one role per job: role rank = rank
+  env["ROLE_NAME"] = placement.role;
+  env["LOCAL_WORLD_SIZE"] = text(placement.localWorldSize);
+  env["WORLD_SIZE"] = text(worldSize);
+  env["ROLE_WORLD_SIZE"] = text(worldSize);
+  env["GROUP_WORLD_SIZE"] = text(placement.nnodes);
+  env["MASTER_ADDR"] = placement.masterAddr;
+  env["MASTER_PORT"] = text(placement.masterPort);
+  env["TORCHELASTIC_RESTART_COUNT"] = text(placement.restartCount);
+  env["TORCHELASTIC_MAX_RESTARTS"] = text(placement.maxRestarts);
+  env["TORCHELASTIC_RUN_ID"] = placement.runId;
+  env["TORCHELASTIC_USE_AGENT_STORE"] = placement.useAgentStore ? "True" : "False";
+  env["TORCHELASTIC_ERROR_FILE"] = placement.errorFile;
+  // Defaults that torchrun sets only when the user has not chosen a value. torch >= 2.2
+  // reads TORCH_NCCL_ASYNC_ERROR_HANDLING first and the old NCCL_ASYNC_ERROR_HANDLING only
+  // as a deprecated fallback, so a user's old-name choice is carried over rather than
+  // silently overridden by our default. The old name is never set for the user: torch 2.x
+  // warns about it in every rank (torch 1.13 reads only the old name: export it there).
+  auto oldName = inherited.find("NCCL_ASYNC_ERROR_HANDLING");
+  env.emplace("TORCH_NCCL_ASYNC_ERROR_HANDLING", oldName != inherited.end() ? oldName->second : "1");
+  if (setsOmpNumThreads(inherited, placement.localWorldSize)) env["OMP_NUM_THREADS"] = "1";
+  if (placement.cudaVisibleDevices) env["CUDA_VISIBLE_DEVICES"] = *placement.cudaVisibleDevices;
+  return env;
+}
+
+}  // namespace pltrun

@@ -1,0 +1,91 @@
+#include "launcher/process/attempt_plan.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <filesystem>
+
+namespace pltrun {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Console and log-file routing of one worker's streams, per -r, -t and --local-ranks-filter.
+std::pair<OutputRoute, OutputRoute> outputRoutes(const RunPlan& plan, const fs::path& workerDirectory, int localRank) {
+  const LaunchConfig& config = plan.config;
+  bool shown = !config.localRanksFilter ||
+               std::count(config.localRanksFilter->begin(), config.localRanksFilter->end(), localRank) > 0;
+  unsigned redirected = config.redirects.forLocalRank(localRank);
+  OutputRoute out, err;
+  out.toConsole = shown && !(redirected & kStdoutBit);
+  err.toConsole = shown && !(redirected & kStderrBit);
+  err.consoleIsStderr = true;
+  err.keepTail = true;
+  if (plan.directory.keepsLogs()) {
+    out.logPath = (workerDirectory / "stdout.log").string();
+    err.logPath = (workerDirectory / "stderr.log").string();
+  }
+  return {out, err};
+}
+
+WorkerPlacement placementFor(const RunPlan& plan, int attempt, const NodePlacement& node) {
+  const LaunchConfig& config = plan.config;
+  WorkerPlacement placement;
+  placement.localWorldSize = plan.layout.workerCount;
+  placement.nodeRank = node.nodeRank;
+  placement.nnodes = node.nnodes;
+  placement.worldSize = node.worldSize;
+  placement.firstRank = node.firstRank;
+  placement.role = config.role;
+  placement.masterAddr = node.masterAddr;
+  placement.useAgentStore = node.useAgentStore;
+  placement.masterPort = node.masterPort;
+  placement.restartCount = attempt;
+  placement.maxRestarts = config.maxRestarts;
+  placement.runId = plan.runId;
+  placement.cudaVisibleDevices = plan.layout.cudaVisibleDevices;
+  return placement;
+}
+
+}  // namespace
+
+NodePlacement staticPlacement(const LaunchConfig& config) {
+  NodePlacement node;
+  node.nodeRank = config.nodeRank;
+  node.nnodes = config.nnodes;
+  node.masterAddr = config.masterAddr;
+  return node;
+}
+
+std::vector<WorkerSpec> workerSpecsFor(const RunPlan& plan, int attempt, const NodePlacement& node) {
+  WorkerPlacement placement = placementFor(plan, attempt, node);
+  const int workers = plan.layout.workerCount;
+  const int firstRank = node.firstRank >= 0 ? node.firstRank : node.nodeRank * workers;
+  const int worldSize = node.worldSize > 0 ? node.worldSize : workers * node.nnodes;
+  spdlog::info("run {}{}: starting {} workers (ranks {}-{} of {}) on {}, master {}:{}", plan.runId,
+               attempt > 0 ? " attempt " + std::to_string(attempt) : "", workers, firstRank, firstRank + workers - 1,
+               worldSize, plan.host, placement.masterAddr, placement.masterPort);
+  std::vector<WorkerSpec> specs;
+  for (int localRank = 0; localRank < workers; ++localRank) {
+    fs::path workerDirectory = plan.directory.workerDirectory(attempt, localRank);
+    placement.localRank = localRank;
+    placement.errorFile = (workerDirectory / "error.json").string();
+    fs::remove(placement.errorFile);  // never report a previous run's error
+
+    WorkerSpec spec;
+    spec.rank = firstRank + localRank;
+    spec.localRank = localRank;
+    spec.errorFile = placement.errorFile;
+    spec.consolePrefix = plan.config.prefixOutput ? "[rank " + std::to_string(spec.rank) + "] " : "";
+    std::tie(spec.stdoutRoute, spec.stderrRoute) = outputRoutes(plan, workerDirectory, localRank);
+    spec.launch.executable = plan.command.executable;
+    spec.launch.argv = plan.command.argv;
+    for (const auto& [name, value] : buildWorkerEnv(plan.inherited, placement)) {
+      spec.launch.environment.push_back(name + "=" + value);
+    }
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+}  // namespace pltrun

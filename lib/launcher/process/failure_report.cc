@@ -1,0 +1,124 @@
+#include "launcher/process/failure_report.h"
+
+#include <ctime>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "launcher/process/console_writer.h"
+
+namespace pltrun {
+namespace {
+
+std::string isoTime(std::chrono::system_clock::time_point time) {
+  std::time_t seconds = std::chrono::system_clock::to_time_t(time);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+std::string stringField(const nlohmann::json& object, const char* key) {
+  auto found = object.find(key);
+  if (found == object.end()) return {};
+  return found->is_string() ? found->get<std::string>() : found->dump();
+}
+
+nlohmann::json failureJson(const WorkerFailure& failure) {
+  nlohmann::json entry = {
+      {"rank", failure.rank},
+      {"local_rank", failure.localRank},
+      {"attempt", failure.attempt},
+      {"host", failure.host},
+      {"pid", failure.pid},
+      {"exit_code", failure.end.signal ? nlohmann::json() : nlohmann::json(failure.end.exitCode)},
+      {"signal", failure.end.signal ? nlohmann::json(signalName(failure.end.signal)) : nlohmann::json()},
+      {"time", isoTime(failure.time)},
+      {"error_file", failure.errorFile},
+  };
+  if (failure.recorded) {
+    entry["message"] = failure.recorded->message;
+    entry["traceback"] = failure.recorded->traceback;
+    entry["error_timestamp"] = failure.recorded->timestamp;
+  } else {
+    entry["stderr_tail"] = failure.stderrTail;
+  }
+  return entry;
+}
+
+}  // namespace
+
+std::optional<RecordedError> readErrorFile(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) return std::nullopt;
+  nlohmann::json document = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
+  if (!document.is_object() || !document.contains("message")) return std::nullopt;
+  RecordedError recorded;
+  const nlohmann::json& message = document["message"];
+  if (message.is_object()) {
+    recorded.message = stringField(message, "message");
+    if (message.contains("extraInfo") && message["extraInfo"].is_object()) {
+      recorded.traceback = stringField(message["extraInfo"], "py_callstack");
+      recorded.timestamp = stringField(message["extraInfo"], "timestamp");
+    }
+  } else {
+    recorded.message = message.is_string() ? message.get<std::string>() : message.dump();
+  }
+  return recorded;
+}
+
+std::string formatFailureReport(const WorkerFailure& root, const std::vector<WorkerFailure>& others) {
+  std::string report = "pltrun: worker failure (root cause: the first worker to fail)\n";
+  report += "  rank " + std::to_string(root.rank) + " (local rank " + std::to_string(root.localRank) + ") on " +
+            root.host + ", pid " + std::to_string(root.pid) + ", attempt " + std::to_string(root.attempt) + "\n";
+  report += "  ended with " + root.end.describe() + " at " + isoTime(root.time) + "\n";
+  if (root.recorded) {
+    report += "  error: " + root.recorded->message + "\n";
+    if (!root.recorded->traceback.empty()) {
+      report += "  traceback:\n";
+      size_t start = 0;
+      const std::string& traceback = root.recorded->traceback;
+      while (start < traceback.size()) {
+        size_t stop = traceback.find('\n', start);
+        if (stop == std::string::npos) stop = traceback.size();
+        report += "    " + traceback.substr(start, stop - start) + "\n";
+        start = stop + 1;
+      }
+    }
+    if (!root.errorFile.empty()) report += "  error file: " + root.errorFile + "\n";
+  } else if (!root.stderrTail.empty()) {
+    report += "  last lines of its stderr:\n";
+    for (const std::string& line : root.stderrTail) report += "    " + line + "\n";
+  } else {
+    report += "  it wrote nothing to stderr and no error file\n";
+  }
+  for (const WorkerFailure& other : others) {
+    report += "  also: rank " + std::to_string(other.rank) + " ended with " + other.end.describe() + "\n";
+  }
+  return report;
+}
+
+nlohmann::json failureReportJson(const WorkerFailure& root, const std::vector<WorkerFailure>& others) {
+  nlohmann::json document = {{"root_cause", failureJson(root)}, {"others", nlohmann::json::array()}};
+  for (const WorkerFailure& other : others) document["others"].push_back(failureJson(other));
+  return document;
+}
+
+}  // namespace pltrun
+
+namespace pltrun {
+
+int printFailureReport(WorkerFailure rootCause, const std::vector<WorkerFailure>& others,
+                       const std::optional<std::string>& jsonPath) {
+  if (!jsonPath) rootCause.errorFile.clear();  // a temporary file, gone when pltrun exits
+  std::string report = formatFailureReport(rootCause, others);
+  if (jsonPath) {
+    std::ofstream file(*jsonPath);
+    file << failureReportJson(rootCause, others).dump(2) << "\n";
+    if (file) report += "  report: " + *jsonPath + "\n";
+  }
+  writeAll(2, report.data(), report.size());
+  return rootCause.end.shellStatus();
+}
+
+}  // namespace pltrun

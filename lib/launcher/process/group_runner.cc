@@ -1,0 +1,70 @@
+#include "launcher/process/group_runner.h"
+
+#include <signal.h>
+
+namespace pltrun {
+
+std::vector<int> forwardedSignals() {
+  std::vector<int> signals;
+  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) {
+    struct sigaction current {};
+    if (sigaction(signal, nullptr, &current) == 0 && current.sa_handler == SIG_IGN) continue;
+    signals.push_back(signal);
+  }
+  return signals;
+}
+
+GroupRunner::GroupRunner(boost::asio::io_context& context) : context_(context), signals_(context) {}
+
+void GroupRunner::listen(std::function<void(int)> observer) {
+  observer_ = std::move(observer);
+  for (int signal : forwardedSignals()) signals_.add(signal);
+  waitForSignal();
+}
+
+void GroupRunner::waitForSignal() {
+  signals_.async_wait([this](boost::system::error_code error, int signal) {
+    if (error) return;
+    if (observer_) observer_(signal);
+    if (current_ != nullptr) current_->handleSignal(signal);
+    waitForSignal();
+  });
+}
+
+void GroupRunner::start(WorkerGroup& group, const std::vector<WorkerSpec>& specs) {
+  current_ = &group;
+  groupDone_ = false;
+  group.start(specs, [this] { groupDone_ = true; });
+}
+
+GroupOutcome GroupRunner::waitForGroup() {
+  runUntil([this] { return groupDone_; });
+  GroupOutcome outcome = current_->outcome();
+  current_ = nullptr;
+  return outcome;
+}
+
+GroupOutcome GroupRunner::run(WorkerGroup& group, const std::vector<WorkerSpec>& specs) {
+  start(group, specs);
+  runUntil([this] { return groupDone_; });
+  // What was queued just before the group finished (an expired timer, a signal) runs while
+  // the group still exists and still gets signals: nothing of this group may reach the next.
+  runPending();
+  GroupOutcome outcome = current_->outcome();
+  current_ = nullptr;
+  return outcome;
+}
+
+void GroupRunner::runUntil(const std::function<bool()>& done) {
+  while (!done()) {
+    context_.restart();
+    context_.run_one();
+  }
+}
+
+void GroupRunner::runPending() {
+  context_.restart();
+  context_.poll();
+}
+
+}  // namespace pltrun

@@ -1,0 +1,59 @@
+#pragma once
+// The event loop that every launcher mode runs its worker group on (the single-node
+// supervisor, the multi-host driver, the elastic agent): the signals pltrun receives go to
+// the group that runs, one handler at a time until the group has ended and its output is
+// drained, then what was queued meanwhile runs while the group still exists.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <functional>
+#include <vector>
+
+#include "launcher/process/console_writer.h"
+#include "launcher/process/worker_group.h"
+
+namespace pltrun {
+
+class GroupRunner {
+ public:
+  /// Runs on `context`, which may also serve other things (the agent store, a watcher's
+  /// posts); nothing is listened to before listen().
+  explicit GroupRunner(boost::asio::io_context& context);
+
+  /// From now on, forwardedSignals() are caught: `observer` (if any) sees each first (the
+  /// elastic agent announces a stop to the other nodes), then the running group gets it.
+  void listen(std::function<void(int)> observer = {});
+
+  /// Where every group of this run writes its workers' lines.
+  ConsoleWriter& console() { return console_; }
+
+  /// Starts `group` with `specs`; it receives the signals until waitForGroup() returns.
+  void start(WorkerGroup& group, const std::vector<WorkerSpec>& specs);
+  /// Runs the loop until the started group has ended (every worker, every byte of output),
+  /// then stops passing it signals and returns its outcome.
+  GroupOutcome waitForGroup();
+  /// One group from start to end: start(), run until it has ended, runPending() while it
+  /// still gets signals, then its outcome.
+  GroupOutcome run(WorkerGroup& group, const std::vector<WorkerSpec>& specs);
+
+  /// Runs the loop one handler at a time until `done()`.
+  void runUntil(const std::function<bool()>& done);
+  /// Runs the handlers that are ready now (an expired timer, a signal, a post), no more.
+  void runPending();
+
+ private:
+  void waitForSignal();
+
+  boost::asio::io_context& context_;
+  boost::asio::signal_set signals_;
+  std::function<void(int)> observer_;
+  ConsoleWriter console_;
+  WorkerGroup* current_ = nullptr;
+  bool groupDone_ = true;
+};
+
+/// The signals forwarded to workers: SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
+/// less those the launcher was started with ignored (nohup's SIGHUP stays ignored).
+std::vector<int> forwardedSignals();
+
+}  // namespace pltrun

@@ -1,0 +1,103 @@
+#include "launcher/process/output_stream.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "pltrun/error.h"
+
+namespace pltrun {
+namespace {
+
+constexpr size_t kReadSize = 64 * 1024;
+// The tail kept for the failure report: enough for a long traceback, bounded for a worker
+// that prints gigabytes.
+constexpr size_t kTailKeep = 64 * 1024;
+
+}  // namespace
+
+OutputStream::OutputStream(boost::asio::io_context& context, std::string prefix, OutputRoute route,
+                           ConsoleWriter& console)
+    : pipe_(context), route_(std::move(route)), console_(console), prefixer_(std::move(prefix)), buffer_(kReadSize) {
+  if (!route_.logPath.empty()) {
+    logFd_ = open(route_.logPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (logFd_ < 0) {
+      throw Error(ErrorCode::System, "cannot create log file " + route_.logPath + ": " + strerror(errno));
+    }
+  }
+}
+
+OutputStream::~OutputStream() {
+  if (logFd_ >= 0) close(logFd_);
+}
+
+void OutputStream::start(std::function<void()> onEnd) {
+  onEnd_ = std::move(onEnd);
+  readMore();
+}
+
+void OutputStream::readMore() {
+  pipe_.async_read_some(boost::asio::buffer(buffer_), [this](boost::system::error_code error, size_t size) {
+    if (size > 0) deliver(size);
+    if (error) {
+      end();  // eof, or the pipe was closed by abandon()
+      return;
+    }
+    readMore();
+  });
+}
+
+void OutputStream::deliver(size_t size) {
+  const char* data = buffer_.data();
+  if (logFd_ >= 0 && !writeAll(logFd_, data, size)) {
+    // A full disk must not stop the job; say it once and keep the console going.
+    close(logFd_);
+    logFd_ = -1;
+    std::string warning = "pltrun: warning: stopped writing " + route_.logPath + ": " + strerror(errno) + "\n";
+    console_.write(warning, true);
+  }
+  if (route_.keepTail) {
+    tail_.append(data, size);
+    if (tail_.size() > 2 * kTailKeep) tail_.erase(0, tail_.size() - kTailKeep);
+  }
+  if (route_.toConsole) {
+    consoleText_.clear();
+    prefixer_.feed(std::string_view(data, size), consoleText_);
+    prefixer_.previewProgress(consoleText_);
+    console_.write(consoleText_, route_.consoleIsStderr);
+  }
+}
+
+void OutputStream::end() {
+  if (ended_) return;
+  ended_ = true;
+  if (route_.toConsole) {
+    consoleText_.clear();
+    prefixer_.finish(consoleText_);
+    console_.write(consoleText_, route_.consoleIsStderr);
+  }
+  if (onEnd_) onEnd_();
+}
+
+void OutputStream::abandon() {
+  boost::system::error_code ignored;
+  pipe_.close(ignored);
+}
+
+std::vector<std::string> OutputStream::lastLines(size_t maxLines) const {
+  std::vector<std::string> lines;
+  size_t stop = tail_.size();
+  while (stop > 0 && (tail_[stop - 1] == '\n' || tail_[stop - 1] == '\r')) --stop;
+  while (stop > 0 && lines.size() < maxLines) {
+    size_t start = tail_.find_last_of('\n', stop - 1);
+    start = start == std::string::npos ? 0 : start + 1;
+    lines.insert(lines.begin(), tail_.substr(start, stop - start));
+    if (start == 0) break;
+    stop = start - 1;
+  }
+  return lines;
+}
+
+}  // namespace pltrun

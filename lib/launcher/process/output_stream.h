@@ -1,0 +1,60 @@
+#pragma once
+// One standard stream of one worker, from its pipe to where the user asked: the console
+// (line by line, prefixed), a complete log file (bytes as written), and a short tail kept
+// in memory for the failure report.
+
+#include <boost/asio/readable_pipe.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "launcher/process/console_writer.h"
+#include "launcher/process/line_prefixer.h"
+
+namespace pltrun {
+
+struct OutputRoute {
+  bool toConsole = true;
+  bool consoleIsStderr = false;  ///< the console stream this one goes to
+  std::string logPath;           ///< empty: no log file
+  bool keepTail = false;         ///< remember the last lines for the failure report
+};
+
+class OutputStream {
+ public:
+  OutputStream(boost::asio::io_context& context, std::string prefix, OutputRoute route, ConsoleWriter& console);
+  ~OutputStream();
+  OutputStream(const OutputStream&) = delete;
+  OutputStream& operator=(const OutputStream&) = delete;
+
+  /// The read end the worker's stream is bound to when it is started.
+  boost::asio::readable_pipe& pipe() { return pipe_; }
+
+  /// Reads until end of file (every writer closed it), then calls `onEnd` once.
+  void start(std::function<void()> onEnd);
+  /// Gives up on a pipe that a descendant which escaped its process group keeps open.
+  void abandon();
+  bool ended() const { return ended_; }
+
+  /// Up to `maxLines` last lines of the stream, if keepTail was asked for.
+  std::vector<std::string> lastLines(size_t maxLines) const;
+
+ private:
+  void readMore();
+  void deliver(size_t size);
+  void end();
+
+  boost::asio::readable_pipe pipe_;
+  OutputRoute route_;
+  ConsoleWriter& console_;
+  LinePrefixer prefixer_;
+  int logFd_ = -1;
+  std::vector<char> buffer_;
+  std::string consoleText_;
+  std::string tail_;
+  std::function<void()> onEnd_;
+  bool ended_ = false;
+};
+
+}  // namespace pltrun

@@ -1,0 +1,62 @@
+#include "launcher/process/run_directory.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "pltrun/error.h"
+
+namespace pltrun {
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path makeTemporaryDirectory(const std::string& stem) {
+  const char* base = std::getenv("TMPDIR");
+  std::string pattern = std::string(base && *base ? base : "/tmp") + "/" + stem + "-XXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr) {
+    throw Error(ErrorCode::System, "cannot create a temporary directory like " + pattern + ": " + strerror(errno));
+  }
+  return pattern;
+}
+
+void createDirectories(const fs::path& path) {
+  std::error_code error;
+  fs::create_directories(path, error);
+  if (error) throw Error(ErrorCode::System, "cannot create directory " + path.string() + ": " + error.message());
+}
+
+}  // namespace
+
+RunDirectory::RunDirectory(const LaunchConfig& config, const std::string& runId, const std::string& nodeDirectory) {
+  std::optional<std::string> logDir = config.logDir;
+  if (!logDir && (config.redirects.any() || config.tee.any())) {
+    logDir = makeTemporaryDirectory("pltrun-logs").string();
+  }
+  if (logDir) {
+    root_ = fs::path(*logDir) / runId;
+    if (!nodeDirectory.empty()) root_ /= nodeDirectory;
+    keepsLogs_ = true;
+    createDirectories(root_);
+  } else {
+    root_ = makeTemporaryDirectory("pltrun-" + runId);
+  }
+}
+
+RunDirectory::~RunDirectory() {
+  std::error_code ignored;
+  if (!keepsLogs_) fs::remove_all(root_, ignored);
+}
+
+std::optional<std::string> RunDirectory::failureReportPath() const {
+  if (!keepsLogs_) return std::nullopt;
+  return (root_ / "failure.json").string();
+}
+
+fs::path RunDirectory::workerDirectory(int attempt, int localRank) const {
+  fs::path path = root_ / ("attempt_" + std::to_string(attempt)) / std::to_string(localRank);
+  createDirectories(path);
+  return path;
+}
+
+}  // namespace pltrun

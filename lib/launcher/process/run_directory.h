@@ -1,0 +1,36 @@
+#pragma once
+// Where a run keeps its files: the log tree under --log-dir/RUN_ID when logs are kept
+// (-r/-t without --log-dir log to a new temporary directory, as torchrun does), otherwise
+// a temporary directory for the workers' error files, removed when the run ends.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "launcher/plan/launch_config.h"
+
+namespace pltrun {
+
+class RunDirectory {
+ public:
+  /// Creates the directory; throws Error(System) when it cannot.
+  /// `nodeDirectory`, when given, is one more level under RUN_ID: each agent of an elastic
+  /// job gets its own, so agents sharing a machine and a --log-dir never mix their files.
+  RunDirectory(const LaunchConfig& config, const std::string& runId, const std::string& nodeDirectory = "");
+  ~RunDirectory();
+  RunDirectory(const RunDirectory&) = delete;
+  RunDirectory& operator=(const RunDirectory&) = delete;
+
+  bool keepsLogs() const { return keepsLogs_; }
+  const std::filesystem::path& root() const { return root_; }
+  /// ROOT/failure.json when logs are kept (the failure report's JSON); empty otherwise.
+  std::optional<std::string> failureReportPath() const;
+  /// ROOT/attempt_N/LOCAL_RANK, created on first use.
+  std::filesystem::path workerDirectory(int attempt, int localRank) const;
+
+ private:
+  std::filesystem::path root_;
+  bool keepsLogs_ = false;
+};
+
+}  // namespace pltrun

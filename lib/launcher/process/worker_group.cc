@@ -1,0 +1,220 @@
+#include "launcher/process/worker_group.h"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+namespace pltrun {
+namespace {
+
+// After every worker has ended, how long their pipes may stay open. Only a descendant that
+// left its process group (setsid) can hold one open past the final SIGKILL sweep.
+constexpr std::chrono::seconds kDrainTimeout{2};
+constexpr size_t kStderrTailLines = 20;
+
+bool isStopSignal(int signal) { return signal != SIGUSR1 && signal != SIGUSR2; }
+
+}  // namespace
+
+struct WorkerGroup::Worker {
+  WorkerSpec spec;
+  std::unique_ptr<OutputStream> stdoutStream;
+  std::unique_ptr<OutputStream> stderrStream;
+  std::unique_ptr<WorkerProcess> process;
+  pid_t pid = 0;
+  std::optional<ProcessEnd> end;
+  std::chrono::system_clock::time_point endTime;
+};
+
+WorkerGroup::WorkerGroup(boost::asio::io_context& context, ConsoleWriter& console, OrphanGuard& guard,
+                         GroupSettings settings)
+    : context_(context),
+      console_(console),
+      guard_(guard),
+      settings_(std::move(settings)),
+      killTimer_(context),
+      drainTimer_(context),
+      failureTimer_(context) {}
+
+WorkerGroup::~WorkerGroup() {
+  // Normally finish() has run. On an error path the workers' destructors kill and reap
+  // what is left, and the guard forgets those groups here.
+  if (finished_) return;
+  for (auto& worker : workers_) {
+    if (worker->process) guard_.forgetGroup(worker->process->groupId());
+  }
+}
+
+void WorkerGroup::start(const std::vector<WorkerSpec>& specs, std::function<void()> onDone) {
+  onDone_ = std::move(onDone);
+  for (const WorkerSpec& spec : specs) {
+    auto worker = std::make_unique<Worker>();
+    worker->spec = spec;
+    worker->stdoutStream = std::make_unique<OutputStream>(context_, spec.consolePrefix, spec.stdoutRoute, console_);
+    worker->stderrStream = std::make_unique<OutputStream>(context_, spec.consolePrefix, spec.stderrRoute, console_);
+    worker->process = std::make_unique<WorkerProcess>(context_, spec.launch, worker->stdoutStream->pipe(),
+                                                      worker->stderrStream->pipe());
+    worker->pid = worker->process->groupId();
+    guard_.watchGroup(worker->process->groupId());
+    workers_.push_back(std::move(worker));
+  }
+  running_ = workers_.size();
+  openStreams_ = 2 * workers_.size();
+  for (auto& worker : workers_) {
+    Worker* raw = worker.get();
+    if (settings_.onWorkerStarted) settings_.onWorkerStarted(raw->spec, raw->pid);
+    raw->process->asyncWaitForEnd([this, raw](ProcessEnd end) { onWorkerEnd(*raw, end); });
+    raw->stdoutStream->start([this] { onStreamEnd(); });
+    raw->stderrStream->start([this] { onStreamEnd(); });
+  }
+}
+
+void WorkerGroup::onWorkerEnd(Worker& worker, ProcessEnd end) {
+  worker.end = end;
+  worker.endTime = std::chrono::system_clock::now();
+  --running_;
+  if (settings_.onWorkerExited) settings_.onWorkerExited(worker.spec, worker.pid, end);
+  if (!end.succeeded() && !stopping_ && rootCause_ == nullptr) {
+    rootCause_ = &worker;
+    spdlog::warn("{} (pid {}) ended with {}; stopping the other workers",
+                 worker.spec.label.empty() ? "rank " + std::to_string(worker.spec.rank) : worker.spec.label, worker.pid,
+                 end.describe());
+    if (settings_.onRootCause) settings_.onRootCause(worker.spec, worker.pid, end);
+    if (settings_.stopDelayAfterFailure.count() > 0) {
+      failureTimer_.expires_after(settings_.stopDelayAfterFailure);
+      failureTimer_.async_wait([this](boost::system::error_code error) {
+        if (error || finished_ || running_ == 0 || stopping_) return;
+        stopRunningWorkers(SIGTERM);
+      });
+    } else {
+      stopRunningWorkers(SIGTERM);
+    }
+  }
+  if (running_ == 0) afterAllEnded();
+}
+
+void WorkerGroup::handleSignal(int signal) {
+  if (!isStopSignal(signal)) {
+    signalRunningWorkers(signal);
+    return;
+  }
+  // Remembered even when every worker has ended or the group is already stopping after a
+  // failure: an interrupted job is neither restarted nor reported as a success.
+  const bool repeated = interruptSignal_ != 0;
+  if (!repeated) interruptSignal_ = signal;
+  if (running_ == 0) return;
+  if (repeated) {
+    spdlog::warn("received {} again: killing the workers now", signalName(signal));
+    killRunningWorkers();
+    return;
+  }
+  if (stopping_) {
+    // Already stopping after a failure: pass the signal on, keep the grace period running.
+    spdlog::warn("received {}: forwarded to the workers, which are already being stopped", signalName(signal));
+    signalRunningWorkers(signal);
+    return;
+  }
+  spdlog::warn("received {}: forwarded to the workers, SIGKILL in {} s (repeat the signal to kill now)",
+               signalName(signal), settings_.termTimeout.count() / 1000.0);
+  stopRunningWorkers(signal);
+}
+
+void WorkerGroup::stop() {
+  if (running_ == 0 || stopping_) return;
+  stopRunningWorkers(SIGTERM);
+}
+
+void WorkerGroup::kill() {
+  if (running_ == 0) return;
+  stopping_ = true;
+  killRunningWorkers();
+}
+
+void WorkerGroup::stopRunningWorkers(int signal) {
+  stopping_ = true;
+  signalRunningWorkers(signal);
+  killTimer_.expires_after(settings_.termTimeout);
+  killTimer_.async_wait([this](boost::system::error_code error) {
+    // Cancelled (every worker ended in time), or queued just before the group finished.
+    if (error || finished_ || running_ == 0) return;
+    spdlog::warn("workers still running {} s after being told to stop: sending SIGKILL",
+                 settings_.termTimeout.count() / 1000.0);
+    killRunningWorkers();
+  });
+}
+
+void WorkerGroup::killRunningWorkers() { signalRunningWorkers(SIGKILL); }
+
+void WorkerGroup::signalRunningWorkers(int signal) {
+  for (auto& worker : workers_) {
+    if (!worker->end) worker->process->signalGroup(signal);
+  }
+}
+
+void WorkerGroup::afterAllEnded() {
+  killTimer_.cancel();
+  failureTimer_.cancel();
+  // Whatever is left in a worker's process group has lost its leader: an orphan. Kill it,
+  // so nothing a worker started outlives the attempt.
+  for (auto& worker : workers_) worker->process->signalGroup(SIGKILL);
+  if (openStreams_ == 0) {
+    finish();
+    return;
+  }
+  drainTimer_.expires_after(kDrainTimeout);
+  drainTimer_.async_wait([this](boost::system::error_code error) {
+    if (error || finished_) return;
+    spdlog::warn("a process that left its worker's process group still holds its output open; not waiting for it");
+    for (auto& worker : workers_) {
+      worker->stdoutStream->abandon();
+      worker->stderrStream->abandon();
+    }
+  });
+}
+
+void WorkerGroup::onStreamEnd() {
+  --openStreams_;
+  if (openStreams_ == 0 && running_ == 0) finish();
+}
+
+void WorkerGroup::finish() {
+  if (finished_) return;
+  finished_ = true;
+  drainTimer_.cancel();
+  for (auto& worker : workers_) guard_.forgetGroup(worker->process->groupId());
+  if (onDone_) onDone_();
+}
+
+WorkerFailure WorkerGroup::describeFailure(const Worker& worker) const {
+  WorkerFailure failure;
+  failure.rank = worker.spec.rank;
+  failure.localRank = worker.spec.localRank;
+  failure.attempt = settings_.attempt;
+  failure.host = settings_.host;
+  failure.pid = worker.pid;
+  failure.end = *worker.end;
+  failure.time = worker.endTime;
+  failure.errorFile = worker.spec.errorFile;
+  failure.recorded = readErrorFile(worker.spec.errorFile);
+  if (!failure.recorded) failure.stderrTail = worker.stderrStream->lastLines(kStderrTailLines);
+  return failure;
+}
+
+GroupOutcome WorkerGroup::outcome() const {
+  GroupOutcome outcome;
+  if (rootCause_ != nullptr) {
+    outcome.kind = GroupOutcome::Kind::Failed;
+    outcome.rootCause = describeFailure(*rootCause_);
+  }
+  if (interruptSignal_ != 0) {
+    outcome.kind = GroupOutcome::Kind::Interrupted;
+    outcome.interruptSignal = interruptSignal_;
+  }
+  for (const auto& worker : workers_) {
+    if (worker.get() != rootCause_ && worker->end && !worker->end->succeeded()) {
+      outcome.others.push_back(describeFailure(*worker));
+    }
+  }
+  return outcome;
+}
+
+}  // namespace pltrun

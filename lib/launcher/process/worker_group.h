@@ -1,0 +1,108 @@
+#pragma once
+// One attempt of the local worker group: starts every worker, watches them through the
+// event loop, stops the rest at the first failure or on a stop signal (SIGTERM-style
+// signal, a grace period, then SIGKILL), and drains their output to the last byte.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/process/failure_report.h"
+#include "launcher/process/orphan_guard.h"
+#include "launcher/process/output_stream.h"
+#include "launcher/process/worker_process.h"
+
+namespace pltrun {
+
+/// Everything needed to start one worker of one attempt.
+struct WorkerSpec {
+  int rank = 0;
+  int localRank = 0;
+  WorkerProcess::Launch launch;
+  std::string consolePrefix;  ///< e.g. "[rank 3] ", or empty
+  OutputRoute stdoutRoute;
+  OutputRoute stderrRoute;
+  std::string errorFile;
+  std::string label;  ///< in pltrun's messages, e.g. "host h2"; empty: "rank N"
+};
+
+struct GroupSettings {
+  int attempt = 0;
+  std::chrono::milliseconds termTimeout{30000};
+  std::string host;
+  /// Optional observers (the elastic agent's event log).
+  std::function<void(const WorkerSpec&, pid_t)> onWorkerStarted;
+  std::function<void(const WorkerSpec&, pid_t, const ProcessEnd&)> onWorkerExited;
+  /// After the first failure, how long the others may go on before they are stopped (the
+  /// driver's agents end by themselves once their job has failed, and finish their reports).
+  std::chrono::milliseconds stopDelayAfterFailure{0};
+  /// The first failure (the root cause), before the other workers are stopped.
+  std::function<void(const WorkerSpec&, pid_t, const ProcessEnd&)> onRootCause;
+};
+
+struct GroupOutcome {
+  enum class Kind { Succeeded, Failed, Interrupted };
+  Kind kind = Kind::Succeeded;
+  int interruptSignal = 0;                 ///< for Interrupted
+  std::optional<WorkerFailure> rootCause;  ///< for Failed; also for Interrupted after a failure
+  std::vector<WorkerFailure> others;       ///< other workers that did not succeed
+};
+
+class WorkerGroup {
+ public:
+  WorkerGroup(boost::asio::io_context& context, ConsoleWriter& console, OrphanGuard& guard, GroupSettings settings);
+  ~WorkerGroup();
+
+  /// Starts every worker; `onDone` runs once all have ended and their output is drained.
+  void start(const std::vector<WorkerSpec>& specs, std::function<void()> onDone);
+
+  /// A signal the launcher received: SIGUSR1/SIGUSR2 are forwarded; a stop signal is
+  /// forwarded, then SIGKILL follows after the grace period, or at once if repeated.
+  void handleSignal(int signal);
+
+  /// Stops the workers that still run (SIGTERM, the grace period, SIGKILL) because the job
+  /// re-forms elsewhere: neither a failure nor an interruption of this group.
+  void stop();
+
+  /// Kills the workers that still run, at once (SIGKILL, no grace period): this node has
+  /// lost the rendezvous store, and the other nodes may start the job's next generation
+  /// any moment, which must never run beside this one.
+  void kill();
+
+  GroupOutcome outcome() const;
+
+ private:
+  struct Worker;
+
+  void onWorkerEnd(Worker& worker, ProcessEnd end);
+  void stopRunningWorkers(int signal);
+  void killRunningWorkers();
+  void signalRunningWorkers(int signal);
+  void afterAllEnded();
+  void onStreamEnd();
+  void finish();
+  WorkerFailure describeFailure(const Worker& worker) const;
+
+  boost::asio::io_context& context_;
+  ConsoleWriter& console_;
+  OrphanGuard& guard_;
+  GroupSettings settings_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  boost::asio::steady_timer killTimer_;
+  boost::asio::steady_timer drainTimer_;
+  boost::asio::steady_timer failureTimer_;
+  std::function<void()> onDone_;
+  size_t running_ = 0;
+  size_t openStreams_ = 0;
+  bool stopping_ = false;
+  bool finished_ = false;
+  int interruptSignal_ = 0;
+  Worker* rootCause_ = nullptr;
+};
+
+}  // namespace pltrun

@@ -1,0 +1,55 @@
+#include "launcher/single_node/supervisor.h"
+
+#include <spdlog/spdlog.h>
+
+#include "launcher/process/group_runner.h"
+
+namespace pltrun {
+
+Supervisor::Supervisor(boost::asio::io_context& context, SupervisorOptions options, OrphanGuard& guard)
+    : context_(context), options_(std::move(options)), guard_(guard) {}
+
+int Supervisor::run(const AttemptPlanner& planAttempt) {
+  GroupRunner runner(context_);
+  runner.listen();
+  const auto started = std::chrono::steady_clock::now();
+  for (int attempt = 0;; ++attempt) {
+    GroupSettings settings;
+    settings.attempt = attempt;
+    settings.termTimeout = options_.termTimeout;
+    settings.host = options_.host;
+    WorkerGroup group(context_, runner.console(), guard_, settings);
+    const std::vector<WorkerSpec> specs = planAttempt(attempt);
+    GroupOutcome outcome = runner.run(group, specs);
+    const AfterAttempt next = decideAfterAttempt(outcome, attempt, options_.maxRestarts);
+    if (next.action == AfterAttempt::Action::Restart) {
+      spdlog::warn("restarting the worker group ({} of {} restarts) after rank {} ended with {}", attempt + 1,
+                   options_.maxRestarts, outcome.rootCause->rank, outcome.rootCause->end.describe());
+      continue;
+    }
+    if (next.reportFailure) printFailureReport(*outcome.rootCause, outcome.others, options_.reportPath);
+    if (outcome.kind == GroupOutcome::Kind::Succeeded) {
+      std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - started;
+      spdlog::info("all {} workers succeeded in {:.2f} s{}", specs.size(), elapsed.count(),
+                   attempt > 0 ? " after " + std::to_string(attempt) + " restart(s)" : "");
+    } else if (outcome.kind == GroupOutcome::Kind::Interrupted) {
+      spdlog::warn("stopped by {}", signalName(outcome.interruptSignal));
+    }
+    return next.status;
+  }
+}
+
+AfterAttempt decideAfterAttempt(const GroupOutcome& outcome, int attempt, int maxRestarts) {
+  switch (outcome.kind) {
+    case GroupOutcome::Kind::Succeeded:
+      return AfterAttempt{AfterAttempt::Action::Finish, 0, false};
+    case GroupOutcome::Kind::Interrupted:
+      return AfterAttempt{AfterAttempt::Action::Finish, 128 + outcome.interruptSignal, outcome.rootCause.has_value()};
+    case GroupOutcome::Kind::Failed:
+      break;
+  }
+  if (attempt < maxRestarts) return AfterAttempt{AfterAttempt::Action::Restart, 0, false};
+  return AfterAttempt{AfterAttempt::Action::Finish, outcome.rootCause->end.shellStatus(), true};
+}
+
+}  // namespace pltrun

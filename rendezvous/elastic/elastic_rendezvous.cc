@@ -1,0 +1,368 @@
+#include "rendezvous/elastic/elastic_rendezvous.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <charconv>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "pltrun/error.h"
+#include "rendezvous/store/store_table.h"
+
+namespace pltrun::rdzv {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+namespace {
+
+// A value this rendezvous wrote as JSON, read back: anything else in the store (another
+// program's key, a hand-made value) is a clear error naming the key, not an internal one.
+nlohmann::json storedJson(const std::string& key, const std::string& text) {
+  nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
+  if (!value.is_object()) {
+    throw Error(ErrorCode::Protocol, "rendezvous: the store holds " + printableKey(text) + " at " + printableKey(key) +
+                                         ", not the JSON object pltrun writes there");
+  }
+  return value;
+}
+
+// A count this rendezvous wrote as decimal text, read back.
+int storedInteger(const std::string& key, const std::string& text) {
+  int value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value < 0) {
+    throw Error(ErrorCode::Protocol, "rendezvous: the store holds " + printableKey(text) + " at " + printableKey(key) +
+                                         ", not the count pltrun writes there");
+  }
+  return value;
+}
+
+int storedCount(const nlohmann::json& object, const char* field, int fallback) {
+  auto found = object.find(field);
+  return found != object.end() && found->is_number_integer() ? found->get<int>() : fallback;
+}
+
+// The first progress line comes this soon, then every progressInterval.
+constexpr milliseconds kFirstProgress{1000};
+
+long secondsLeft(Clock::time_point until) {
+  auto left = std::chrono::duration_cast<milliseconds>(until - Clock::now()).count();
+  return std::max<long>(0, (left + 999) / 1000);
+}
+
+std::string nodeCountRange(const ElasticRendezvousOptions& options) {
+  if (options.minNodes == options.maxNodes) return std::to_string(options.maxNodes);
+  return std::to_string(options.minNodes) + ".." + std::to_string(options.maxNodes);
+}
+
+}  // namespace
+
+ElasticRendezvous::ElasticRendezvous(Store& store, ElasticRendezvousOptions options, NodeDescriptor self)
+    : store_(store), options_(std::move(options)), self_(std::move(self)) {}
+
+std::string ElasticRendezvous::jobKey(const std::string& name) const {
+  return "pltrun/rdzv/" + options_.runId + "/" + name;
+}
+
+std::string ElasticRendezvous::roundKey(int round, const std::string& name) const {
+  return jobKey("r" + std::to_string(round) + "/" + name);
+}
+
+std::string ElasticRendezvous::lostNotice() const {
+  RoundEnd lost;
+  lost.reason = RoundEnd::Reason::NodeLost;
+  lost.host = self_.host;
+  lost.message = "its agent's connection to the store closed";
+  return lost.toJson();
+}
+
+bool ElasticRendezvous::waitForKey(const std::string& key, milliseconds timeout) {
+  try {
+    store_.wait({key}, std::max(timeout, milliseconds(1)));
+    return true;
+  } catch (const Error& error) {
+    if (error.code() != ErrorCode::Timeout) throw;
+    return false;
+  }
+}
+
+void ElasticRendezvous::throwIfJobClosed() {
+  if (store_.check({jobKey("closed")})) {
+    throw JobClosed{RoundEnd::fromJson(store_.get(jobKey("closed"))), !sawJobOpen_};
+  }
+}
+
+// "round" only moves forward: concurrent joiners may write it in any order. It is decimal
+// text (created by ADD), so compare-and-set can move it from the value last seen.
+void ElasticRendezvous::advanceRoundHint(int seen, int round) {
+  while (seen < round) {
+    const std::string now = store_.compareSet(jobKey("round"), std::to_string(seen), std::to_string(round));
+    if (now == std::to_string(round)) return;
+    seen = storedInteger(jobKey("round"), now);
+  }
+}
+
+RoundInfo ElasticRendezvous::join(int after, std::optional<int> expectedNodes, const BetweenWaits& betweenWaits) {
+  deadline_ = Clock::now() + options_.joinTimeout;
+  const int hint = static_cast<int>(store_.add(jobKey("round"), 0));  // one request, missing reads as 0
+  int round = std::max(after + 1, hint);
+  for (;;) {
+    throwIfJobClosed();
+    if (store_.check({roundKey(round, "end")})) {  // over before we came
+      ++round;
+      continue;
+    }
+    if (store_.check({roundKey(round, "complete")})) {
+      // Formed and running without us.
+      const std::string completeKey = roundKey(round, "complete");
+      const int nnodes = storedCount(storedJson(completeKey, store_.get(completeKey)), "nnodes", options_.maxNodes);
+      standAside(round, nnodes, betweenWaits);
+      expectedNodes = std::min(nnodes + 1, options_.maxNodes);
+      ++round;
+      continue;
+    }
+    if (yieldToMembers_) {
+      // A spare lets the members of the last round re-form first, so that a restart does
+      // not push one of them out; it asks for a place once the new round has formed.
+      yieldToMembers_ = false;
+      waitUntilFormedOrEnded(round, betweenWaits);
+      continue;
+    }
+    advanceRoundHint(hint, round);
+    if (std::optional<RoundInfo> info = tryRound(round, expectedNodes, betweenWaits)) return *info;
+    ++round;
+  }
+}
+
+void ElasticRendezvous::waitUntilFormedOrEnded(int round, const BetweenWaits& betweenWaits) {
+  while (!waitForKey(roundKey(round, "complete"), options_.pollInterval)) {
+    if (betweenWaits) betweenWaits();
+    throwIfJobClosed();
+    if (store_.check({roundKey(round, "end")})) return;
+  }
+}
+
+// A round that formed without this node: below MAX it is asked to re-form with this node
+// at once (scale-up); at MAX this node waits for the round to end, as a spare.
+void ElasticRendezvous::standAside(int round, int runningNodes, const BetweenWaits& betweenWaits) {
+  sawJobOpen_ = true;
+  if (runningNodes < options_.maxNodes) {
+    spdlog::info("the job is running with {} of at most {} nodes (round {}): asking it to re-form with this node",
+                 runningNodes, options_.maxNodes, round);
+    RoundEnd joined;
+    joined.reason = RoundEnd::Reason::NodeJoined;
+    joined.host = self_.host;
+    joined.message = "a new node wants to join";
+    endRound(round, joined);
+    deadline_ = Clock::now() + options_.joinTimeout;
+    return;
+  }
+  spdlog::info("the job is full ({} nodes, round {}): this node waits for a place", runningNodes, round);
+  auto nextReport = Clock::now() + options_.progressInterval * 6;
+  while (!waitForKey(roundKey(round, "end"), options_.pollInterval)) {
+    if (betweenWaits) betweenWaits();
+    throwIfJobClosed();
+    if (Clock::now() >= nextReport) {
+      spdlog::info("still waiting for a place: the job runs round {} with all {} nodes", round, runningNodes);
+      nextReport = Clock::now() + options_.progressInterval * 6;
+    }
+  }
+  // Only a lost member leaves a place for certain; after anything else the members come
+  // back, and a spare that joined first would push one of them out.
+  const RoundEnd::Reason reason = RoundEnd::fromJson(store_.get(roundKey(round, "end"))).reason;
+  yieldToMembers_ = reason != RoundEnd::Reason::NodeLost && reason != RoundEnd::Reason::RendezvousFailed;
+  deadline_ = Clock::now() + options_.joinTimeout;  // the join timeout counts from here
+}
+
+std::optional<RoundInfo> ElasticRendezvous::tryRound(int round, std::optional<int> expectedNodes,
+                                                     const BetweenWaits& betweenWaits) {
+  sawJobOpen_ = true;
+  // The notice first: from our first write on, our death ends this round for the others.
+  store_.setCloseNotice(roundKey(round, "end"), lostNotice());
+  const int slot = static_cast<int>(store_.add(roundKey(round, "count"), 1));
+  store_.set(roundKey(round, "slot/" + std::to_string(slot)), toJson(self_).dump());
+  if (slot > options_.maxNodes) {
+    store_.setCloseNotice("", "");  // not a member: our death changes nothing for them
+    standAside(round, options_.maxNodes, betweenWaits);
+    return std::nullopt;
+  }
+  lastMemberRound_ = round;
+  // The round closes at once when this joiner completes the membership: MAX, or the nodes
+  // expected after a restart.
+  const int closeEarlyAt =
+      std::max(options_.minNodes, std::min(expectedNodes.value_or(options_.maxNodes), options_.maxNodes));
+  if (slot >= closeEarlyAt) closeRound(round);
+
+  // Waiting costs little: the WAIT on "complete" is parked in the store, and a look every
+  // poll interval is one CHECK. Only slot 1 keeps the last call (reading the count each
+  // time); the others read it when they report progress or their join timeout expires.
+  const bool keepsLastCall = slot == 1;
+  std::optional<Clock::time_point> lastCallEnds;
+  auto nextProgress = Clock::now() + kFirstProgress;
+  while (!waitForKey(roundKey(round, "complete"), options_.pollInterval)) {
+    if (betweenWaits) betweenWaits();
+    // A joiner vanished, or the job was closed: the next round (join() then sees why).
+    if (store_.check({roundKey(round, "end")})) return std::nullopt;
+    const auto now = Clock::now();
+    if (!keepsLastCall && now < nextProgress && now < deadline_) continue;
+    const int joined = static_cast<int>(store_.add(roundKey(round, "count"), 0));
+    if (keepsLastCall) {
+      if (joined >= options_.minNodes && !lastCallEnds) lastCallEnds = now + options_.lastCallTimeout;
+      if (joined >= closeEarlyAt || (lastCallEnds && now >= *lastCallEnds)) {
+        closeRound(round);
+        continue;
+      }
+    }
+    if (now >= deadline_ && joined < options_.minNodes) {
+      RoundEnd timedOut;
+      timedOut.reason = RoundEnd::Reason::TimedOut;
+      timedOut.host = self_.host;
+      timedOut.status = 1;
+      timedOut.final = true;
+      timedOut.message = std::to_string(joined) + " of at least " + std::to_string(options_.minNodes) +
+                         " nodes joined round " + std::to_string(round) + " within " +
+                         std::to_string(options_.joinTimeout.count() / 1000) + " s (" +
+                         std::to_string(options_.minNodes - joined) + " missing)";
+      closeJob(timedOut);
+      endRound(round, timedOut);
+      throw JobClosed{timedOut};
+    }
+    if (now >= nextProgress) {
+      if (lastCallEnds) {
+        spdlog::info("waiting for nodes: {}/{} joined, last call ends in {} s", joined, options_.maxNodes,
+                     secondsLeft(*lastCallEnds));
+      } else if (joined >= options_.minNodes) {
+        spdlog::info("waiting for nodes: {}/{} joined, closing soon", joined, options_.maxNodes);
+      } else {
+        spdlog::info("waiting for nodes: {}/{} joined ({} missing to start), join timeout in {} s", joined,
+                     nodeCountRange(options_), options_.minNodes - joined, secondsLeft(deadline_));
+      }
+      nextProgress = now + options_.progressInterval;
+    }
+  }
+
+  // The closer wrote every member's assignment before "complete": none for this slot means
+  // it joined just after the round closed.
+  const std::string assignKey = roundKey(round, "assign/" + std::to_string(slot));
+  if (!store_.check({assignKey})) {
+    store_.setCloseNotice("", "");
+    const std::string completeKey = roundKey(round, "complete");
+    standAside(round, storedCount(storedJson(completeKey, store_.get(completeKey)), "nnodes", options_.maxNodes),
+               betweenWaits);
+    return std::nullopt;
+  }
+  std::vector<std::string> values = store_.multiGet({roundKey(round, "complete"), assignKey}, options_.closeTimeout);
+  RoundInfo info;
+  info.round = round;
+  info.slot = slot;
+  info.assignment = nodeAssignmentFromJson(values[1]);
+  info.failures = storedCount(storedJson(roundKey(round, "complete"), values[0]), "failures", 0);
+  return info;
+}
+
+// Closes the round with whoever has joined (at most MAX): one agent wins the lock, reads the
+// descriptors, and publishes every node's assignment before marking the round complete.
+void ElasticRendezvous::closeRound(int round) {
+  if (store_.compareSet(roundKey(round, "closing"), "", self_.agentId) != self_.agentId) return;
+  const int nnodes = std::min(static_cast<int>(store_.add(roundKey(round, "count"), 0)), options_.maxNodes);
+  std::vector<std::string> slotKeys, assignKeys;
+  for (int slot = 1; slot <= nnodes; ++slot) {
+    slotKeys.push_back(roundKey(round, "slot/" + std::to_string(slot)));
+    assignKeys.push_back(roundKey(round, "assign/" + std::to_string(slot)));
+  }
+  // Every slot up to the count is taken; wait for its description, unless the round ends
+  // meanwhile (a joiner that died between taking its slot and describing itself ends it).
+  const auto deadline = Clock::now() + options_.closeTimeout;
+  bool described = false;
+  while (!described && Clock::now() < deadline) {
+    try {
+      store_.wait(slotKeys, options_.pollInterval);
+      described = true;
+    } catch (const Error& error) {
+      if (error.code() != ErrorCode::Timeout) throw;
+      if (store_.check({roundKey(round, "end")})) return;
+    }
+  }
+  std::vector<std::string> slots;
+  try {
+    slots = store_.multiGet(slotKeys, described ? options_.closeTimeout : milliseconds(1));
+  } catch (const Error& error) {
+    if (error.code() != ErrorCode::Timeout) throw;
+    RoundEnd failed;
+    failed.reason = RoundEnd::Reason::RendezvousFailed;
+    failed.host = self_.host;
+    failed.message = "a node took a slot but never described itself";
+    endRound(round, failed);
+    return;
+  }
+  std::vector<NodeDescriptor> nodes;
+  nodes.reserve(slots.size());
+  for (const std::string& text : slots) nodes.push_back(nodeDescriptorFromJson(text));
+  AssignmentResult result = assignNodeRanks(nodes);
+  if (!result.warning.empty()) spdlog::warn("{}", result.warning);
+  std::vector<std::string> assignments;
+  assignments.reserve(nodes.size());
+  for (const NodeAssignment& assignment : result.byParticipant) assignments.push_back(toJson(assignment).dump());
+  store_.multiSet(assignKeys, assignments);
+  const int worldSize = result.byParticipant.empty() ? 0 : result.byParticipant.front().worldSize;
+  const int failures = static_cast<int>(store_.add(jobKey("failures"), 0));
+  store_.set(roundKey(round, "complete"),
+             nlohmann::json{{"nnodes", nnodes}, {"world_size", worldSize}, {"failures", failures}}.dump());
+}
+
+RoundEnd ElasticRendezvous::endRound(int round, const RoundEnd& end) {
+  const std::string ours = end.toJson();
+  return RoundEnd::fromJson(store_.compareSet(roundKey(round, "end"), "", ours));
+}
+
+RoundEnd ElasticRendezvous::reportWorkerFailure(int round, RoundEnd failure, int maxRestarts) {
+  // Only the agent whose end holds counts the failure, and rounds follow one another, so
+  // the count needs no lock.
+  failure.reason = RoundEnd::Reason::WorkerFailed;
+  failure.failures = static_cast<int>(store_.add(jobKey("failures"), 0)) + 1;
+  failure.final = failure.failures > maxRestarts;
+  const std::string ours = failure.toJson();
+  const std::string held = store_.compareSet(roundKey(round, "end"), "", ours);
+  if (held == ours) {
+    store_.add(jobKey("failures"), 1);
+    if (failure.final) closeJob(failure);
+  }
+  return RoundEnd::fromJson(held);
+}
+
+void ElasticRendezvous::reportSucceeded(const RoundInfo& info) {
+  if (store_.add(roundKey(info.round, "done"), 1) < info.assignment.nnodes) return;
+  RoundEnd succeeded;
+  succeeded.reason = RoundEnd::Reason::Succeeded;
+  succeeded.host = self_.host;
+  succeeded.final = true;
+  if (endRound(info.round, succeeded).reason == RoundEnd::Reason::Succeeded) closeJob(succeeded);
+}
+
+void ElasticRendezvous::closeJob(const RoundEnd& why) { store_.compareSet(jobKey("closed"), "", why.toJson()); }
+
+void ElasticRendezvous::leave(int round) {
+  store_.setCloseNotice("", "");
+  store_.add(roundKey(round, "left"), 1);
+}
+
+void ElasticRendezvous::waitForOthersToLeave(int round, int others, milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  auto nextReport = Clock::now() + options_.progressInterval;
+  for (;;) {
+    const int left = static_cast<int>(store_.add(roundKey(round, "left"), 0));
+    if (left >= others || Clock::now() >= deadline) return;
+    if (Clock::now() >= nextReport) {
+      spdlog::info("waiting for {} of {} other agents to finish before closing the store ({} s left)", others - left,
+                   others, secondsLeft(deadline));
+      nextReport = Clock::now() + options_.progressInterval;
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+}
+
+int ElasticRendezvous::membersOf(int round) { return static_cast<int>(store_.add(roundKey(round, "count"), 0)); }
+
+}  // namespace pltrun::rdzv

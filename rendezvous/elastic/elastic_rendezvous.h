@@ -1,0 +1,119 @@
+#pragma once
+// The c10d-style rendezvous of elastic jobs, on any pltrun::Store (the store an agent hosts,
+// or pltrun-store). Agents meet in numbered rounds: join -> last call -> complete.
+//
+// Store layout, under "pltrun/rdzv/RUN_ID/" (readable text and JSON, never pickle; each
+// round costs O(nodes) bytes in all, and each agent reads O(1) keys of it):
+//   round              the newest round anyone joined (a hint for newcomers)
+//   failures           worker failures so far in the job (counted against --max-restarts)
+//   closed             set once the job is over: a RoundEnd with the job's final status
+//   rR/count           ADD counter: the slot of each joiner, 1, 2, ...
+//   rR/slot/I          NodeDescriptor of the joiner in slot I
+//   rR/closing         the agent that closes the round (compare-and-set lock)
+//   rR/assign/I        NodeAssignment of slot I, written by the closer
+//   rR/complete        {"nnodes": N, "world_size": W, "failures": F}: the round is formed
+//   rR/end             RoundEnd: why the round is over (first writer wins); every agent of
+//                      the round leaves a close notice here, so its death ends the round
+//   rR/beat/I          heartbeat counter of slot I (see RoundWatcher)
+//   rR/done, rR/left   nodes whose workers succeeded; agents that passed the exit barrier
+//
+// Ranks are deterministic (see assignNodeRanks), so an unchanged membership keeps them.
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "pltrun/store.h"
+#include "rendezvous/elastic/node_assignment.h"
+#include "rendezvous/elastic/round_end.h"
+
+namespace pltrun::rdzv {
+
+struct ElasticRendezvousOptions {
+  std::string runId;
+  int minNodes = 1;
+  int maxNodes = 1;
+  std::chrono::milliseconds joinTimeout{600000};
+  std::chrono::milliseconds lastCallTimeout{30000};
+  std::chrono::milliseconds closeTimeout{30000};
+  /// How often a waiting agent looks again: for the last call, its progress line and the
+  /// caller's between-waits hook (signals). Completion itself wakes it at once.
+  std::chrono::milliseconds pollInterval{500};
+  /// How often a waiting agent says who is missing.
+  std::chrono::milliseconds progressInterval{5000};
+};
+
+/// The job is over (a RoundEnd with final set, or Succeeded): no round will form again.
+struct JobClosed {
+  RoundEnd end;
+  bool beforeJoining = false;  ///< it was over before this agent ever saw it open (a reused run id?)
+};
+
+/// This node's place in a formed round.
+struct RoundInfo {
+  int round = 0;
+  int slot = 0;  ///< 1-based, this round only
+  NodeAssignment assignment;
+  int failures = 0;  ///< worker failures so far in the job
+};
+
+class ElasticRendezvous {
+ public:
+  /// Called between waits (every pollInterval at most); may throw to abandon the wait.
+  using BetweenWaits = std::function<void()>;
+
+  ElasticRendezvous(Store& store, ElasticRendezvousOptions options, NodeDescriptor self);
+
+  /// Joins the first open round after `after` (-1 for the first) and waits for it to form.
+  /// `expectedNodes`: the membership the caller expects (the last round's, give or take the
+  /// node that left or joined); the round closes as soon as that many have joined, without
+  /// waiting out the last call. Throws JobClosed when the job is over, and
+  /// Error(Timeout) saying how many nodes are missing after joinTimeout.
+  RoundInfo join(int after, std::optional<int> expectedNodes, const BetweenWaits& betweenWaits);
+
+  /// Ends `round` for every agent, unless it has ended already; returns the end that holds.
+  RoundEnd endRound(int round, const RoundEnd& end);
+  /// A worker of this node failed in `round`: counts it against `maxRestarts` and ends the
+  /// round (final, and the job closed, when no restart is left). Returns the end that holds.
+  RoundEnd reportWorkerFailure(int round, RoundEnd failure, int maxRestarts);
+  /// Every worker of this node succeeded in `info.round`; the last node to say so ends the
+  /// round (and the job) as Succeeded.
+  void reportSucceeded(const RoundInfo& info);
+  /// Closes the job: agents waiting to join, now or later, stop with `why`.
+  void closeJob(const RoundEnd& why);
+  /// The exit barrier. Every agent but the store's host calls leave() as its last request;
+  /// the host waits (up to `timeout`) for the others, so nobody loses the store early.
+  void leave(int round);
+  /// Polls until `others` agents of `round` have left, up to `timeout`; says who it waits for.
+  void waitForOthersToLeave(int round, int others, std::chrono::milliseconds timeout);
+  /// Agents that took a slot in `round` (a late joiner past MAX included).
+  int membersOf(int round);
+  /// The last round this agent was a member of, if any.
+  std::optional<int> lastMemberRound() const { return lastMemberRound_; }
+
+  /// The key of `name` in `round`, e.g. roundKey(3, "end") = "pltrun/rdzv/RUN/r3/end".
+  std::string roundKey(int round, const std::string& name) const;
+  const NodeDescriptor& self() const { return self_; }
+
+ private:
+  std::optional<RoundInfo> tryRound(int round, std::optional<int> expectedNodes, const BetweenWaits& betweenWaits);
+  void waitUntilFormedOrEnded(int round, const BetweenWaits& betweenWaits);
+  void closeRound(int round);
+  void standAside(int round, int runningNodes, const BetweenWaits& betweenWaits);
+  bool waitForKey(const std::string& key, std::chrono::milliseconds timeout);
+  void throwIfJobClosed();
+  void advanceRoundHint(int seen, int round);
+  std::string jobKey(const std::string& name) const;
+  std::string lostNotice() const;
+
+  Store& store_;
+  ElasticRendezvousOptions options_;
+  NodeDescriptor self_;
+  std::chrono::steady_clock::time_point deadline_;  ///< of the join under way
+  bool yieldToMembers_ = false;                     ///< a spare waits for the next round to form before asking in
+  bool sawJobOpen_ = false;
+  std::optional<int> lastMemberRound_;
+};
+
+}  // namespace pltrun::rdzv

@@ -1,0 +1,158 @@
+#include "rendezvous/elastic/node_assignment.h"
+
+#include <algorithm>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <set>
+
+#include "pltrun/error.h"
+
+namespace pltrun::rdzv {
+
+using nlohmann::json;
+
+json toJson(const NodeDescriptor& node) {
+  json value = {{"id", node.agentId}, {"host", node.host}, {"addr", node.addr}, {"nproc", node.localWorldSize}};
+  if (node.rankHint) value["rank_hint"] = *node.rankHint;
+  return value;
+}
+
+namespace {
+
+json parseObject(const std::string& text, const char* what) {
+  json value = json::parse(text, nullptr, false);
+  if (!value.is_object()) {
+    throw Error(ErrorCode::Protocol,
+                std::string("rendezvous: malformed ") + what + " in the store: " + text.substr(0, 200));
+  }
+  return value;
+}
+
+template <typename T>
+T field(const json& object, const char* name, const char* what) {
+  auto found = object.find(name);
+  if (found == object.end()) {
+    throw Error(ErrorCode::Protocol, std::string("rendezvous: ") + what + " in the store lacks '" + name + "'");
+  }
+  try {
+    return found->get<T>();
+  } catch (const json::exception&) {
+    throw Error(ErrorCode::Protocol, std::string("rendezvous: ") + what + " in the store has a bad '" + name + "'");
+  }
+}
+
+}  // namespace
+
+NodeDescriptor nodeDescriptorFromJson(const std::string& text) {
+  const char* what = "node descriptor";
+  json value = parseObject(text, what);
+  NodeDescriptor node;
+  node.agentId = field<std::string>(value, "id", what);
+  node.host = field<std::string>(value, "host", what);
+  node.addr = field<std::string>(value, "addr", what);
+  node.localWorldSize = field<int>(value, "nproc", what);
+  if (value.contains("rank_hint")) node.rankHint = field<int>(value, "rank_hint", what);
+  if (node.localWorldSize < 1) throw Error(ErrorCode::Protocol, "rendezvous: node descriptor with nproc < 1");
+  return node;
+}
+
+json toJson(const NodeAssignment& assignment) {
+  return {{"node_rank", assignment.nodeRank},
+          {"nnodes", assignment.nnodes},
+          {"world_size", assignment.worldSize},
+          {"first_rank", assignment.firstRank},
+          {"rank0_addr", assignment.rank0Addr}};
+}
+
+NodeAssignment nodeAssignmentFromJson(const std::string& text) {
+  const char* what = "node assignment";
+  json value = parseObject(text, what);
+  NodeAssignment assignment;
+  assignment.nodeRank = field<int>(value, "node_rank", what);
+  assignment.nnodes = field<int>(value, "nnodes", what);
+  assignment.worldSize = field<int>(value, "world_size", what);
+  assignment.firstRank = field<int>(value, "first_rank", what);
+  assignment.rank0Addr = field<std::string>(value, "rank0_addr", what);
+  return assignment;
+}
+
+namespace {
+
+// True when the hints can all be honoured: each in 0..count-1 and no two alike.
+bool hintsAreConsistent(const std::vector<NodeDescriptor>& participants, std::string& problem) {
+  const int count = static_cast<int>(participants.size());
+  std::set<int> seen;
+  for (const NodeDescriptor& node : participants) {
+    if (!node.rankHint) continue;
+    if (*node.rankHint < 0 || *node.rankHint >= count) {
+      problem = node.host + " asked for node rank " + std::to_string(*node.rankHint) + " but only " +
+                std::to_string(count) + " nodes joined";
+      return false;
+    }
+    if (!seen.insert(*node.rankHint).second) {
+      problem = "two nodes asked for node rank " + std::to_string(*node.rankHint);
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+AssignmentResult assignNodeRanks(const std::vector<NodeDescriptor>& participants) {
+  const int count = static_cast<int>(participants.size());
+  AssignmentResult result;
+  std::string problem;
+  const bool useHints = hintsAreConsistent(participants, problem);
+  if (!useHints) result.warning = "--node-rank hints ignored: " + problem;
+
+  // rankOf[i]: node rank of participant i.
+  std::vector<int> rankOf(count, -1);
+  std::vector<bool> taken(count, false);
+  if (useHints) {
+    for (int i = 0; i < count; ++i) {
+      if (participants[i].rankHint) {
+        rankOf[i] = *participants[i].rankHint;
+        taken[rankOf[i]] = true;
+      }
+    }
+  }
+  std::vector<int> rest;
+  for (int i = 0; i < count; ++i) {
+    if (rankOf[i] < 0) rest.push_back(i);
+  }
+  std::sort(rest.begin(), rest.end(), [&](int a, int b) {
+    const NodeDescriptor& left = participants[a];
+    const NodeDescriptor& right = participants[b];
+    return std::tie(left.addr, left.agentId) < std::tie(right.addr, right.agentId);
+  });
+  int nextFree = 0;
+  for (int index : rest) {
+    while (taken[nextFree]) ++nextFree;
+    rankOf[index] = nextFree;
+    taken[nextFree] = true;
+  }
+
+  // Global ranks: prefix sums of the workers of lower node ranks.
+  std::vector<int> byRank(count);
+  for (int i = 0; i < count; ++i) byRank[rankOf[i]] = i;
+  std::vector<int> firstRankOfNode(count, 0);
+  int worldSize = 0;
+  for (int rank = 0; rank < count; ++rank) {
+    firstRankOfNode[rank] = worldSize;
+    const int workers = participants[byRank[rank]].localWorldSize;
+    if (workers > std::numeric_limits<int>::max() - worldSize) {  // only junk descriptors get here
+      throw Error(ErrorCode::Protocol, "rendezvous: the nodes' worker counts add up past " +
+                                           std::to_string(std::numeric_limits<int>::max()) + " ranks");
+    }
+    worldSize += workers;
+  }
+  const std::string rank0Addr = count > 0 ? participants[byRank[0]].addr : "";
+  for (int i = 0; i < count; ++i) {
+    result.byParticipant.push_back(NodeAssignment{rankOf[i], count, worldSize, firstRankOfNode[rankOf[i]], rank0Addr});
+  }
+  return result;
+}
+
+}  // namespace pltrun::rdzv

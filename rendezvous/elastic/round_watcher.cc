@@ -1,0 +1,78 @@
+#include "rendezvous/elastic/round_watcher.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+
+#include "pltrun/error.h"
+#include "rendezvous/store/seconds_text.h"
+
+namespace pltrun::rdzv {
+
+using Clock = std::chrono::steady_clock;
+
+RoundWatcher::RoundWatcher(std::unique_ptr<Store> store, const ElasticRendezvous& rendezvous, const RoundInfo& info,
+                           RoundWatcherSettings settings, OnEnd onEnd, OnStoreLost onStoreLost)
+    : store_(std::move(store)),
+      endKey_(rendezvous.roundKey(info.round, "end")),
+      ownBeatKey_(rendezvous.roundKey(info.round, "beat/" + std::to_string(info.slot))),
+      selfHost_(rendezvous.self().host),
+      nnodes_(info.assignment.nnodes),
+      settings_(settings),
+      onEnd_(std::move(onEnd)),
+      onStoreLost_(std::move(onStoreLost)) {
+  // Slots of a formed round are exactly 1..nnodes; the peer is the next one round the ring.
+  const int peerSlot = info.slot % nnodes_ + 1;
+  peerBeatKey_ = rendezvous.roundKey(info.round, "beat/" + std::to_string(peerSlot));
+  peerSlotKey_ = rendezvous.roundKey(info.round, "slot/" + std::to_string(peerSlot));
+  nextBeat_ = Clock::now();
+  thread_ = std::thread([this] { run(); });
+}
+
+RoundWatcher::~RoundWatcher() {
+  stopping_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+void RoundWatcher::run() {
+  try {
+    if (nnodes_ > 1) peerHost_ = nodeDescriptorFromJson(store_->get(peerSlotKey_)).host;
+    while (!stopping_) {
+      if (Clock::now() >= nextBeat_) beatAndCheckPeer();
+      const auto untilBeat = std::chrono::duration_cast<std::chrono::milliseconds>(nextBeat_ - Clock::now());
+      const auto wait = std::max(std::chrono::milliseconds(1), std::min(settings_.slice, untilBeat));
+      try {
+        store_->wait({endKey_}, wait);
+      } catch (const Error& error) {
+        if (error.code() == ErrorCode::Timeout) continue;
+        throw;
+      }
+      if (!stopping_) onEnd_(RoundEnd::fromJson(store_->get(endKey_)));
+      return;
+    }
+  } catch (const Error& error) {
+    if (!stopping_) onStoreLost_(error.what());
+  }
+}
+
+void RoundWatcher::beatAndCheckPeer() {
+  nextBeat_ = Clock::now() + settings_.keepAliveInterval;
+  store_->add(ownBeatKey_, 1);
+  if (nnodes_ < 2) return;
+  const std::int64_t seen = store_->add(peerBeatKey_, 0);
+  if (seen != peerLastSeen_) {
+    peerLastSeen_ = seen;
+    peerMissed_ = 0;
+    return;
+  }
+  if (++peerMissed_ < settings_.keepAliveMaxAttempt) return;
+  RoundEnd lost;
+  lost.reason = RoundEnd::Reason::NodeLost;
+  lost.host = peerHost_;
+  lost.message = "no heartbeat for " + secondsText(settings_.keepAliveInterval * settings_.keepAliveMaxAttempt) +
+                 " s, seen from " + selfHost_;
+  store_->compareSet(endKey_, "", lost.toJson());
+  peerMissed_ = 0;
+}
+
+}  // namespace pltrun::rdzv

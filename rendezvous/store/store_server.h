@@ -1,0 +1,120 @@
+#pragma once
+// The store's TCP server on Boost.Asio: one event loop, thousands of connections, blocking
+// WAIT/GET served by parking the request (never polling). Embeddable (the launcher hosts
+// it on its own event loop) and run standalone by apps/pltrun-store.
+
+#include <algorithm>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+#include "pltrun/error.h"
+#include "rendezvous/store/store_protocol.h"
+#include "rendezvous/store/store_table.h"
+
+namespace pltrun::rdzv {
+
+struct StoreServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 0;  ///< 0: a free port, read back with port()
+  ProtocolLimits limits;
+  /// The whole table: keys and values together, and how many keys.
+  std::uint64_t maxStoreBytes = 2ull * 1024 * 1024 * 1024;
+  std::uint64_t maxStoreKeys = 4 * 1024 * 1024;
+  size_t maxConnections = 100000;
+  /// A request that has started arriving must be complete within this (slow clients).
+  std::chrono::milliseconds requestTimeout{30000};
+  /// Close connections that send nothing for this long (0: never; PyTorch workers keep
+  /// their store connection idle for a whole training run).
+  std::chrono::milliseconds idleTimeout{0};
+  /// Shared secret: when set, every connection must pass pltrun's handshake
+  /// (store_auth.h) before any other request; torch clients cannot, and are refused.
+  std::string secret;
+  /// With a secret: when set, only clients that name this run in AUTH_HELLO authenticate
+  /// (an agent's store serves its own job); empty: any run (a shared pltrun-store).
+  std::string context;
+  /// With a secret: a connection that has not authenticated within this is closed.
+  std::chrono::milliseconds authTimeout{5000};
+};
+
+class StoreSession;
+
+/// What a session needs from the server that accepted it, and nothing more: the options,
+/// the table, and where to report that it authenticated or closed.
+class SessionHost {
+ public:
+  virtual const StoreServerOptions& options() const = 0;
+  virtual StoreTable& table() = 0;
+  virtual void sessionAuthenticated(StoreTable::OwnerId id) = 0;
+  virtual void sessionClosed(StoreTable::OwnerId id) = 0;
+
+ protected:
+  ~SessionHost() = default;
+};
+
+/// Thrown by StoreServer's constructor when another process listens on the address already
+/// (an agent on the same machine that hosts the rendezvous store).
+struct AddressInUse : Error {
+  using Error::Error;
+};
+
+class StoreServer : public SessionHost {
+ public:
+  /// Binds and listens; throws Error(Network) naming the address when it cannot.
+  StoreServer(boost::asio::io_context& context, StoreServerOptions options);
+  ~StoreServer();
+
+  /// Starts accepting connections (on the context's thread).
+  void start();
+  /// Stops accepting and closes every connection.
+  void stop();
+
+  int port() const { return port_; }
+  const std::string& host() const { return options_.host; }
+  size_t connectionCount() const { return sessions_.size(); }
+  /// Connections that have not authenticated yet (always 0 without a secret).
+  size_t pendingCount() const { return pending_.size(); }
+  /// At most this many connections wait to authenticate at once: half the connection
+  /// limit, so authenticated clients always keep the other half. When a new connection
+  /// would pass it, the one that has waited longest is closed (it had the most time).
+  size_t maxPending() const { return std::max<size_t>(1, options_.maxConnections / 2); }
+  StoreTable& table() override { return table_; }
+  const StoreServerOptions& options() const override { return options_; }
+
+ private:
+  void acceptNext();
+  void admit(boost::asio::ip::tcp::socket socket);
+  /// Out of descriptors: the spare one makes room to accept the waiting connection and
+  /// close it at once, so its client is told instead of left hanging. False when the
+  /// spare could not be had back (accept again only after a pause).
+  bool shedConnectionWithoutDescriptors();
+  void evictOldestPending(const std::string& reason);
+  void sessionClosed(StoreTable::OwnerId id) override;
+  void sessionAuthenticated(StoreTable::OwnerId id) override { pending_.erase(id); }
+
+  boost::asio::io_context& context_;
+  StoreServerOptions options_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::steady_timer retryTimer_;
+  int port_ = 0;
+  StoreTable table_;
+  std::unordered_map<StoreTable::OwnerId, std::shared_ptr<StoreSession>> sessions_;
+  std::set<StoreTable::OwnerId> pending_;  ///< not authenticated yet; ids grow, so begin() waited longest
+  int spareDescriptor_ = -1;
+  std::uint64_t shed_ = 0;  ///< connections closed for want of descriptors since the last log line
+  std::chrono::steady_clock::time_point lastShedLog_{};
+  StoreTable::OwnerId nextSessionId_ = 1;
+  bool stopped_ = false;
+};
+
+/// Raises this process's open-file limit to its hard limit (a store holds one descriptor
+/// per client); returns the limit now in force.
+std::uint64_t raiseOpenFileLimit();
+
+}  // namespace pltrun::rdzv

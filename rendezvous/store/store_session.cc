@@ -1,0 +1,464 @@
+#include "rendezvous/store/store_session.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <stdexcept>
+
+#include "rendezvous/store/store_server.h"
+
+namespace pltrun::rdzv {
+namespace {
+
+std::string describePeer(const boost::asio::ip::tcp::socket& socket) {
+  boost::system::error_code error;
+  auto endpoint = socket.remote_endpoint(error);
+  if (error) return "a client";
+  return endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+}
+
+// Commands allowed before a connection has authenticated: they reveal and change nothing.
+bool allowedBeforeAuthentication(Command command) {
+  return command == Command::Validate || command == Command::Ping || command == Command::AuthHello ||
+         command == Command::AuthProof;
+}
+
+}  // namespace
+
+StoreSession::StoreSession(boost::asio::ip::tcp::socket socket, SessionHost& server, StoreTable::OwnerId id)
+    : socket_(std::move(socket)),
+      server_(server),
+      table_(server.table()),
+      id_(id),
+      peer_(describePeer(socket_)),
+      authenticated_(server.options().secret.empty()),
+      requestTimer_(socket_.get_executor()),
+      idleTimer_(socket_.get_executor()),
+      authTimer_(socket_.get_executor()) {
+  boost::system::error_code ignored;
+  socket_.set_option(boost::asio::ip::tcp::no_delay(true), ignored);
+  // A peer whose host died sends no FIN: TCP keepalive probes find it within about 11 s,
+  // the connection closes, its ephemeral keys go with it and its close notice fires. Idle
+  // torch clients are not affected (their kernel answers the probes).
+  int fd = socket_.native_handle();
+  int on = 1, idle = 5, interval = 2, count = 3;
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+  // Replies the peer does not acknowledge are given up after the same ~11 s: without this,
+  // a reply to a dead host is retransmitted for about 15 minutes, holding the connection
+  // and its close notice (which the other agents wait for) all that time.
+  unsigned unacknowledgedMs = static_cast<unsigned>((idle + interval * count) * 1000);
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &unacknowledgedMs, sizeof unacknowledgedMs);
+}
+
+void StoreSession::start() {
+  armIdleTimer();
+  armAuthTimer();
+  readMore();
+}
+
+// With a secret, a connection has a few seconds to prove it: one that stays silent, or
+// trickles, cannot hold a connection slot (or buffers) for long.
+void StoreSession::armAuthTimer() {
+  if (authenticated_) return;
+  const auto timeout = server_.options().authTimeout;
+  authTimer_.expires_after(timeout);
+  std::weak_ptr<StoreSession> weak = weak_from_this();
+  authTimer_.async_wait([weak, timeout](boost::system::error_code error) {
+    auto self = weak.lock();
+    if (error || !self || self->authenticated_) return;
+    self->close("did not authenticate within " + std::to_string(timeout.count()) + " ms");
+  });
+}
+
+void StoreSession::close(const std::string& reason) {
+  if (closed_) return;
+  closed_ = true;
+  if (!reason.empty()) spdlog::warn("store: closing the connection of {}: {}", peer_, reason);
+  if (parked_) table_.cancelWaiter(parked_->waiter);
+  parked_.reset();
+  table_.dropOwner(id_);  // ephemeral keys go with their connection; its close notice fires
+  requestTimer_.cancel();
+  idleTimer_.cancel();
+  authTimer_.cancel();
+  boost::system::error_code ignored;
+  socket_.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
+  socket_.close(ignored);
+  server_.sessionClosed(id_);
+}
+
+void StoreSession::readMore() {
+  auto self = shared_from_this();
+  socket_.async_read_some(boost::asio::buffer(readBuffer_), [this, self](boost::system::error_code error, size_t size) {
+    if (closed_) return;
+    if (error) {
+      close("");  // the client went away (or the server is stopping): nothing to report
+      return;
+    }
+    try {
+      input_.append(readBuffer_, size);
+    } catch (const std::bad_alloc&) {
+      close("out of memory buffering its request");
+      return;
+    }
+    armIdleTimer();
+    processInputSafely();
+    if (!closed_) readIfRoom();
+  });
+}
+
+// Backpressure: a client that does not read its replies (or sends while its WAIT is
+// parked) is not read from either, so it cannot take the server's memory.
+void StoreSession::readIfRoom() {
+  const size_t requests = input_.size() - inputStart_;
+  if (parked_ && requests > kParkedInputLimit) {
+    close("sent " + std::to_string(requests) +
+          " bytes while its WAIT was parked (a client sends only CANCEL_WAIT then)");
+    return;
+  }
+  if (repliesPending() > kReplyHighWater) {
+    readPaused_ = true;  // flush() resumes reading once the replies are written
+    return;
+  }
+  readPaused_ = false;
+  readMore();
+}
+
+void StoreSession::processInputSafely() {
+  try {
+    processInput();
+  } catch (const std::bad_alloc&) {
+    // One connection's request or reply too large for the memory left: that connection
+    // goes, the store and every other client stay.
+    close("out of memory serving its request");
+  }
+}
+
+void StoreSession::processInput() {
+  while (!closed_ && inputStart_ < input_.size()) {
+    // Before authentication only the small handshake requests can be whole.
+    const ProtocolLimits& limits = authenticated_ ? server_.options().limits : kBeforeAuthenticationLimits;
+    // Checked before every request, not only between reads: one read may hold thousands of
+    // small requests whose replies are large.
+    if (repliesPending() > kReplyHighWater) {
+      decodePaused_ = true;
+      break;
+    }
+    std::string_view pending(input_.data() + inputStart_, input_.size() - inputStart_);
+    if (!dialect_) {
+      dialect_ = detectDialect(pending);
+      // A pltrun extension first (authentication): shared by both dialects, decide later.
+      if (!dialect_ && static_cast<std::uint8_t>(pending[0]) < 0xA0) break;
+    }
+    const Dialect dialect = dialect_.value_or(Dialect::Torch2);
+    if (!measure_) measure_.emplace(limits);
+    const DecodeStatus measured = measure_->advance(dialect, pending);
+    // Before authentication a request is refused on its first byte, before its body is
+    // buffered: an unauthenticated client cannot make the server hold a large SET.
+    if (!authenticated_ && measure_->command() && !allowedBeforeAuthentication(*measure_->command())) {
+      refuseUnauthenticated(*measure_->command());
+      return;
+    }
+    if (measured == DecodeStatus::NeedMore) break;
+    if (measured != DecodeStatus::Complete) {
+      close(measure_->error());
+      return;
+    }
+    DecodeResult decoded = decodeMeasuredRequest(dialect, pending.substr(0, measure_->length()));
+    if (decoded.status != DecodeStatus::Complete) {  // not expected: the measure saw it whole
+      close(decoded.error);
+      return;
+    }
+    // A parked request holds the connection: only its CANCEL_WAIT may overtake it.
+    if (parked_ && decoded.request.command != Command::CancelWait) {
+      // torch 1.13 clients cannot cancel a wait: they time out locally and go on with the
+      // next request, and a 1.13 client sends nothing while it still waits. So a request
+      // behind a parked one means the client gave up: drop the wait without a reply,
+      // rather than answer it later and put the stream out of step (as torch's own 1.13
+      // server does). 2.x clients always send CANCEL_WAIT first, so for them it waits.
+      if (dialect_ != Dialect::Torch113) break;
+      table_.cancelWaiter(parked_->waiter);
+      parked_.reset();
+      ++parkGeneration_;
+    }
+    measure_.reset();
+    inputStart_ += decoded.consumed;
+    ++requestsDone_;
+    if (!handle(decoded.request)) return;
+  }
+  if (inputStart_ == input_.size()) {
+    input_.clear();
+    inputStart_ = 0;
+  } else if (inputStart_ > input_.size() / 2) {
+    input_.erase(0, inputStart_);
+    inputStart_ = 0;
+  }
+  armRequestTimer();
+}
+
+void StoreSession::refuseUnauthenticated(Command command) {
+  close(std::string("refused ") + commandName(command) +
+        ": this store requires pltrun's shared-secret authentication (torch clients cannot use it)");
+}
+
+bool StoreSession::handle(const Request& request) {
+  if (!authenticated_ && !allowedBeforeAuthentication(request.command)) {
+    refuseUnauthenticated(request.command);
+    return false;
+  }
+  try {
+    return apply(request);
+  } catch (const TableFull& full) {
+    // The store's byte, key or value limits: this client's write is refused (torch's way
+    // to report an error is to close the connection); everything stored stays.
+    close(std::string(commandName(request.command)) + " refused: " + full.what());
+    return false;
+  }
+}
+
+bool StoreSession::apply(const Request& request) {
+  std::string reply;
+  switch (request.command) {
+    case Command::Validate:
+      return true;  // checked by the decoder; torch expects no reply
+    case Command::Ping:
+      appendU32(reply, static_cast<std::uint32_t>(request.number));
+      break;
+    case Command::AuthHello:
+      return handleHello(request);
+    case Command::AuthProof:
+      return handleProof(request);
+    case Command::Set:
+      table_.set(request.keys[0], request.values[0]);
+      return true;
+    case Command::SetEphemeral:
+      table_.setEphemeral(request.keys[0], request.values[0], id_);
+      return true;
+    case Command::OnCloseSet:
+      table_.setCloseNotice(id_, request.keys[0], request.values[0]);
+      return true;
+    case Command::Append:
+      table_.append(request.keys[0], request.values[0]);
+      return true;
+    case Command::MultiSet:
+      table_.setMany(request.keys, request.values);
+      return true;
+    case Command::CompareSet:
+      appendBytes(reply, table_.compareSet(request.keys[0], request.values[0], request.values[1]));
+      break;
+    case Command::Add:
+      try {
+        appendI64(reply, table_.add(request.keys[0], request.number));
+      } catch (const std::invalid_argument& error) {
+        close(std::string("ADD: ") + error.what());
+        return false;
+      }
+      break;
+    case Command::Check:
+      appendU8(reply, table_.containsAll(request.keys) ? kCheckReady : kCheckNotReady);
+      break;
+    case Command::GetNumKeys:
+      appendI64(reply, table_.size());
+      break;
+    case Command::DeleteKey:
+      appendI64(reply, table_.erase(request.keys[0]));
+      break;
+    case Command::CancelWait:
+      // Answered even when the wait already ended: the client reads one WAIT_CANCELED
+      // after a possible STOP_WAITING.
+      if (parked_) table_.cancelWaiter(parked_->waiter);
+      parked_.reset();
+      ++parkGeneration_;
+      appendU8(reply, kWaitCanceled);
+      break;
+    case Command::Wait:
+    case Command::Get:
+    case Command::MultiGet:
+      answerOrPark(request);
+      return !closed_;
+    default:
+      close(std::string("unexpected ") + commandName(request.command));
+      return false;
+  }
+  send(reply);
+  return true;
+}
+
+// The server proves the secret first, over the client's nonce and its own: a client
+// learns whether this is its job's store before it sends anything of its own.
+bool StoreSession::handleHello(const Request& request) {
+  const StoreServerOptions& options = server_.options();
+  if (options.secret.empty()) {
+    close(
+        "AUTH_HELLO refused: this store has no shared secret (the client has one: give the store the same "
+        "secret, or the client none)");
+    return false;
+  }
+  const std::string& context = request.keys[0];
+  if (!options.context.empty() && context != options.context) {
+    close("AUTH_HELLO refused: the client is in run " + printableKey(context) + "; this store serves run " +
+          printableKey(options.context));
+    return false;
+  }
+  handshake_ = Handshake{request.values[0], randomBytes(kAuthNonceSize), context};
+  const Digest proof = serverProof(options.secret, *handshake_);
+  std::string reply = handshake_->serverNonce;
+  reply.append(reinterpret_cast<const char*>(proof.data()), proof.size());
+  send(reply);
+  return true;
+}
+
+bool StoreSession::handleProof(const Request& request) {
+  const std::string& secret = server_.options().secret;
+  if (!handshake_) {  // only a store with a secret answers AUTH_HELLO
+    close("AUTH_PROOF without AUTH_HELLO");
+    return false;
+  }
+  const Digest expected = clientProof(secret, *handshake_);
+  handshake_.reset();  // one proof per handshake: no second guess, no replay
+  if (!digestsEqual(expected, digestOf(request.values[0]))) {
+    close("authentication failed: wrong shared secret");
+    return false;
+  }
+  authenticated_ = true;
+  authTimer_.cancel();
+  server_.sessionAuthenticated(id_);
+  std::string reply;
+  appendU8(reply, kAuthAccepted);
+  send(reply);
+  return true;
+}
+
+void StoreSession::answerOrPark(Request request) {
+  if (table_.containsAll(request.keys)) {
+    answerReady(request);
+    return;
+  }
+  std::uint64_t generation = ++parkGeneration_;
+  std::weak_ptr<StoreSession> weak = weak_from_this();
+  auto executor = socket_.get_executor();
+  // The wakeup runs inside another connection's table update: answer on a later turn of
+  // the event loop, never re-entering the table from inside it.
+  StoreTable::WaiterId waiter = table_.addWaiter(request.keys, [weak, executor, generation] {
+    boost::asio::post(executor, [weak, generation] {
+      if (auto self = weak.lock()) self->onKeysReady(generation);
+    });
+  });
+  parked_ = Parked{std::move(request), waiter};
+}
+
+void StoreSession::onKeysReady(std::uint64_t generation) {
+  if (closed_ || !parked_ || generation != parkGeneration_) return;  // cancelled meanwhile
+  Request request = std::move(parked_->request);
+  parked_.reset();
+  // A key may have been deleted between the wakeup and now: park again if so.
+  try {
+    answerOrPark(std::move(request));
+  } catch (const std::bad_alloc&) {
+    close("out of memory building its reply");
+    return;
+  }
+  if (!parked_) processInputSafely();
+}
+
+void StoreSession::answerReady(const Request& request) {
+  std::string reply;
+  if (request.command == Command::Wait) {
+    appendU8(reply, kWaitStop);
+  } else {
+    // Sized before it is built: a small MULTI_GET naming one large value many times must
+    // not make the server allocate gigabytes.
+    const std::uint64_t limit = server_.options().limits.maxReplySize;
+    std::uint64_t size = 0;
+    for (const std::string& key : request.keys) {
+      size += sizeof(std::uint64_t) + table_.peek(key)->size();
+      if (size > limit) {
+        close(std::string(commandName(request.command)) + " of " + std::to_string(request.keys.size()) +
+              " keys would need a reply of more than " + std::to_string(limit) + " bytes; ask for fewer keys");
+        return;
+      }
+    }
+    reply.reserve(size);
+    for (const std::string& key : request.keys) appendBytes(reply, *table_.peek(key));
+  }
+  send(reply);
+}
+
+void StoreSession::send(const std::string& bytes) {
+  outbox_ += bytes;
+  flush();
+}
+
+void StoreSession::flush() {
+  if (writeInFlight_ || outbox_.empty() || closed_) return;
+  writing_.swap(outbox_);
+  outbox_.clear();
+  writeInFlight_ = true;
+  auto self = shared_from_this();
+  boost::asio::async_write(socket_, boost::asio::buffer(writing_),
+                           [this, self](boost::system::error_code error, size_t) {
+                             writeInFlight_ = false;
+                             writing_.clear();
+                             if (closed_) return;
+                             if (error) {
+                               close("");
+                               return;
+                             }
+                             flush();
+                             if (decodePaused_ && repliesPending() <= kReplyHighWater) {
+                               decodePaused_ = false;
+                               processInputSafely();
+                               if (closed_) return;
+                             }
+                             if (readPaused_ && !writeInFlight_) readIfRoom();
+                           });
+}
+
+void StoreSession::armRequestTimer() {
+  // Runs from the moment a request starts arriving until it is complete (re-armed for
+  // every request), so a client that trickles bytes cannot hold a connection, and its
+  // buffer, forever.
+  const bool partial = inputStart_ < input_.size() && !parked_;
+  const bool sameRequest = partial && requestTimerArmed_ && requestsDone_ == timedRequest_;
+  if (sameRequest) return;
+  ++requestTimerGeneration_;
+  requestTimerArmed_ = partial;
+  if (!partial) {
+    requestTimer_.cancel();
+    return;
+  }
+  timedRequest_ = requestsDone_;
+  auto timeout = server_.options().requestTimeout;
+  requestTimer_.expires_after(timeout);
+  std::weak_ptr<StoreSession> weak = weak_from_this();
+  requestTimer_.async_wait([weak, timeout, generation = requestTimerGeneration_](boost::system::error_code error) {
+    auto self = weak.lock();
+    // A stale expiry (queued before the timer was re-armed or cancelled) changes nothing.
+    if (error || !self || generation != self->requestTimerGeneration_) return;
+    self->close("a request started arriving but was not complete after " + std::to_string(timeout.count()) + " ms");
+  });
+}
+
+void StoreSession::armIdleTimer() {
+  auto timeout = server_.options().idleTimeout;
+  if (timeout.count() == 0) return;
+  idleTimer_.expires_after(timeout);
+  std::weak_ptr<StoreSession> weak = weak_from_this();
+  idleTimer_.async_wait([weak, timeout](boost::system::error_code error) {
+    auto self = weak.lock();
+    if (error || !self) return;
+    if (self->parked_) {  // waiting for keys is not idleness
+      self->armIdleTimer();
+      return;
+    }
+    self->close("idle for " + std::to_string(timeout.count()) + " ms");
+  });
+}
+
+}  // namespace pltrun::rdzv
