@@ -275,6 +275,90 @@ std::optional<Command> commandOfFirstByte(Dialect dialect, std::uint8_t byte, De
   }
 }
 
+// How one field measures, from `rest` (the input from the field's first byte): whole (its
+// size; a COUNT's count; a key's or value's length), partial while some of it has not come,
+// or refused. A length or count is checked against the limits as soon as it has come,
+// before the bytes it announces.
+struct FieldSize {
+  enum class Kind { Whole, Partial, WrongMagic, OverLimit };
+  Kind kind = Kind::Partial;
+  size_t size = 0;
+  std::uint64_t count = 0;
+  std::uint64_t payload = 0;
+  std::string error;
+};
+
+std::uint64_t readU64(std::string_view rest) {
+  std::uint64_t value;
+  std::memcpy(&value, rest.data(), sizeof value);
+  return value;
+}
+
+FieldSize measureFixed(size_t size, std::string_view rest) {
+  FieldSize result;
+  if (rest.size() >= size) {
+    result.kind = FieldSize::Kind::Whole;
+    result.size = size;
+  }
+  return result;
+}
+
+FieldSize overLimit(std::string error) {
+  FieldSize result;
+  result.kind = FieldSize::Kind::OverLimit;
+  result.error = std::move(error);
+  return result;
+}
+
+FieldSize measureBytes(bool isKey, std::string_view rest, const ProtocolLimits& limits, std::uint64_t declared) {
+  if (rest.size() < 8) return FieldSize{};
+  const std::uint64_t length = readU64(rest);
+  const std::uint64_t limit = isKey ? limits.maxKeySize : limits.maxValueSize;
+  if (length > limit) {
+    return overLimit(std::string(isKey ? "a key" : "a value") + " of " + std::to_string(length) +
+                     " bytes is over the limit of " + std::to_string(limit));
+  }
+  if (declared + length > limits.maxRequestSize) {
+    return overLimit("a request of more than " + std::to_string(limits.maxRequestSize) + " bytes is over the limit");
+  }
+  if (rest.size() - 8 < length) return FieldSize{};
+  FieldSize result = measureFixed(8 + length, rest);
+  result.payload = length;
+  return result;
+}
+
+FieldSize measureField(Field field, Command command, std::string_view rest, const ProtocolLimits& limits,
+                       std::uint64_t declared) {
+  switch (field) {
+    case Field::U32:
+      if (command == Command::Validate && rest.size() >= 4) {
+        std::uint32_t magic;
+        std::memcpy(&magic, rest.data(), sizeof magic);
+        if (magic != kValidationMagic) return FieldSize{FieldSize::Kind::WrongMagic, 0, 0, 0, ""};
+      }
+      return measureFixed(4, rest);
+    case Field::I64:
+      return measureFixed(8, rest);
+    case Field::Digest:
+      return measureFixed(kAuthDigestSize, rest);
+    case Field::Count: {
+      if (rest.size() < 8) return FieldSize{};
+      const std::uint64_t count = readU64(rest);
+      if (count > limits.maxKeysPerRequest) {
+        return overLimit("a request for " + std::to_string(count) + " keys is over the limit of " +
+                         std::to_string(limits.maxKeysPerRequest));
+      }
+      FieldSize result = measureFixed(8, rest);
+      result.count = count;
+      return result;
+    }
+    case Field::Key:
+    case Field::Value:
+      return measureBytes(field == Field::Key, rest, limits, declared);
+  }
+  return FieldSize{};
+}
+
 }  // namespace
 
 RequestMeasure::RequestMeasure(const ProtocolLimits& limits) : limits_(limits) {}
@@ -287,18 +371,7 @@ DecodeStatus RequestMeasure::fail(std::string error) {
 
 DecodeStatus RequestMeasure::advance(Dialect dialect, std::string_view pending) {
   if (status_ != DecodeStatus::NeedMore) return status_;
-  if (position_ == 0) {
-    if (pending.empty()) return status_;
-    DecodeResult refused;
-    std::optional<Command> command = commandOfFirstByte(dialect, static_cast<std::uint8_t>(pending[0]), refused);
-    if (!command) {
-      status_ = refused.status;
-      error_ = refused.error;
-      return status_;
-    }
-    command_ = *command;
-    position_ = 1;
-  }
+  if (position_ == 0 && !startRequest(dialect, pending)) return status_;
   const ArgumentLayout& layout = layoutOf(command_);
   for (;;) {
     Field field;
@@ -310,61 +383,22 @@ DecodeStatus RequestMeasure::advance(Dialect dialect, std::string_view pending) 
       status_ = DecodeStatus::Complete;
       return status_;
     }
-    const size_t available = pending.size() - position_;
-    size_t size = 0;
-    switch (field) {
-      case Field::U32:
-        size = 4;
-        if (command_ == Command::Validate && available >= size) {
-          std::uint32_t magic;
-          std::memcpy(&magic, pending.data() + position_, sizeof magic);
-          if (magic != kValidationMagic) {
-            status_ = DecodeStatus::Invalid;
-            error_ = kWrongMagic;
-            return status_;
-          }
-        }
+    const FieldSize measured = measureField(field, command_, pending.substr(position_), limits_, declared_);
+    switch (measured.kind) {
+      case FieldSize::Kind::Partial:
+        return status_;
+      case FieldSize::Kind::WrongMagic:
+        status_ = DecodeStatus::Invalid;
+        error_ = kWrongMagic;
+        return status_;
+      case FieldSize::Kind::OverLimit:
+        return fail(measured.error);
+      case FieldSize::Kind::Whole:
         break;
-      case Field::I64:
-        size = 8;
-        break;
-      case Field::Digest:
-        size = kAuthDigestSize;
-        break;
-      case Field::Count: {
-        if (available < 8) return status_;
-        std::uint64_t count;
-        std::memcpy(&count, pending.data() + position_, sizeof count);
-        if (count > limits_.maxKeysPerRequest) {
-          return fail("a request for " + std::to_string(count) + " keys is over the limit of " +
-                      std::to_string(limits_.maxKeysPerRequest));
-        }
-        groupsLeft_ = count;
-        size = 8;
-        break;
-      }
-      case Field::Key:
-      case Field::Value: {
-        if (available < 8) return status_;
-        std::uint64_t length;
-        std::memcpy(&length, pending.data() + position_, sizeof length);
-        const bool isKey = field == Field::Key;
-        const std::uint64_t limit = isKey ? limits_.maxKeySize : limits_.maxValueSize;
-        if (length > limit) {
-          return fail(std::string(isKey ? "a key" : "a value") + " of " + std::to_string(length) +
-                      " bytes is over the limit of " + std::to_string(limit));
-        }
-        if (declared_ + length > limits_.maxRequestSize) {
-          return fail("a request of more than " + std::to_string(limits_.maxRequestSize) + " bytes is over the limit");
-        }
-        if (available - 8 < length) return status_;
-        declared_ += length;
-        size = 8 + length;
-        break;
-      }
     }
-    if (available < size) return status_;
-    position_ += size;
+    if (field == Field::Count) groupsLeft_ = measured.count;
+    declared_ += measured.payload;
+    position_ += measured.size;
     if (fieldIndex_ < layout.fixed.size()) {
       ++fieldIndex_;
     } else if (++groupField_ == layout.repeated.size()) {
@@ -372,6 +406,22 @@ DecodeStatus RequestMeasure::advance(Dialect dialect, std::string_view pending) 
       --groupsLeft_;
     }
   }
+}
+
+// The first byte: a command this dialect serves, or a final status. False while it has not
+// come, or when it is refused.
+bool RequestMeasure::startRequest(Dialect dialect, std::string_view pending) {
+  if (pending.empty()) return false;
+  DecodeResult refused;
+  std::optional<Command> command = commandOfFirstByte(dialect, static_cast<std::uint8_t>(pending[0]), refused);
+  if (!command) {
+    status_ = refused.status;
+    error_ = refused.error;
+    return false;
+  }
+  command_ = *command;
+  position_ = 1;
+  return true;
 }
 
 DecodeResult decodeRequest(Dialect dialect, std::string_view input, const ProtocolLimits& limits) {

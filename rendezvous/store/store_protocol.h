@@ -113,6 +113,7 @@ class RequestMeasure {
 
  private:
   DecodeStatus fail(std::string error);
+  bool startRequest(Dialect dialect, std::string_view pending);
 
   const ProtocolLimits& limits_;
   DecodeStatus status_ = DecodeStatus::NeedMore;

@@ -175,23 +175,35 @@ void StoreSession::processInput() {
       close(decoded.error);
       return;
     }
-    // A parked request holds the connection: only its CANCEL_WAIT may overtake it.
-    if (parked_ && decoded.request.command != Command::CancelWait) {
-      // torch 1.13 clients cannot cancel a wait: they time out locally and go on with the
-      // next request, and a 1.13 client sends nothing while it still waits. So a request
-      // behind a parked one means the client gave up: drop the wait without a reply,
-      // rather than answer it later and put the stream out of step (as torch's own 1.13
-      // server does). 2.x clients always send CANCEL_WAIT first, so for them it waits.
-      if (dialect_ != Dialect::Torch113) break;
-      table_.cancelWaiter(parked_->waiter);
-      parked_.reset();
-      ++parkGeneration_;
-    }
+    if (!mayOvertakeParked(decoded.request)) break;
     measure_.reset();
     inputStart_ += decoded.consumed;
     ++requestsDone_;
     if (!handle(decoded.request)) return;
   }
+  compactInput();
+  armRequestTimer();
+}
+
+// A parked request holds the connection: only its CANCEL_WAIT may overtake it. False: the
+// next request waits behind the parked one.
+bool StoreSession::mayOvertakeParked(const Request& next) {
+  if (!parked_ || next.command == Command::CancelWait) return true;
+  // torch 1.13 clients cannot cancel a wait: they time out locally and go on with the
+  // next request, and a 1.13 client sends nothing while it still waits. So a request
+  // behind a parked one means the client gave up: drop the wait without a reply,
+  // rather than answer it later and put the stream out of step (as torch's own 1.13
+  // server does). 2.x clients always send CANCEL_WAIT first, so for them it waits.
+  if (dialect_ != Dialect::Torch113) return false;
+  table_.cancelWaiter(parked_->waiter);
+  parked_.reset();
+  ++parkGeneration_;
+  return true;
+}
+
+// Served bytes leave the buffer: at once when all are served, else once they are half of it
+// (erasing the front of a large buffer for every request would be quadratic).
+void StoreSession::compactInput() {
   if (inputStart_ == input_.size()) {
     input_.clear();
     inputStart_ = 0;
@@ -199,7 +211,6 @@ void StoreSession::processInput() {
     input_.erase(0, inputStart_);
     inputStart_ = 0;
   }
-  armRequestTimer();
 }
 
 void StoreSession::refuseUnauthenticated(Command command) {
@@ -223,32 +234,60 @@ bool StoreSession::handle(const Request& request) {
 }
 
 bool StoreSession::apply(const Request& request) {
-  std::string reply;
   switch (request.command) {
     case Command::Validate:
       return true;  // checked by the decoder; torch expects no reply
-    case Command::Ping:
-      appendU32(reply, static_cast<std::uint32_t>(request.number));
-      break;
     case Command::AuthHello:
       return handleHello(request);
     case Command::AuthProof:
       return handleProof(request);
     case Command::Set:
-      table_.set(request.keys[0], request.values[0]);
+    case Command::SetEphemeral:
+    case Command::OnCloseSet:
+    case Command::Append:
+    case Command::MultiSet:
+      applyWrite(request);
       return true;
+    case Command::Wait:
+    case Command::Get:
+    case Command::MultiGet:
+      answerOrPark(request);
+      return !closed_;
+    default:
+      return answerQuery(request);
+  }
+}
+
+// The writes torch sends no reply to.
+void StoreSession::applyWrite(const Request& request) {
+  switch (request.command) {
+    case Command::Set:
+      table_.set(request.keys[0], request.values[0]);
+      break;
     case Command::SetEphemeral:
       table_.setEphemeral(request.keys[0], request.values[0], id_);
-      return true;
+      break;
     case Command::OnCloseSet:
       table_.setCloseNotice(id_, request.keys[0], request.values[0]);
-      return true;
+      break;
     case Command::Append:
       table_.append(request.keys[0], request.values[0]);
-      return true;
+      break;
     case Command::MultiSet:
       table_.setMany(request.keys, request.values);
-      return true;
+      break;
+    default:
+      break;
+  }
+}
+
+// The requests answered at once, whatever the table holds.
+bool StoreSession::answerQuery(const Request& request) {
+  std::string reply;
+  switch (request.command) {
+    case Command::Ping:
+      appendU32(reply, static_cast<std::uint32_t>(request.number));
+      break;
     case Command::CompareSet:
       appendBytes(reply, table_.compareSet(request.keys[0], request.values[0], request.values[1]));
       break;
@@ -277,11 +316,6 @@ bool StoreSession::apply(const Request& request) {
       ++parkGeneration_;
       appendU8(reply, kWaitCanceled);
       break;
-    case Command::Wait:
-    case Command::Get:
-    case Command::MultiGet:
-      answerOrPark(request);
-      return !closed_;
     default:
       close(std::string("unexpected ") + commandName(request.command));
       return false;

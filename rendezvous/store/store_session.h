@@ -47,6 +47,10 @@ class StoreSession : public std::enable_shared_from_this<StoreSession> {
   void refuseUnauthenticated(Command command);
   bool handle(const Request& request);  // false: the connection was closed
   bool apply(const Request& request);   // handle() for an allowed request
+  void applyWrite(const Request& request);
+  bool answerQuery(const Request& request);  // false: the connection was closed
+  bool mayOvertakeParked(const Request& next);
+  void compactInput();
   bool handleHello(const Request& request);
   bool handleProof(const Request& request);
   void answerOrPark(Request request);

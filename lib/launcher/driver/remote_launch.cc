@@ -212,9 +212,73 @@ std::vector<std::string> remoteArgv(const RemoteLaunchSettings& remote, const st
   return argv;
 }
 
+namespace {
+
+// What every host's agent is started with.
+struct AgentLaunch {
+  const LaunchConfig& config;
+  Environment forwarded;                 ///< -x and --env-file variables, set on the host
+  std::vector<std::string> environment;  ///< the driver's own, for ssh or --remote-command
+  std::string path;                      ///< where ssh or --remote-command's program is looked up
+  std::string remotePltrun;
+  std::string endpoint;  ///< the driver's store, as --rdzv-endpoint
+  std::string runId;
+  std::string secret;
+};
+
+// The agent of host `index`, as one "worker" of the driver's group: ssh (or the
+// --remote-command) running `env VARS pltrun AGENT-FLAGS PROGRAM` on the host.
+WorkerSpec agentSpec(const AgentLaunch& launch, size_t index) {
+  const LaunchConfig& config = launch.config;
+  const HostSlots& host = config.remote.hosts[index];
+  std::string line = "exec env";
+  for (const auto& [name, value] : launch.forwarded) line += " " + shellQuote(name + "=" + value);
+  line += " " + shellQuote(launch.remotePltrun);
+  for (const std::string& arg : agentArguments(config, host, index, launch.endpoint, launch.runId)) {
+    line += " " + shellQuote(arg);
+  }
+  std::vector<std::string> argv = remoteArgv(config.remote, host.host, line);
+
+  WorkerSpec spec;
+  spec.rank = static_cast<int>(index);
+  spec.localRank = static_cast<int>(index);
+  spec.label = "host " + host.host;
+  spec.consolePrefix = config.prefixOutput ? "[" + host.host + "] " : "";
+  spec.stdoutRoute.toConsole = true;
+  spec.stderrRoute.toConsole = true;
+  spec.stderrRoute.consoleIsStderr = true;
+  spec.launch.executable = findExecutable(argv.front(), launch.path);
+  if (spec.launch.executable.empty()) {
+    throw Error(ErrorCode::NotFound, argv.front() + " not found on PATH: install it, or pass --remote-command");
+  }
+  spec.launch.argv = argv;
+  spec.launch.environment = launch.environment;
+  // ssh passes it on to the agent's standard input (secret_file=-, see agentArguments).
+  if (config.rdzv.secretFile.empty()) spec.launch.standardInput = launch.secret + "\n";
+  return spec;
+}
+
+// The agents ran: the driver's exit status is the job's, and a failure names its host.
+int driverStatus(const GroupOutcome& outcome, const RemoteLaunchSettings& remote) {
+  if (outcome.kind == GroupOutcome::Kind::Interrupted) {
+    spdlog::warn("stopped by {}", signalName(outcome.interruptSignal));
+    return 128 + outcome.interruptSignal;
+  }
+  if (outcome.kind == GroupOutcome::Kind::Failed) {
+    const WorkerFailure& root = *outcome.rootCause;
+    spdlog::error("the job failed: the agent on {} ended first, with {} (the failing host's report is above)",
+                  remote.hosts[root.rank].host, root.end.describe());
+    return root.end.shellStatus();
+  }
+  spdlog::info("all {} hosts finished", remote.hosts.size());
+  return 0;
+}
+
+}  // namespace
+
 int runDriver(const LaunchConfig& config, const Environment& inherited) {
   const RemoteLaunchSettings& remote = config.remote;
-  const Environment forwarded = forwardedEnvironment(inherited, remote);
+  Environment forwarded = forwardedEnvironment(inherited, remote);  // a bad --env-file fails before anything starts
   const std::string runId = config.runId.empty() ? randomHexId() : config.runId;
   const std::string address = driverAddress(remote);
   OrphanGuard guard;  // before any thread or process exists
@@ -229,36 +293,12 @@ int runDriver(const LaunchConfig& config, const Environment& inherited) {
   spdlog::info("run {}: {} hosts, rendezvous store on {}; starting one agent per host", runId, remote.hosts.size(),
                endpoint);
 
-  const std::string remotePltrun = remote.remotePltrun.empty() ? thisExecutable() : remote.remotePltrun;
-  std::vector<std::string> environment;
-  for (const auto& [name, value] : inherited) environment.push_back(name + "=" + value);
+  AgentLaunch launch{config, std::move(forwarded), {}, "", "", endpoint, runId, storeOptions.secret};
+  for (const auto& [name, value] : inherited) launch.environment.push_back(name + "=" + value);
+  launch.path = inherited.count("PATH") ? inherited.at("PATH") : "";
+  launch.remotePltrun = remote.remotePltrun.empty() ? thisExecutable() : remote.remotePltrun;
   std::vector<WorkerSpec> specs;
-  for (size_t index = 0; index < remote.hosts.size(); ++index) {
-    const HostSlots& host = remote.hosts[index];
-    std::string line = "exec env";
-    for (const auto& [name, value] : forwarded) line += " " + shellQuote(name + "=" + value);
-    line += " " + shellQuote(remotePltrun);
-    for (const std::string& arg : agentArguments(config, host, index, endpoint, runId)) line += " " + shellQuote(arg);
-    std::vector<std::string> argv = remoteArgv(remote, host.host, line);
-
-    WorkerSpec spec;
-    spec.rank = static_cast<int>(index);
-    spec.localRank = static_cast<int>(index);
-    spec.label = "host " + host.host;
-    spec.consolePrefix = config.prefixOutput ? "[" + host.host + "] " : "";
-    spec.stdoutRoute.toConsole = true;
-    spec.stderrRoute.toConsole = true;
-    spec.stderrRoute.consoleIsStderr = true;
-    spec.launch.executable = findExecutable(argv.front(), inherited.count("PATH") ? inherited.at("PATH") : "");
-    if (spec.launch.executable.empty()) {
-      throw Error(ErrorCode::NotFound, argv.front() + " not found on PATH: install it, or pass --remote-command");
-    }
-    spec.launch.argv = argv;
-    spec.launch.environment = environment;
-    // ssh passes it on to the agent's standard input (secret_file=-, see agentArguments).
-    if (config.rdzv.secretFile.empty()) spec.launch.standardInput = storeOptions.secret + "\n";
-    specs.push_back(std::move(spec));
-  }
+  for (size_t index = 0; index < remote.hosts.size(); ++index) specs.push_back(agentSpec(launch, index));
 
   boost::asio::io_context context;
   GroupRunner runner(context);
@@ -269,19 +309,7 @@ int runDriver(const LaunchConfig& config, const Environment& inherited) {
   settings.stopDelayAfterFailure = kStopDelayAfterFailure;
   WorkerGroup group(context, runner.console(), guard, settings);
   runner.listen();
-  GroupOutcome outcome = runner.run(group, specs);
-  if (outcome.kind == GroupOutcome::Kind::Interrupted) {
-    spdlog::warn("stopped by {}", signalName(outcome.interruptSignal));
-    return 128 + outcome.interruptSignal;
-  }
-  if (outcome.kind == GroupOutcome::Kind::Failed) {
-    const WorkerFailure& root = *outcome.rootCause;
-    spdlog::error("the job failed: the agent on {} ended first, with {} (the failing host's report is above)",
-                  remote.hosts[root.rank].host, root.end.describe());
-    return root.end.shellStatus();
-  }
-  spdlog::info("all {} hosts finished", remote.hosts.size());
-  return 0;
+  return driverStatus(runner.run(group, specs), remote);
 }
 
 }  // namespace pltrun

@@ -1,0 +1,174 @@
+#include "launcher/agent/agent_session.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include "launcher/net/host_identity.h"
+#include "pltrun/error.h"
+#include "rendezvous/store/secret_file.h"
+
+namespace pltrun {
+
+namespace {
+
+// How long a connection to a store that was up may take to re-make.
+constexpr std::chrono::milliseconds kReconnectTimeout{2000};
+
+// How long the round watcher waits for any one reply before it declares the store lost.
+std::chrono::milliseconds fenceDeadline(const RendezvousSettings& settings) {
+  const auto othersNotice = settings.keepAliveInterval * std::max(1, settings.keepAliveMaxAttempt - 1);
+  return std::max(std::chrono::milliseconds(200),
+                  std::chrono::duration_cast<std::chrono::milliseconds>(othersNotice / 3));
+}
+
+}  // namespace
+
+AgentSession::AgentSession(const ElasticJob& job)
+    : job(job),
+      settings(job.config.rdzv),
+      host(localHostName()),
+      agentId(host + ":" + std::to_string(getpid()) + ":" + randomHexId()),
+      directory(job.config, job.runId, host + "_" + std::to_string(getpid())),
+      events(directory.keepsLogs() ? std::optional<std::string>((directory.root() / "events.jsonl").string())
+                                   : std::nullopt) {
+  connect();
+  const rdzv::NodeDescriptor self = describeSelf();
+  openRendezvous(self);
+  prepareWorkersStore(self);
+}
+
+// Hosts the store when the endpoint is this machine's, then connects to it.
+void AgentSession::connect() {
+  const std::string secret =
+      settings.secretFile.empty() ? "" : rdzv::readSecretFile(settings.secretFile, "secret_file");
+  hosted = hostRendezvousStoreIfOurs(settings, secret, job.runId);
+  storeOptions.secret = secret;
+  storeOptions.authContext = job.runId;
+  storeOptions.host = settings.endpointHost;
+  storeOptions.port = hosted ? hosted->port() : settings.endpointPort;
+  if (storeOptions.port == 0) {
+    throw Error(ErrorCode::InvalidArgument,
+                "--rdzv-endpoint " + settings.endpointHost +
+                    ":0: only the agent that hosts the store can pick its port; give the other agents the port the "
+                    "host printed");
+  }
+  storeOptions.connectTimeout = settings.readTimeout;
+  storeOptions.timeout = settings.readTimeout;
+  if (hosted) {
+    spdlog::info("rendezvous store for run {} listening on {}:{}", job.runId, listenAddressFor(settings.endpointHost),
+                 hosted->port());
+  }
+  if (secret.empty() && !isLoopbackAddress(listenAddressFor(settings.endpointHost))) {
+    spdlog::warn(
+        "the rendezvous at {}:{} is not authenticated: anyone who can reach it can end this job or join it; "
+        "give every agent the same --rdzv-conf secret_file=PATH or PLTRUN_SECRET_FILE (docs/SECURITY.md)",
+        settings.endpointHost, storeOptions.port);
+  }
+  try {
+    TcpStore probe(storeOptions);  // waits up to read_timeout for the store's host to come up
+  } catch (const Error& error) {
+    if (error.code() == ErrorCode::PermissionDenied) throw Error(error.code(), error.what() + refusedStoreAdvice());
+    throw Error(error.code(), std::string(error.what()) +
+                                  "; start pltrun on the endpoint's host first (it hosts the store), or check "
+                                  "--rdzv-endpoint");
+  }
+  // From now on the store is known to be up: a connection that breaks means its host is
+  // gone, and reconnecting gets a short try only, so an agent never hangs on a dead store.
+  storeOptions.connectTimeout = kReconnectTimeout;
+  store = std::make_unique<TcpStore>(storeOptions);
+}
+
+// What this node joins with: the address its workers' store is reached at (rank 0's
+// MASTER_ADDR), its worker count, and a preferred node rank.
+rdzv::NodeDescriptor AgentSession::describeSelf() const {
+  rdzv::NodeDescriptor self;
+  self.agentId = agentId;
+  self.host = host;
+  self.addr = settings.localAddr;
+  if (self.addr.empty()) self.addr = localAddressTowards(settings.endpointHost, storeOptions.port);
+  if (self.addr.empty()) self.addr = host;
+  self.localWorldSize = job.layout.workerCount;
+  self.rankHint = settings.nodeRankHint;
+  return self;
+}
+
+void AgentSession::openRendezvous(const rdzv::NodeDescriptor& self) {
+  rdzv::ElasticRendezvousOptions options;
+  options.runId = job.runId;
+  options.minNodes = settings.minNodes;
+  options.maxNodes = settings.maxNodes;
+  options.joinTimeout = settings.joinTimeout;
+  options.lastCallTimeout = settings.lastCallTimeout;
+  options.closeTimeout = settings.closeTimeout;
+  options.pollInterval =
+      std::min(options.pollInterval, std::max(settings.lastCallTimeout / 4, std::chrono::milliseconds(10)));
+  rendezvous = std::make_unique<rdzv::ElasticRendezvous>(*store, options, self);
+}
+
+// Created here, before any round: its listeners open only when this node is rank 0. It
+// listens on the address this node joined with (the workers' MASTER_ADDR) when that is a
+// literal of this machine; on every interface for a host name (as torch does) or for an
+// address this machine does not own (--local-addr behind NAT). Rank 0's worker's port is
+// picked on that address (pickFreePort falls back to every interface the same way).
+void AgentSession::prepareWorkersStore(const rdzv::NodeDescriptor& self) {
+  if (job.config.agentStore) {
+    workersStore = std::make_unique<AttemptStore>(AttemptStore::Host::Launcher,
+                                                  isLocalHost(self.addr) ? listenAddressFor(self.addr) : "0.0.0.0");
+  } else {
+    workersStore = std::make_unique<AttemptStore>(AttemptStore::Host::RankZeroWorker, self.addr);
+  }
+}
+
+// What to do when the store at the endpoint failed the shared-secret handshake. When this
+// machine should have hosted it, another process holds the port (a squatter, or a store of
+// another job): this agent refuses it rather than take its word for the job's state.
+std::string AgentSession::refusedStoreAdvice() const {
+  if (!hosted && isLocalHost(settings.endpointHost)) {
+    return "; this machine should host the rendezvous store, but another process holds port " +
+           std::to_string(storeOptions.port) +
+           " and is not this job's store: stop it, or choose another port for "
+           "--rdzv-endpoint";
+  }
+  return "; give every agent of the job the same --rdzv-conf secret_file (or PLTRUN_SECRET_FILE) and --rdzv-id";
+}
+
+// The watcher's connection must notice a cut-off store well before the other nodes notice
+// this node missing, so that its workers are killed before the job re-forms without it
+// (fencing: two generations of the job never run at once). The others need at least
+// (keep_alive_max_attempt - 1) heartbeat intervals; the watcher makes a round trip every
+// 250 ms, and gives up on one that takes a third of that.
+std::unique_ptr<TcpStore> AgentSession::connectWatcherStore() const {
+  TcpStoreOptions options = storeOptions;
+  options.timeout = fenceDeadline(settings);
+  return std::make_unique<TcpStore>(options);
+}
+
+// The signal handler runs whenever the event loop does: while workers run, and between the
+// waits of a rendezvous.
+void AgentSession::pollEvents() {
+  runner.runPending();
+  if (interruptSignal != 0) throw Interrupted{};
+}
+
+GroupSettings AgentSession::groupSettings(int round) {
+  GroupSettings group;
+  group.attempt = round;
+  group.termTimeout = job.config.termTimeout;
+  group.host = host;
+  group.onWorkerStarted = [this, round](const WorkerSpec& spec, pid_t pid) {
+    events.write("worker_started",
+                 {{"round", round}, {"rank", spec.rank}, {"local_rank", spec.localRank}, {"pid", pid}});
+  };
+  group.onWorkerExited = [this, round](const WorkerSpec& spec, pid_t pid, const ProcessEnd& end) {
+    nlohmann::json fields = {{"round", round}, {"rank", spec.rank},           {"local_rank", spec.localRank},
+                             {"pid", pid},     {"status", end.shellStatus()}, {"description", end.describe()}};
+    if (end.signal != 0)
+      fields["signal"] = end.signal;
+    else
+      fields["exit_code"] = end.exitCode;
+    events.write("worker_exited", fields);
+  };
+  return group;
+}
+
+}  // namespace pltrun

@@ -1,0 +1,70 @@
+#pragma once
+// What one elastic agent holds for the whole job, built once before its first round: the
+// connection to the rendezvous (the store it hosts when the endpoint is this machine's, its
+// client, the rendezvous algorithm over it), the workers' store of the rounds where this
+// node is rank 0, the run directory and event log, and the event loop every round's worker
+// group runs on. The round loop (elastic_agent.cc) and one round (round_run.cc) share it.
+
+#include <boost/asio/io_context.hpp>
+#include <memory>
+#include <string>
+
+#include "launcher/agent/elastic_agent.h"
+#include "launcher/net/attempt_store.h"
+#include "launcher/net/rendezvous_host.h"
+#include "launcher/process/event_log.h"
+#include "launcher/process/group_runner.h"
+#include "launcher/process/orphan_guard.h"
+#include "launcher/process/run_directory.h"
+#include "launcher/process/worker_group.h"
+#include "pltrun/tcp_store.h"
+#include "rendezvous/elastic/elastic_rendezvous.h"
+
+namespace pltrun {
+
+/// Thrown by AgentSession::pollEvents: a stop signal arrived while no worker group ran.
+struct Interrupted {};
+
+struct AgentSession {
+  /// Hosts the rendezvous store if it is ours, connects to it (waiting up to read_timeout
+  /// for its host to come up), and listens to signals. Throws Error with what to do.
+  explicit AgentSession(const ElasticJob& job);
+
+  /// A connection for a round's watcher, whose replies must come well within the time
+  /// the other nodes take to notice this node missing (see fenceDeadline).
+  std::unique_ptr<TcpStore> connectWatcherStore() const;
+  /// Runs the handlers that are ready now; throws Interrupted once a stop signal came.
+  void pollEvents();
+  /// A worker group of `round`, whose workers' starts and ends go to the event log.
+  GroupSettings groupSettings(int round);
+  /// "; what to do" after the store at the endpoint failed the shared-secret handshake.
+  std::string refusedStoreAdvice() const;
+
+  const ElasticJob& job;
+  const RendezvousSettings& settings;
+  const std::string host;
+  const std::string agentId;
+  OrphanGuard guard;  // before any thread or worker exists
+  std::unique_ptr<HostedStore> hosted;
+  // The workers' store in the rounds where this node is rank 0: hosted by this agent (the
+  // agent store), new every round and closed when the round ends, or only its port chosen
+  // for rank 0's worker (--no-agent-store).
+  std::unique_ptr<AttemptStore> workersStore;
+  TcpStoreOptions storeOptions;
+  std::unique_ptr<TcpStore> store;
+  std::unique_ptr<rdzv::ElasticRendezvous> rendezvous;
+  RunDirectory directory;
+  EventLog events;
+  boost::asio::io_context context;
+  GroupRunner runner{context};
+  /// The first stop signal received (0: none); set by the round loop's signal observer.
+  int interruptSignal = 0;
+
+ private:
+  void connect();
+  rdzv::NodeDescriptor describeSelf() const;
+  void openRendezvous(const rdzv::NodeDescriptor& self);
+  void prepareWorkersStore(const rdzv::NodeDescriptor& self);
+};
+
+}  // namespace pltrun

@@ -1,0 +1,180 @@
+#include "launcher/agent/round_run.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "launcher/plan/text_parsing.h"
+#include "pltrun/error.h"
+#include "rendezvous/store/store_table.h"
+
+namespace pltrun {
+
+namespace {
+
+using rdzv::RoundEnd;
+using Reason = rdzv::RoundEnd::Reason;
+
+// How often an agent whose workers are done says how many nodes have finished.
+constexpr std::chrono::seconds kProgressInterval{10};
+
+// A port read from the store: anything else there is a clear error naming the key.
+int parsePortValue(const std::string& key, const std::string& value) {
+  const std::optional<long long> port = parseInteger(value);
+  if (!port || *port < 1 || *port > 65535) {
+    throw Error(ErrorCode::Protocol, "rendezvous: the store holds " + rdzv::printableKey(value) + " at " +
+                                         rdzv::printableKey(key) + ", not the port pltrun writes there");
+  }
+  return static_cast<int>(*port);
+}
+
+}  // namespace
+
+RoundRun::RoundRun(AgentSession& session, const rdzv::RoundInfo& info) : session_(session), info_(info) {}
+
+RoundRun::~RoundRun() = default;
+
+RoundReport RoundRun::run() {
+  const std::optional<NodePlacement> placement = placeThisNode();
+  if (!placement) return ended();
+  const AgentSession& s = session_;
+  const RunPlan plan{s.job.config, s.job.inherited, s.directory, s.job.command, s.job.layout, s.job.runId, s.host};
+  const std::vector<WorkerSpec> specs = workerSpecsFor(plan, info_.round, *placement);
+
+  GroupSettings settings = session_.groupSettings(info_.round);
+  settings.onRootCause = [this](const WorkerSpec& spec, pid_t pid, const ProcessEnd& end) {
+    onRootCause(spec, pid, end);
+  };
+  group_ = std::make_unique<WorkerGroup>(session_.context, session_.runner.console(), session_.guard, settings);
+  session_.runner.start(*group_, specs);
+  watch();
+  const GroupOutcome outcome = session_.runner.waitForGroup();
+
+  if (session_.interruptSignal != 0 || outcome.kind == GroupOutcome::Kind::Interrupted) {
+    return RoundReport{RoundReport::Kind::Interrupted, {}, false, "", outcome};
+  }
+  if (reportedHere_ && end_->final && outcome.rootCause) {
+    printFailureReport(*outcome.rootCause, outcome.others, session_.directory.failureReportPath());
+  }
+  if (!end_ && !storeLost_ && outcome.kind == GroupOutcome::Kind::Succeeded) {
+    waitForOtherNodes();
+    if (session_.interruptSignal != 0) return RoundReport{RoundReport::Kind::Interrupted, {}, false, "", std::nullopt};
+  }
+  watcher_.reset();
+  // The watcher's thread has ended: run what it posted while the group still exists.
+  session_.runner.runPending();
+  return ended();
+}
+
+RoundReport RoundRun::ended() const {
+  if (storeLost_ && !end_) return RoundReport{RoundReport::Kind::StoreLost, {}, false, *storeLost_, std::nullopt};
+  return RoundReport{RoundReport::Kind::Ended, *end_, reportedHere_, "", std::nullopt};
+}
+
+// The workers' store is node rank 0's, at the address it joined with, on a port it
+// publishes in the round's keys: the agent's own store, new this round (the agent store),
+// or the one rank 0's worker opens (--no-agent-store, torchrun's way). Either way the
+// workers never reach the rendezvous store and no round sees another's keys. Empty when
+// rank 0's node never said which port: the round then ends, as a failed rendezvous.
+std::optional<NodePlacement> RoundRun::placeThisNode() {
+  const rdzv::NodeAssignment& assignment = info_.assignment;
+  NodePlacement node;
+  node.nodeRank = assignment.nodeRank;
+  node.nnodes = assignment.nnodes;
+  node.worldSize = assignment.worldSize;
+  node.firstRank = assignment.firstRank;
+  node.useAgentStore = session_.workersStore->hostedHere();
+  node.masterAddr = assignment.rank0Addr;
+  const std::string key = session_.rendezvous->roundKey(info_.round, "master_port");
+  try {
+    if (assignment.nodeRank == 0) {
+      node.masterPort = session_.workersStore->openNext();
+      session_.store->set(key, std::to_string(node.masterPort));
+    } else {
+      node.masterPort = parsePortValue(key, session_.store->get(key, session_.settings.closeTimeout));
+    }
+  } catch (const Error& error) {
+    RoundEnd failed;
+    failed.reason = Reason::RendezvousFailed;
+    failed.host = session_.host;
+    failed.message = std::string("no store port from rank 0's node: ") + error.what();
+    end_ = session_.rendezvous->endRound(info_.round, failed);
+    return std::nullopt;
+  }
+  return node;
+}
+
+// The first failure is announced at once, before this node's workers are stopped: the
+// other nodes stop theirs meanwhile, and the report stays with the node that failed.
+void RoundRun::onRootCause(const WorkerSpec& spec, pid_t pid, const ProcessEnd& end) {
+  if (end_ || storeLost_) return;
+  RoundEnd failure;
+  failure.host = session_.host;
+  failure.status = end.shellStatus();
+  failure.message = "rank " + std::to_string(spec.rank) + " (local rank " + std::to_string(spec.localRank) + ", pid " +
+                    std::to_string(pid) + ") ended with " + end.describe();
+  try {
+    end_ = session_.rendezvous->reportWorkerFailure(info_.round, failure, session_.job.config.maxRestarts);
+    reportedHere_ =
+        end_->reason == Reason::WorkerFailed && end_->host == session_.host && end_->message == failure.message;
+  } catch (const Error& error) {
+    storeLost_ = error.what();
+  }
+}
+
+// The watcher runs on a thread of its own and posts what it sees to the event loop: a round
+// end stops this node's workers; a lost store kills them at once (fencing: the others may
+// re-form without this node any moment now).
+void RoundRun::watch() {
+  rdzv::RoundWatcherSettings watchSettings;
+  watchSettings.keepAliveInterval = session_.settings.keepAliveInterval;
+  watchSettings.keepAliveMaxAttempt = session_.settings.keepAliveMaxAttempt;
+  WorkerGroup& group = *group_;
+  watcher_ = std::make_unique<rdzv::RoundWatcher>(
+      session_.connectWatcherStore(), *session_.rendezvous, info_, watchSettings,
+      [this, &group](const RoundEnd& end) {
+        boost::asio::post(session_.context, [this, &group, end] {
+          if (!end_) end_ = end;
+          group.stop();
+        });
+      },
+      [this, &group](const std::string& message) {
+        boost::asio::post(session_.context, [this, &group, message] {
+          storeLost_ = message;
+          group.kill();
+        });
+      });
+}
+
+// This node's workers all succeeded: it says so, then waits for the round's end (every
+// node done, or a failure elsewhere that restarts everyone), saying who is still running.
+void RoundRun::waitForOtherNodes() {
+  try {
+    session_.rendezvous->reportSucceeded(info_);
+  } catch (const Error& error) {
+    storeLost_ = error.what();
+    return;
+  }
+  spdlog::info("this node's {} workers succeeded; waiting for the other nodes", session_.job.layout.workerCount);
+  boost::asio::steady_timer progress(session_.context);
+  std::function<void()> reportProgress = [&] {
+    progress.expires_after(kProgressInterval);
+    progress.async_wait([&](boost::system::error_code error) {
+      if (error || end_ || storeLost_) return;
+      try {
+        const auto done = session_.store->add(session_.rendezvous->roundKey(info_.round, "done"), 0);
+        spdlog::info("waiting for the other nodes: {} of {} have finished", done, info_.assignment.nnodes);
+      } catch (const Error&) {
+        // The watcher reports a lost store.
+      }
+      reportProgress();
+    });
+  };
+  reportProgress();
+  session_.runner.runUntil([&] { return end_ || storeLost_ || session_.interruptSignal != 0; });
+  progress.cancel();
+  session_.runner.runPending();
+}
+
+}  // namespace pltrun

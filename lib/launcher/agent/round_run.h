@@ -1,0 +1,62 @@
+#pragma once
+// One round on this node: the port of the round's workers' store (published by node rank 0,
+// read by the others), this node's workers, and what ends the round here: a failure of one
+// of them (reported to the other nodes at once), a round end the watcher sees (a failure,
+// a lost or a new node elsewhere; every node done), the store lost, or a stop signal.
+// What the job does next is the round loop's to decide (elastic_agent.cc).
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "launcher/agent/agent_session.h"
+#include "launcher/process/attempt_plan.h"
+#include "rendezvous/elastic/round_watcher.h"
+
+namespace pltrun {
+
+/// How a round ended for this node.
+struct RoundReport {
+  enum class Kind {
+    Ended,        ///< `end` holds (this node's or another's)
+    StoreLost,    ///< the store went away first: `storeLost` says how; the workers were killed
+    Interrupted,  ///< a stop signal came: `outcome` is the workers' (if they had started)
+  };
+  Kind kind = Kind::Ended;
+  rdzv::RoundEnd end;
+  bool reportedHere = false;  ///< this node reported the failure that ended the round
+  std::string storeLost;
+  std::optional<GroupOutcome> outcome;
+};
+
+class RoundRun {
+ public:
+  RoundRun(AgentSession& session, const rdzv::RoundInfo& info);
+  ~RoundRun();
+  RoundRun(const RoundRun&) = delete;
+  RoundRun& operator=(const RoundRun&) = delete;
+
+  /// Runs the round to its end on this node. After an Interrupted report the round's watcher
+  /// and workers' group live on until this object is destroyed, so that the stop can still
+  /// be announced within the round.
+  RoundReport run();
+
+ private:
+  std::optional<NodePlacement> placeThisNode();
+  void onRootCause(const WorkerSpec& spec, pid_t pid, const ProcessEnd& end);
+  void watch();
+  void waitForOtherNodes();
+  RoundReport ended() const;
+
+  AgentSession& session_;
+  const rdzv::RoundInfo& info_;
+  // Set from the group's and the watcher's callbacks, on the event loop's thread: the first
+  // round end seen, or the store lost; whichever comes first settles the round.
+  std::optional<rdzv::RoundEnd> end_;
+  std::optional<std::string> storeLost_;
+  bool reportedHere_ = false;
+  std::unique_ptr<WorkerGroup> group_;
+  std::unique_ptr<rdzv::RoundWatcher> watcher_;  // after group_: destroyed before it
+};
+
+}  // namespace pltrun

@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""Lists the functions longer than a limit in the C++ sources (issue 12: none over 60 lines).
+
+A function is a definition whose body opens at the end of a line at column 0 (this tree's
+clang-format style: namespaces are not indented) and closes with a "}" at column 0; the
+count is of the lines between the signature's first line and the closing brace, inclusive.
+Usage: scripts/function-lengths.py [--limit N] DIR...   (exit 1 if any is longer)
+"""
+import pathlib
+import re
+import sys
+
+NOT_FUNCTIONS = re.compile(r"^(namespace|struct|class|enum|union|extern)\b|=\s*\{$")
+
+
+def long_functions(path, limit):
+    lines = path.read_text(encoding="utf-8").splitlines()
+    found = []
+    start = None
+    for number, line in enumerate(lines):
+        if start is None:
+            if line.endswith("{") and line[:1] not in (" ", "\t", "#", "/", "}", "") and not NOT_FUNCTIONS.search(line):
+                # The signature may span lines: go back to its first line.
+                first = number
+                while first > 0 and lines[first - 1][:1] in (" ", "\t") and not lines[first - 1].rstrip().endswith((";", "}", "{")):
+                    first -= 1
+                start = first
+        elif line == "}" or line.startswith("}  //"):
+            length = number - start + 1
+            if length > limit:
+                found.append((length, f"{path}:{start + 1}: {lines[start].strip()[:90]}"))
+            start = None
+    return found
+
+
+def main(argv):
+    limit = 60
+    if len(argv) >= 2 and argv[0] == "--limit":
+        limit, argv = int(argv[1]), argv[2:]
+    found = []
+    for root in argv:
+        for path in sorted(pathlib.Path(root).rglob("*")):
+            if path.suffix in (".cc", ".h", ".cu", ".c"):
+                found += long_functions(path, limit)
+    for length, where in sorted(found, reverse=True):
+        print(f"{length:4d} lines  {where}")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
