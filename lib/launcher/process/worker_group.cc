@@ -6,9 +6,6 @@
 namespace pltrun {
 namespace {
 
-// After every worker has ended, how long their pipes may stay open. Only a descendant that
-// left its process group (setsid) can hold one open past the final SIGKILL sweep.
-constexpr std::chrono::seconds kDrainTimeout{2};
 constexpr size_t kStderrTailLines = 20;
 
 bool isStopSignal(int signal) { return signal != SIGUSR1 && signal != SIGUSR2; }
@@ -19,21 +16,22 @@ struct WorkerGroup::Worker {
   WorkerSpec spec;
   std::unique_ptr<OutputStream> stdoutStream;
   std::unique_ptr<OutputStream> stderrStream;
-  std::unique_ptr<WorkerProcess> process;
+  std::unique_ptr<StartedProcess> process;
   pid_t pid = 0;
   std::optional<ProcessEnd> end;
   std::chrono::system_clock::time_point endTime;
 };
 
 WorkerGroup::WorkerGroup(boost::asio::io_context& context, ConsoleWriter& console, OrphanGuard& guard,
-                         GroupSettings settings)
+                         GroupSettings settings, ProcessRuntime runtime)
     : context_(context),
       console_(console),
       guard_(guard),
       settings_(std::move(settings)),
-      killTimer_(context),
-      drainTimer_(context),
-      failureTimer_(context) {}
+      runtime_(runtime),
+      killTimer_(runtime.timers.makeTimer(context)),
+      drainTimer_(runtime.timers.makeTimer(context)),
+      failureTimer_(runtime.timers.makeTimer(context)) {}
 
 WorkerGroup::~WorkerGroup() {
   // Normally finish() has run. On an error path the workers' destructors kill and reap
@@ -51,8 +49,8 @@ void WorkerGroup::start(const std::vector<WorkerSpec>& specs, std::function<void
     worker->spec = spec;
     worker->stdoutStream = std::make_unique<OutputStream>(context_, spec.consolePrefix, spec.stdoutRoute, console_);
     worker->stderrStream = std::make_unique<OutputStream>(context_, spec.consolePrefix, spec.stderrRoute, console_);
-    worker->process = std::make_unique<WorkerProcess>(context_, spec.launch, worker->stdoutStream->pipe(),
-                                                      worker->stderrStream->pipe());
+    worker->process =
+        runtime_.starter.start(context_, spec.launch, worker->stdoutStream->pipe(), worker->stderrStream->pipe());
     worker->pid = worker->process->groupId();
     guard_.watchGroup(worker->process->groupId());
     workers_.push_back(std::move(worker));
@@ -80,9 +78,8 @@ void WorkerGroup::onWorkerEnd(Worker& worker, ProcessEnd end) {
                  end.describe());
     if (settings_.onRootCause) settings_.onRootCause(worker.spec, worker.pid, end);
     if (settings_.stopDelayAfterFailure.count() > 0) {
-      failureTimer_.expires_after(settings_.stopDelayAfterFailure);
-      failureTimer_.async_wait([this](boost::system::error_code error) {
-        if (error || finished_ || running_ == 0 || stopping_) return;
+      failureTimer_->expireAfter(settings_.stopDelayAfterFailure, [this] {
+        if (finished_ || running_ == 0 || stopping_) return;
         stopRunningWorkers(SIGTERM);
       });
     } else {
@@ -132,10 +129,9 @@ void WorkerGroup::kill() {
 void WorkerGroup::stopRunningWorkers(int signal) {
   stopping_ = true;
   signalRunningWorkers(signal);
-  killTimer_.expires_after(settings_.termTimeout);
-  killTimer_.async_wait([this](boost::system::error_code error) {
-    // Cancelled (every worker ended in time), or queued just before the group finished.
-    if (error || finished_ || running_ == 0) return;
+  killTimer_->expireAfter(settings_.termTimeout, [this] {
+    // The deadline passed just as the last worker ended: the cancel came too late.
+    if (finished_ || running_ == 0) return;
     spdlog::warn("workers still running {} s after being told to stop: sending SIGKILL",
                  settings_.termTimeout.count() / 1000.0);
     killRunningWorkers();
@@ -151,8 +147,8 @@ void WorkerGroup::signalRunningWorkers(int signal) {
 }
 
 void WorkerGroup::afterAllEnded() {
-  killTimer_.cancel();
-  failureTimer_.cancel();
+  killTimer_->cancel();
+  failureTimer_->cancel();
   // Whatever is left in a worker's process group has lost its leader: an orphan. Kill it,
   // so nothing a worker started outlives the attempt.
   for (auto& worker : workers_) worker->process->signalGroup(SIGKILL);
@@ -160,9 +156,8 @@ void WorkerGroup::afterAllEnded() {
     finish();
     return;
   }
-  drainTimer_.expires_after(kDrainTimeout);
-  drainTimer_.async_wait([this](boost::system::error_code error) {
-    if (error || finished_) return;
+  drainTimer_->expireAfter(kDrainTimeout, [this] {
+    if (finished_) return;
     spdlog::warn("a process that left its worker's process group still holds its output open; not waiting for it");
     for (auto& worker : workers_) {
       worker->stdoutStream->abandon();
@@ -179,7 +174,7 @@ void WorkerGroup::onStreamEnd() {
 void WorkerGroup::finish() {
   if (finished_) return;
   finished_ = true;
-  drainTimer_.cancel();
+  drainTimer_->cancel();
   for (auto& worker : workers_) guard_.forgetGroup(worker->process->groupId());
   if (onDone_) onDone_();
 }

@@ -4,7 +4,6 @@
 // signal, a grace period, then SIGKILL), and drains their output to the last byte.
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -15,6 +14,7 @@
 #include "launcher/process/failure_report.h"
 #include "launcher/process/orphan_guard.h"
 #include "launcher/process/output_stream.h"
+#include "launcher/process/process_runtime.h"
 #include "launcher/process/worker_process.h"
 
 namespace pltrun {
@@ -55,7 +55,14 @@ struct GroupOutcome {
 
 class WorkerGroup {
  public:
-  WorkerGroup(boost::asio::io_context& context, ConsoleWriter& console, OrphanGuard& guard, GroupSettings settings);
+  /// After every worker has ended, how long their pipes may stay open. Only a descendant
+  /// that left its process group (setsid) can hold one open past the final SIGKILL sweep.
+  static constexpr std::chrono::milliseconds kDrainTimeout{2000};
+
+  /// `runtime`: what starts the workers and times the deadlines (real processes and clock;
+  /// fakes in unit tests).
+  WorkerGroup(boost::asio::io_context& context, ConsoleWriter& console, OrphanGuard& guard, GroupSettings settings,
+              ProcessRuntime runtime = realProcessRuntime());
   ~WorkerGroup();
 
   /// Starts every worker; `onDone` runs once all have ended and their output is drained.
@@ -92,10 +99,11 @@ class WorkerGroup {
   ConsoleWriter& console_;
   OrphanGuard& guard_;
   GroupSettings settings_;
+  ProcessRuntime runtime_;
   std::vector<std::unique_ptr<Worker>> workers_;
-  boost::asio::steady_timer killTimer_;
-  boost::asio::steady_timer drainTimer_;
-  boost::asio::steady_timer failureTimer_;
+  std::unique_ptr<Timer> killTimer_;
+  std::unique_ptr<Timer> drainTimer_;
+  std::unique_ptr<Timer> failureTimer_;
   std::function<void()> onDone_;
   size_t running_ = 0;
   size_t openStreams_ = 0;

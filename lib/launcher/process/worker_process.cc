@@ -73,16 +73,6 @@ class FilledPipe {
 
 }  // namespace
 
-std::string signalName(int signal) {
-  const char* abbreviation = sigabbrev_np(signal);
-  return abbreviation ? std::string("SIG") + abbreviation : "signal " + std::to_string(signal);
-}
-
-std::string ProcessEnd::describe() const {
-  if (signal != 0) return "signal " + signalName(signal) + " (" + std::to_string(signal) + ")";
-  return "exit code " + std::to_string(exitCode);
-}
-
 struct WorkerProcess::Impl {
   bp::process process;
 };
@@ -136,9 +126,16 @@ void WorkerProcess::asyncWaitForEnd(std::function<void(ProcessEnd)> onEnd) {
   });
 }
 
-void WorkerProcess::signalGroup(int signal) const {
+void WorkerProcess::signalGroup(int signal) {
   // The group outlives its leader while its children run, so the group id stays valid.
   if (groupId_ > 0) kill(-groupId_, signal);
+}
+
+std::unique_ptr<StartedProcess> WorkerProcessStarter::start(boost::asio::io_context& context,
+                                                            const ProcessLaunch& launch,
+                                                            boost::asio::readable_pipe& stdoutPipe,
+                                                            boost::asio::readable_pipe& stderrPipe) {
+  return std::make_unique<WorkerProcess>(context, launch, stdoutPipe, stderrPipe);
 }
 
 }  // namespace pltrun

@@ -6,8 +6,9 @@
 
 namespace pltrun {
 
-Supervisor::Supervisor(boost::asio::io_context& context, SupervisorOptions options, OrphanGuard& guard)
-    : context_(context), options_(std::move(options)), guard_(guard) {}
+Supervisor::Supervisor(boost::asio::io_context& context, SupervisorOptions options, OrphanGuard& guard,
+                       ProcessRuntime runtime)
+    : context_(context), options_(std::move(options)), guard_(guard), runtime_(runtime) {}
 
 int Supervisor::run(const AttemptPlanner& planAttempt) {
   GroupRunner runner(context_);
@@ -18,7 +19,7 @@ int Supervisor::run(const AttemptPlanner& planAttempt) {
     settings.attempt = attempt;
     settings.termTimeout = options_.termTimeout;
     settings.host = options_.host;
-    WorkerGroup group(context_, runner.console(), guard_, settings);
+    WorkerGroup group(context_, runner.console(), guard_, settings, runtime_);
     const std::vector<WorkerSpec> specs = planAttempt(attempt);
     GroupOutcome outcome = runner.run(group, specs);
     const AfterAttempt next = decideAfterAttempt(outcome, attempt, options_.maxRestarts);

@@ -39,8 +39,10 @@ using AttemptPlanner = std::function<std::vector<WorkerSpec>(int attempt)>;
 
 class Supervisor {
  public:
-  /// Runs on `context`, which may also serve other things (the agent store).
-  Supervisor(boost::asio::io_context& context, SupervisorOptions options, OrphanGuard& guard);
+  /// Runs on `context`, which may also serve other things (the agent store); every
+  /// attempt's group runs on `runtime` (real processes and clock; fakes in unit tests).
+  Supervisor(boost::asio::io_context& context, SupervisorOptions options, OrphanGuard& guard,
+             ProcessRuntime runtime = realProcessRuntime());
 
   /// 0 when every worker of an attempt succeeded; the root-cause worker's own status
   /// (exit code, or 128 + signal) after the last allowed attempt failed; 128 + the signal
@@ -51,6 +53,7 @@ class Supervisor {
   boost::asio::io_context& context_;
   SupervisorOptions options_;
   OrphanGuard& guard_;
+  ProcessRuntime runtime_;
 };
 
 }  // namespace pltrun
