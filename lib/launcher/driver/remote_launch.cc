@@ -110,9 +110,9 @@ std::vector<std::string> agentArguments(const LaunchConfig& config, const HostSl
   } else if (host.slots > 0) {
     args.insert(args.end(), {"--nproc-per-node", std::to_string(host.slots)});
   } else if (config.nprocPerNode) {
-    args.insert(args.end(), {"--nproc-per-node", *config.nprocPerNode});
+    args.insert(args.end(), {"--nproc-per-node", workerCountText(*config.nprocPerNode)});
   } else if (config.devices) {
-    args.insert(args.end(), {"--devices", *config.devices});
+    args.insert(args.end(), {"--devices", deviceSelectionText(*config.devices)});
   }
   if (config.logDir) args.insert(args.end(), {"--log-dir", *config.logDir});
   if (!config.prefixOutput) args.push_back("--no-prefix");
