@@ -173,4 +173,9 @@ TEST_CASE("the flag text of a selection parses back to the same selection", "[de
     CHECK(deviceSelectionText(parseDeviceSelection("[2]")) == "2,");
     CHECK(parseDevices(deviceSelectionText(parseDeviceSelection("[2]")), 4) == Indices{2});
   }
+  SECTION("the slots --include/--exclude leave on a host") {
+    CHECK(deviceSelectionText(pltrun::listedDevices({0, 2})) == "0,2");
+    CHECK(deviceSelectionText(pltrun::listedDevices({3})) == "3,");
+    CHECK(parseDevices(deviceSelectionText(pltrun::listedDevices({3})), 4) == Indices{3});
+  }
 }

@@ -104,9 +104,7 @@ std::vector<std::string> agentArguments(const LaunchConfig& config, const HostSl
                  ",keep_alive_max_attempt=" + std::to_string(rdzv.keepAliveMaxAttempt) +
                  ",read_timeout=" + secondsText(rdzv.readTimeout));
   if (!host.devices.empty()) {
-    std::string devices;
-    for (int device : host.devices) devices += (devices.empty() ? "" : ",") + std::to_string(device);
-    args.insert(args.end(), {"--devices", devices});
+    args.insert(args.end(), {"--devices", deviceSelectionText(listedDevices(host.devices))});
   } else if (host.slots > 0) {
     args.insert(args.end(), {"--nproc-per-node", std::to_string(host.slots)});
   } else if (config.nprocPerNode) {

@@ -79,6 +79,14 @@ DeviceSelection parseDeviceSelection(const std::string& value) {
   return selection;
 }
 
+DeviceSelection listedDevices(const std::vector<int>& indices) {
+  DeviceSelection selection;
+  selection.kind = DeviceSelection::Kind::Listed;
+  selection.indices.assign(indices.begin(), indices.end());
+  selection.spelled = deviceSelectionText(selection);
+  return selection;
+}
+
 std::string deviceSelectionText(const DeviceSelection& selection) {
   switch (selection.kind) {
     case DeviceSelection::Kind::All:

@@ -34,6 +34,9 @@ struct DeviceSelection {
 /// negative numbers other than -1, and duplicates.
 DeviceSelection parseDeviceSelection(const std::string& value);
 
+/// The selection of these GPU indices (--include host:0,2 hands them to the host's agent).
+DeviceSelection listedDevices(const std::vector<int>& indices);
+
 /// The flag text that parses back to `selection` ("3", "-1", "1,3"; one listed GPU is
 /// written "2,", since "2" would be a count): what the driver forwards to its agents.
 std::string deviceSelectionText(const DeviceSelection& selection);
