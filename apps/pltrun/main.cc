@@ -42,7 +42,8 @@ int main(int argc, char** argv) {
   signal(SIGCHLD, SIG_DFL);
 
   try {
-    auto parsed = pltrun::parseCommandLine(argc, argv);
+    // The one place the parser meets the process: its environment and the file system.
+    auto parsed = pltrun::parseCommandLine(argc, argv, pltrun::currentEnvironment(), pltrun::readFileFromDisk);
     if (auto* information = std::get_if<pltrun::InformationRequest>(&parsed)) {
       std::fputs(information->text.c_str(), stdout);
       return 0;

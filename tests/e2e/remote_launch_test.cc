@@ -221,3 +221,45 @@ TEST_CASE("many hosts: the driver's rendezvous admits only its agents, whose sec
   CHECK(end.status == 128 + SIGINT);
   CHECK(noneLeftMentioning("remote-auth", 10s));
 }
+
+TEST_CASE("many hosts: --devices, --nproc-per-node and --include slots reach every host's agent",
+          "[remote][e2e][devices]") {
+  SKIP_WITHOUT_SSHD();
+  Hosts hosts;
+  TempDir directory;
+  // Each worker's GROUP_RANK (its host), LOCAL_WORLD_SIZE and CUDA_VISIBLE_DEVICES.
+  auto placements = [&](int workers) {
+    std::multiset<std::string> found;
+    for (int rank = 0; rank < workers; ++rank) {
+      json env = json::parse(readFile(directory / ("env_" + std::to_string(rank) + ".json")));
+      CHECK(env["WORLD_SIZE"] == std::to_string(workers));
+      found.insert(env["GROUP_RANK"].get<std::string>() + " " + env["LOCAL_WORLD_SIZE"].get<std::string>() + " " +
+                   env.value("CUDA_VISIBLE_DEVICES", "(unset)"));
+    }
+    return found;
+  };
+  auto run = [&](const std::string& runId, const std::vector<std::string>& flags,
+                 const std::vector<std::string>& hostFlags) {
+    std::vector<std::string> extra = {"-x", "PLTRUN_FAKE_GPUS=4"};  // every host has 4 GPUs
+    extra.insert(extra.end(), flags.begin(), flags.end());
+    extra.insert(extra.end(), {testWorker(), "env", directory.path()});
+    ChildProcess driver(hosts.driverArgs(runId, extra, hostFlags));
+    Finished end = driver.wait(90s);
+    INFO(end.err);
+    REQUIRE(end.status == 0);
+    CHECK(noneLeftMentioning(runId, 10s));
+  };
+  const std::vector<std::string> bareHosts = {"--hosts", "127.0.0.1,127.0.0.2"};
+  SECTION("--devices as a list") {
+    run("remote-devices", {"--devices", "[1, 3]"}, bareHosts);
+    CHECK(placements(4) == std::multiset<std::string>{"0 2 1,3", "0 2 1,3", "1 2 1,3", "1 2 1,3"});
+  }
+  SECTION("--nproc-per-node gpu") {
+    run("remote-nproc", {"--nproc-per-node", "gpu"}, bareHosts);
+    CHECK(placements(8).count("1 4 (unset)") == 4);
+  }
+  SECTION("--include: one slot of a host is that GPU, not a count of GPUs") {
+    run("remote-include", {"--include", "127.0.0.1:2@127.0.0.2:1,3"}, {"--hosts", "127.0.0.1:4,127.0.0.2:4"});
+    CHECK(placements(3) == std::multiset<std::string>{"0 1 2", "1 2 1,3", "1 2 1,3"});
+  }
+}

@@ -1,5 +1,6 @@
 // parseCommandLine: torchrun's flags in both spellings, Lightning's --devices, pltrun's own
-// flags, PET_* defaults, and the rule that nothing from PROGRAM on is read as a flag.
+// flags, PET_* defaults, and the rule that nothing from PROGRAM on is read as a flag. The
+// environment and the files are the parser's arguments: every test gives its own.
 
 #include "launcher/plan/command_line.h"
 
@@ -11,39 +12,50 @@
 #include <variant>
 #include <vector>
 
-#include "launcher/plan/text_parsing.h"
 #include "launcher/plan/worker_layout.h"
 #include "pltrun/error.h"
 #include "scoped_env.h"
 
 using Catch::Matchers::Contains;
+using pltrun::DeviceSelection;
+using pltrun::Environment;
 using pltrun::Error;
 using pltrun::ErrorCode;
+using pltrun::FileReadError;
 using pltrun::InformationRequest;
 using pltrun::LaunchConfig;
 using pltrun::ProgramKind;
 using pltrun::RendezvousBackend;
+using pltrun::WorkerCount;
 using pltrun_test::ScopedEnv;
 
 namespace {
 
-// `arguments` without argv[0]; "pltrun" is put in front.
-std::variant<LaunchConfig, InformationRequest> parse(const std::vector<std::string>& arguments) {
-  std::vector<const char*> argv{"pltrun"};
-  for (const std::string& argument : arguments) argv.push_back(argument.c_str());
-  return pltrun::parseCommandLine(static_cast<int>(argv.size()), argv.data());
+// A file system with no file in it.
+std::string noFiles(const std::string&) {
+  throw FileReadError(FileReadError::Reason::CannotOpen, "No such file or directory");
 }
 
-LaunchConfig parseConfig(const std::vector<std::string>& arguments) {
-  auto result = parse(arguments);
+// `arguments` without argv[0]; "pltrun" is put in front. `env` is all the parser sees of
+// an environment (the test process's own is never read).
+std::variant<LaunchConfig, InformationRequest> parse(const std::vector<std::string>& arguments,
+                                                     const Environment& env = {},
+                                                     const pltrun::FileReader& readFile = noFiles) {
+  std::vector<const char*> argv{"pltrun"};
+  for (const std::string& argument : arguments) argv.push_back(argument.c_str());
+  return pltrun::parseCommandLine(static_cast<int>(argv.size()), argv.data(), env, readFile);
+}
+
+LaunchConfig parseConfig(const std::vector<std::string>& arguments, const Environment& env = {}) {
+  auto result = parse(arguments, env);
   REQUIRE(std::holds_alternative<LaunchConfig>(result));
   return std::get<LaunchConfig>(result);
 }
 
 // The error parseCommandLine throws; fails the test when it throws nothing or something else.
-Error parseError(const std::vector<std::string>& arguments) {
+Error parseError(const std::vector<std::string>& arguments, const Environment& env = {}) {
   try {
-    parse(arguments);
+    parse(arguments, env);
   } catch (const Error& error) {
     return error;
   }
@@ -52,8 +64,9 @@ Error parseError(const std::vector<std::string>& arguments) {
 }
 
 // Requires an InvalidArgument error whose message contains every one of `fragments`.
-void requireInvalid(const std::vector<std::string>& arguments, std::initializer_list<std::string> fragments) {
-  Error error = parseError(arguments);
+void requireInvalid(const std::vector<std::string>& arguments, std::initializer_list<std::string> fragments,
+                    const Environment& env = {}) {
+  Error error = parseError(arguments, env);
   CHECK(error.code() == ErrorCode::InvalidArgument);
   for (const std::string& fragment : fragments) CHECK_THAT(error.what(), Contains(fragment));
 }
@@ -61,7 +74,6 @@ void requireInvalid(const std::vector<std::string>& arguments, std::initializer_
 }  // namespace
 
 TEST_CASE("defaults when only PROGRAM is given", "[command_line]") {
-  ScopedEnv noNproc("PET_NPROC_PER_NODE", std::nullopt);
   LaunchConfig config = parseConfig({"train.py"});
   CHECK(config.program == "train.py");
   CHECK(config.programArgs.empty());
@@ -95,23 +107,26 @@ TEST_CASE("defaults when only PROGRAM is given", "[command_line]") {
 }
 
 TEST_CASE("flag --nproc-per-node accepts both spellings and both value forms", "[command_line]") {
-  ScopedEnv noNproc("PET_NPROC_PER_NODE", std::nullopt);
-  SECTION("--nproc-per-node 4") { CHECK(parseConfig({"--nproc-per-node", "4", "p"}).nprocPerNode == "4"); }
-  SECTION("--nproc-per-node=4") { CHECK(parseConfig({"--nproc-per-node=4", "p"}).nprocPerNode == "4"); }
-  SECTION("--nproc_per_node 4") { CHECK(parseConfig({"--nproc_per_node", "4", "p"}).nprocPerNode == "4"); }
-  SECTION("--nproc_per_node=4") { CHECK(parseConfig({"--nproc_per_node=4", "p"}).nprocPerNode == "4"); }
+  const WorkerCount four = WorkerCount::fixed(4);
+  SECTION("--nproc-per-node 4") { CHECK(parseConfig({"--nproc-per-node", "4", "p"}).nprocPerNode == four); }
+  SECTION("--nproc-per-node=4") { CHECK(parseConfig({"--nproc-per-node=4", "p"}).nprocPerNode == four); }
+  SECTION("--nproc_per_node 4") { CHECK(parseConfig({"--nproc_per_node", "4", "p"}).nprocPerNode == four); }
+  SECTION("--nproc_per_node=4") { CHECK(parseConfig({"--nproc_per_node=4", "p"}).nprocPerNode == four); }
 }
 
 TEST_CASE("flag --nproc-per-node accepts an integer, gpu, cpu and auto", "[command_line]") {
-  ScopedEnv noNproc("PET_NPROC_PER_NODE", std::nullopt);
   for (std::string value : {"1", "8", "4096", "gpu", "cpu", "auto"}) {
     INFO("value " << value);
-    CHECK(parseConfig({"--nproc-per-node", value, "p"}).nprocPerNode == value);
+    std::optional<WorkerCount> count = parseConfig({"--nproc-per-node", value, "p"}).nprocPerNode;
+    REQUIRE(count.has_value());
+    CHECK(pltrun::workerCountText(*count) == value);
   }
+  CHECK(parseConfig({"--nproc-per-node", "gpu", "p"}).nprocPerNode == WorkerCount::of(WorkerCount::Kind::Gpu));
+  CHECK(parseConfig({"--nproc-per-node", "cpu", "p"}).nprocPerNode == WorkerCount::of(WorkerCount::Kind::Cpu));
+  CHECK(parseConfig({"--nproc-per-node", "auto", "p"}).nprocPerNode == WorkerCount::of(WorkerCount::Kind::Auto));
 }
 
 TEST_CASE("flag --nproc-per-node rejects values that are not a positive count or a keyword", "[command_line]") {
-  ScopedEnv noNproc("PET_NPROC_PER_NODE", std::nullopt);
   for (std::string value : {"0", "-1", "abc", "4x", "GPU", "1.5", "4097"}) {
     INFO("value " << value);
     requireInvalid({"--nproc-per-node", value, "p"}, {"--nproc-per-node", "'" + value + "'"});
@@ -122,53 +137,44 @@ TEST_CASE("flag --nproc-per-node rejects values that are not a positive count or
 }
 
 TEST_CASE("an accepted --nproc-per-node count is one the worker layout can read", "[command_line]") {
-  // resolveWorkerLayout reads an integer nprocPerNode with parseInteger and dereferences the
-  // result without checking ("validated when the command line was parsed"), so every count
-  // parseCommandLine accepts must be stored in a form parseInteger reads.
+  // The count is parsed once, here; resolveWorkerLayout takes the value as it is, so every
+  // count parseCommandLine accepts, spaces around it or not, must be stored as that number.
   for (std::string value : {"4", " 4", "4 ", "\t2"}) {
     INFO("value '" << value << "'");
     std::optional<LaunchConfig> config;
     try {
-      ScopedEnv noNproc("PET_NPROC_PER_NODE", std::nullopt);
       config = parseConfig({"--nproc-per-node", value, "p"});
     } catch (const Error& error) {
       CHECK(error.code() == ErrorCode::InvalidArgument);  // rejecting it is fine too
       continue;
     }
     REQUIRE(config->nprocPerNode.has_value());
-    auto count = pltrun::parseInteger(*config->nprocPerNode);
-    CHECK(count.has_value());
-    if (!count) continue;  // resolveWorkerLayout would dereference an empty optional
-    CHECK(*count == std::stoll(value));
-    CHECK(pltrun::resolveWorkerLayout(config->nprocPerNode, std::nullopt, {}, 1).workerCount == *count);
+    CHECK(config->nprocPerNode->kind == WorkerCount::Kind::Fixed);
+    CHECK(config->nprocPerNode->count == std::stoll(value));
+    CHECK(pltrun::resolveWorkerLayout(config->nprocPerNode, std::nullopt, {}, 1).workerCount == std::stoll(value));
   }
 }
 
 TEST_CASE("PET_NPROC_PER_NODE is the default for --nproc-per-node", "[command_line]") {
-  SECTION("used when the flag is absent") {
-    ScopedEnv env("PET_NPROC_PER_NODE", std::string("3"));
-    CHECK(parseConfig({"p"}).nprocPerNode == "3");
-  }
+  const Environment three{{"PET_NPROC_PER_NODE", "3"}};
+  SECTION("used when the flag is absent") { CHECK(parseConfig({"p"}, three).nprocPerNode == WorkerCount::fixed(3)); }
   SECTION("the flag wins over the variable") {
-    ScopedEnv env("PET_NPROC_PER_NODE", std::string("3"));
-    CHECK(parseConfig({"--nproc-per-node", "5", "p"}).nprocPerNode == "5");
-    CHECK(parseConfig({"--nproc_per_node=gpu", "p"}).nprocPerNode == "gpu");
+    CHECK(parseConfig({"--nproc-per-node", "5", "p"}, three).nprocPerNode == WorkerCount::fixed(5));
+    CHECK(parseConfig({"--nproc_per_node=gpu", "p"}, three).nprocPerNode == WorkerCount::of(WorkerCount::Kind::Gpu));
   }
   SECTION("a bad value in the variable is rejected like a bad flag") {
-    ScopedEnv env("PET_NPROC_PER_NODE", std::string("zero"));
-    requireInvalid({"p"}, {"--nproc-per-node", "'zero'"});
+    requireInvalid({"p"}, {"--nproc-per-node", "'zero'"}, {{"PET_NPROC_PER_NODE", "zero"}});
   }
-  SECTION("unset variable leaves the value empty") {
-    ScopedEnv env("PET_NPROC_PER_NODE", std::nullopt);
-    CHECK_FALSE(parseConfig({"p"}).nprocPerNode.has_value());
+  SECTION("unset variable leaves the value empty") { CHECK_FALSE(parseConfig({"p"}).nprocPerNode.has_value()); }
+  SECTION("an empty variable is as good as unset, as CLI11 has it") {
+    CHECK_FALSE(parseConfig({"p"}, {{"PET_NPROC_PER_NODE", ""}}).nprocPerNode.has_value());
   }
 }
 
 TEST_CASE("PROGRAM and everything after it belong to the program", "[command_line]") {
-  ScopedEnv noNproc("PET_NPROC_PER_NODE", std::nullopt);
   SECTION("pltrun flags after PROGRAM are program arguments, kept verbatim") {
     LaunchConfig config = parseConfig({"--nproc-per-node", "2", "prog", "--nproc-per-node", "7", "-m"});
-    CHECK(config.nprocPerNode == "2");
+    CHECK(config.nprocPerNode == WorkerCount::fixed(2));
     CHECK(config.program == "prog");
     CHECK(config.programArgs == std::vector<std::string>{"--nproc-per-node", "7", "-m"});
     CHECK(config.programKind == ProgramKind::Auto);  // the -m after PROGRAM is not pltrun's
@@ -329,10 +335,26 @@ TEST_CASE("flag --local-ranks-filter", "[command_line]") {
   requireInvalid({"--local-ranks-filter", "-1", "p"}, {"--local-ranks-filter", "'-1'"});
 }
 
-TEST_CASE("flag --devices is kept raw, to be resolved against the GPUs later", "[command_line]") {
-  CHECK(parseConfig({"--devices", "1, 3", "p"}).devices == "1, 3");
-  CHECK(parseConfig({"--devices=-1", "p"}).devices == "-1");
-  CHECK(parseConfig({"--devices", "[0]", "p"}).devices == "[0]");
+TEST_CASE("flag --devices is parsed now, to be resolved against the GPUs later", "[command_line]") {
+  std::optional<DeviceSelection> listed = parseConfig({"--devices", "1, 3", "p"}).devices;
+  REQUIRE(listed.has_value());
+  CHECK(listed->kind == DeviceSelection::Kind::Listed);
+  CHECK(listed->indices == std::vector<long long>{1, 3});
+  CHECK(listed->spelled == "1, 3");
+  std::optional<DeviceSelection> all = parseConfig({"--devices=-1", "p"}).devices;
+  REQUIRE(all.has_value());
+  CHECK(all->kind == DeviceSelection::Kind::All);
+  CHECK(all->spelled == "-1");
+  std::optional<DeviceSelection> first = parseConfig({"--devices", "[0]", "p"}).devices;
+  REQUIRE(first.has_value());
+  CHECK(first->kind == DeviceSelection::Kind::Listed);
+  CHECK(first->indices == std::vector<long long>{0});
+  CHECK(first->spelled == "[0]");
+  SECTION("malformed values are refused at once, with --devices' own message") {
+    requireInvalid({"--devices", "1,1", "p"}, {"--devices", "'1,1'", "GPU 1 is listed twice"});
+    requireInvalid({"--devices", "abc", "p"}, {"--devices", "'abc'", "expected a GPU count"});
+    requireInvalid({"p"}, {"--devices", "'-2'"}, {{"PET_DEVICES", "-2"}});
+  }
 }
 
 TEST_CASE("flag --rdzv-id and --run-id set the run id", "[command_line]") {
@@ -521,27 +543,16 @@ TEST_CASE("flag --local-addr is kept", "[command_line]") {
 }
 
 TEST_CASE("PET_* variables are the defaults of the rendezvous flags", "[command_line]") {
-  ScopedEnv nnodes("PET_NNODES", std::nullopt);
-  ScopedEnv backend("PET_RDZV_BACKEND", std::nullopt);
-  ScopedEnv endpoint("PET_RDZV_ENDPOINT", std::nullopt);
-  ScopedEnv conf("PET_RDZV_CONF", std::nullopt);
-  ScopedEnv id("PET_RDZV_ID", std::nullopt);
-  ScopedEnv nodeRank("PET_NODE_RANK", std::nullopt);
-  ScopedEnv localAddr("PET_LOCAL_ADDR", std::nullopt);
-  ScopedEnv maxRestarts("PET_MAX_RESTARTS", std::nullopt);
-  ScopedEnv masterAddr("PET_MASTER_ADDR", std::nullopt);
-  ScopedEnv masterPort("PET_MASTER_PORT", std::nullopt);
-
   SECTION("Kubeflow's elastic PyTorchJob: PET_NNODES=1:3 and PET_RDZV_ENDPOINT") {
-    ScopedEnv setNnodes("PET_NNODES", std::string("1:3"));
-    ScopedEnv setEndpoint("PET_RDZV_ENDPOINT", std::string("job-master-0:23456"));
-    ScopedEnv setBackend("PET_RDZV_BACKEND", std::string("c10d"));
-    ScopedEnv setConf("PET_RDZV_CONF", std::string("join_timeout=60,is_host=0"));
-    ScopedEnv setId("PET_RDZV_ID", std::string("job-7"));
-    ScopedEnv setRank("PET_NODE_RANK", std::string("2"));
-    ScopedEnv setLocal("PET_LOCAL_ADDR", std::string("job-worker-1"));
-    ScopedEnv setRestarts("PET_MAX_RESTARTS", std::string("5"));
-    LaunchConfig config = parseConfig({"p"});
+    const Environment env{{"PET_NNODES", "1:3"},
+                          {"PET_RDZV_ENDPOINT", "job-master-0:23456"},
+                          {"PET_RDZV_BACKEND", "c10d"},
+                          {"PET_RDZV_CONF", "join_timeout=60,is_host=0"},
+                          {"PET_RDZV_ID", "job-7"},
+                          {"PET_NODE_RANK", "2"},
+                          {"PET_LOCAL_ADDR", "job-worker-1"},
+                          {"PET_MAX_RESTARTS", "5"}};
+    LaunchConfig config = parseConfig({"p"}, env);
     CHECK(config.rdzv.backend == RendezvousBackend::C10d);
     CHECK(config.rdzv.minNodes == 1);
     CHECK(config.rdzv.maxNodes == 3);
@@ -556,41 +567,109 @@ TEST_CASE("PET_* variables are the defaults of the rendezvous flags", "[command_
     CHECK(config.maxRestarts == 5);
   }
   SECTION("PET_NNODES=1:3 and PET_RDZV_ENDPOINT alone infer c10d") {
-    ScopedEnv setNnodes("PET_NNODES", std::string("1:3"));
-    ScopedEnv setEndpoint("PET_RDZV_ENDPOINT", std::string("[::1]:29500"));
-    LaunchConfig config = parseConfig({"p"});
+    LaunchConfig config = parseConfig({"p"}, {{"PET_NNODES", "1:3"}, {"PET_RDZV_ENDPOINT", "[::1]:29500"}});
     CHECK(config.rdzv.backend == RendezvousBackend::C10d);
     CHECK(config.rdzv.maxNodes == 3);
     CHECK(config.rdzv.endpointHost == "::1");
     CHECK(config.rdzv.endpointPort == 29500);
   }
   SECTION("PET_NNODES=1:3 without an endpoint is the same error as the flag") {
-    ScopedEnv setNnodes("PET_NNODES", std::string("1:3"));
-    requireInvalid({"p"}, {"--nnodes 1:3", "--rdzv-endpoint"});
+    requireInvalid({"p"}, {"--nnodes 1:3", "--rdzv-endpoint"}, {{"PET_NNODES", "1:3"}});
   }
   SECTION("flags win over the variables") {
-    ScopedEnv setNnodes("PET_NNODES", std::string("1:3"));
-    ScopedEnv setEndpoint("PET_RDZV_ENDPOINT", std::string("envhost"));
-    LaunchConfig config = parseConfig({"--nnodes", "2:5", "--rdzv-endpoint", "flaghost:1", "p"});
+    LaunchConfig config = parseConfig({"--nnodes", "2:5", "--rdzv-endpoint", "flaghost:1", "p"},
+                                      {{"PET_NNODES", "1:3"}, {"PET_RDZV_ENDPOINT", "envhost"}});
     CHECK(config.rdzv.minNodes == 2);
     CHECK(config.rdzv.maxNodes == 5);
     CHECK(config.rdzv.endpointHost == "flaghost");
   }
   SECTION("bad values in the variables name the flag") {
-    ScopedEnv setConf("PET_RDZV_CONF", std::string("nope=1"));
-    requireInvalid({"p"}, {"--rdzv-conf", "'nope=1'"});
+    requireInvalid({"p"}, {"--rdzv-conf", "'nope=1'"}, {{"PET_RDZV_CONF", "nope=1"}});
   }
   SECTION("Kubeflow's static PyTorchJob still works") {
-    ScopedEnv setNnodes("PET_NNODES", std::string("2"));
-    ScopedEnv setRank("PET_NODE_RANK", std::string("1"));
-    ScopedEnv setAddr("PET_MASTER_ADDR", std::string("job-master-0"));
-    ScopedEnv setPort("PET_MASTER_PORT", std::string("23456"));
-    LaunchConfig config = parseConfig({"p"});
+    const Environment env{
+        {"PET_NNODES", "2"}, {"PET_NODE_RANK", "1"}, {"PET_MASTER_ADDR", "job-master-0"}, {"PET_MASTER_PORT", "23456"}};
+    LaunchConfig config = parseConfig({"p"}, env);
     CHECK(config.rdzv.backend == RendezvousBackend::Static);
     CHECK(config.nnodes == 2);
     CHECK(config.nodeRank == 1);
     CHECK(config.masterAddr == "job-master-0");
     CHECK(config.masterPort == 23456);
+  }
+}
+
+TEST_CASE("PET_* variables of flags without a value: 1/0, true/false, as CLI11 reads them", "[command_line]") {
+  CHECK(parseConfig({"p"}, {{"PET_STANDALONE", "1"}}).standalone);
+  CHECK(parseConfig({"p"}, {{"PET_NO_PREFIX", "true"}}).prefixOutput == false);
+  CHECK_FALSE(parseConfig({"p"}, {{"PET_QUIET", "0"}}).quiet);
+  CHECK(parseConfig({"p"}, {{"PET_MODULE", "yes"}}).programKind == ProgramKind::Module);
+  requireInvalid({"p"}, {"--standalone", "maybe", "(see pltrun --help)"}, {{"PET_STANDALONE", "maybe"}});
+}
+
+TEST_CASE("--rdzv-id and --run-id: --run-id wins, from the command line or PET_RUN_ID", "[command_line]") {
+  CHECK(parseConfig({"--rdzv-id", "a", "--run-id", "b", "p"}).runId == "b");
+  CHECK(parseConfig({"--run-id", "b", "p"}, {{"PET_RDZV_ID", "a"}}).runId == "b");
+  CHECK(parseConfig({"--rdzv-id", "a", "p"}, {{"PET_RUN_ID", "b"}}).runId == "b");  // as CLI11 had it
+  CHECK(parseConfig({"--rdzv-id", "a", "p"}, {{"PET_RDZV_ID", "x"}}).runId == "a");
+  CHECK(parseConfig({"p"}, {{"PET_RDZV_ID", "a"}}).runId == "a");
+}
+
+TEST_CASE("the environment is the one given, never the process's", "[command_line]") {
+  ScopedEnv processNproc("PET_NPROC_PER_NODE", std::string("7"));
+  ScopedEnv processSecret("PLTRUN_SECRET_FILE", std::string("/from/the/process"));
+  ScopedEnv slurmJob("SLURM_JOB_ID", std::string("99"));
+  ScopedEnv slurmNodes("SLURM_NNODES", std::string("2"));
+  ScopedEnv slurmNode("SLURM_NODEID", std::string("1"));
+  ScopedEnv slurmList("SLURM_JOB_NODELIST", std::string("node[1-2]"));
+  SECTION("an empty environment: no default from the process") {
+    LaunchConfig config = parseConfig({"--nnodes", "2", "--rdzv-endpoint", "node0", "p"});
+    CHECK_FALSE(config.nprocPerNode.has_value());
+    CHECK(config.rdzv.secretFile.empty());
+    LaunchConfig alone = parseConfig({"p"});
+    CHECK(alone.nnodes == 1);
+    CHECK_FALSE(alone.slurmSummary.has_value());
+  }
+  SECTION("the given one's values") {
+    LaunchConfig config = parseConfig({"--nnodes", "2", "--rdzv-endpoint", "node0", "p"},
+                                      {{"PET_NPROC_PER_NODE", "3"}, {"PLTRUN_SECRET_FILE", "/given"}});
+    CHECK(config.nprocPerNode == WorkerCount::fixed(3));
+    CHECK(config.rdzv.secretFile == "/given");
+  }
+}
+
+TEST_CASE("a hostfile is read through the reader given", "[command_line]") {
+  std::vector<std::string> asked;
+  auto reader = [&asked](const std::string& path) -> std::string {
+    asked.push_back(path);
+    if (path == "/virtual/hosts") return "# two hosts\nnode-a slots=2\nnode-b:3\n";
+    if (path == "/virtual/dir") throw FileReadError(FileReadError::Reason::IsDirectory, "");
+    throw FileReadError(FileReadError::Reason::CannotOpen, "Permission denied");
+  };
+  auto result = parse({"--hostfile", "/virtual/hosts", "p"}, {}, reader);
+  REQUIRE(std::holds_alternative<LaunchConfig>(result));
+  const LaunchConfig& config = std::get<LaunchConfig>(result);
+  REQUIRE(config.remote.hosts.size() == 2);
+  CHECK(config.remote.hosts[0].host == "node-a");
+  CHECK(config.remote.hosts[0].slots == 2);
+  CHECK(config.remote.hosts[1].host == "node-b");
+  CHECK(config.remote.hosts[1].slots == 3);
+  CHECK(config.nnodes == 2);
+  CHECK(asked == std::vector<std::string>{"/virtual/hosts"});
+
+  SECTION("the reader's failures are the hostfile's one-line errors") {
+    auto error = [&](const std::string& path) {
+      try {
+        parse({"--hostfile", path, "p"}, {}, reader);
+      } catch (const Error& failure) {
+        CHECK(failure.code() == ErrorCode::InvalidArgument);
+        return std::string(failure.what());
+      }
+      FAIL("the hostfile " << path << " was accepted");
+      return std::string();
+    };
+    CHECK(error("/virtual/locked") ==
+          "cannot read hostfile /virtual/locked: Permission denied; check the path given for the hostfile");
+    CHECK(error("/virtual/dir") == "hostfile /virtual/dir is a directory; give the path of a file");
   }
 }
 
@@ -626,23 +705,17 @@ TEST_CASE("flag --help and --version are information requests", "[command_line]"
 
 TEST_CASE("the rendezvous secret file: --rdzv-conf secret_file, else PLTRUN_SECRET_FILE", "[command_line]") {
   const std::vector<std::string> elastic = {"--nnodes", "2", "--rdzv-endpoint", "node0:29400"};
-  auto parse = [&](std::vector<std::string> extra) {
+  auto parse = [&](std::vector<std::string> extra, const Environment& env) {
     std::vector<std::string> args = elastic;
     args.insert(args.end(), extra.begin(), extra.end());
     args.push_back("p");
-    return parseConfig(args);
+    return parseConfig(args, env);
   };
-  SECTION("neither: no authentication") {
-    ScopedEnv none("PLTRUN_SECRET_FILE", std::nullopt);
-    CHECK(parse({}).rdzv.secretFile.empty());
-  }
-  SECTION("the variable alone") {
-    ScopedEnv variable("PLTRUN_SECRET_FILE", std::string("/run/secrets/job"));
-    CHECK(parse({}).rdzv.secretFile == "/run/secrets/job");
-  }
+  const Environment variable{{"PLTRUN_SECRET_FILE", "/run/secrets/job"}};
+  SECTION("neither: no authentication") { CHECK(parse({}, {}).rdzv.secretFile.empty()); }
+  SECTION("the variable alone") { CHECK(parse({}, variable).rdzv.secretFile == "/run/secrets/job"); }
   SECTION("the flag wins over the variable") {
-    ScopedEnv variable("PLTRUN_SECRET_FILE", std::string("/run/secrets/job"));
-    CHECK(parse({"--rdzv-conf", "join_timeout=60,secret_file=/home/me/.pltrun/secret"}).rdzv.secretFile ==
+    CHECK(parse({"--rdzv-conf", "join_timeout=60,secret_file=/home/me/.pltrun/secret"}, variable).rdzv.secretFile ==
           "/home/me/.pltrun/secret");
   }
 }

@@ -1,4 +1,6 @@
-// parseDevices against every row of Lightning's GPU table, and cudaVisibleDevicesFor.
+// --devices against every row of Lightning's GPU table (parsed by parseDeviceSelection,
+// then checked against the visible GPUs by selectDevices), the flag text the driver forwards,
+// and cudaVisibleDevicesFor.
 
 #include "launcher/plan/device_selection.h"
 
@@ -10,13 +12,21 @@
 
 using Catch::Matchers::Contains;
 using pltrun::cudaVisibleDevicesFor;
+using pltrun::DeviceSelection;
+using pltrun::deviceSelectionText;
 using pltrun::Error;
 using pltrun::ErrorCode;
-using pltrun::parseDevices;
+using pltrun::parseDeviceSelection;
 
 namespace {
 
 using Indices = std::vector<int>;
+
+// Both steps, as the launcher takes them: the text when the command line is read, the
+// visible GPUs when they have been counted.
+Indices parseDevices(const std::string& value, int visibleGpuCount) {
+  return pltrun::selectDevices(parseDeviceSelection(value), visibleGpuCount);
+}
 
 // Requires parseDevices(value, visible) to throw InvalidArgument naming --devices and the
 // value, and returns the message for further checks.
@@ -125,5 +135,47 @@ TEST_CASE("cudaVisibleDevicesFor maps indices to the ids this process sees", "[d
     CHECK(cudaVisibleDevicesFor(parseDevices("1, 2", 3), visible) == "5,7");
     CHECK(cudaVisibleDevicesFor(parseDevices("2", 3), visible) == "2,5");
     CHECK(cudaVisibleDevicesFor(parseDevices("-1", 3), visible) == "2,5,7");
+  }
+}
+
+TEST_CASE("what the text alone decides is decided before any GPU is counted", "[device_selection]") {
+  CHECK(parseDeviceSelection("3").kind == DeviceSelection::Kind::First);
+  CHECK(parseDeviceSelection("3").count == 3);
+  CHECK(parseDeviceSelection("0").count == 0);
+  CHECK(parseDeviceSelection("-1").kind == DeviceSelection::Kind::All);
+  CHECK(parseDeviceSelection("[1, 3]").kind == DeviceSelection::Kind::Listed);
+  CHECK(parseDeviceSelection("[1, 3]").indices == std::vector<long long>{1, 3});
+  CHECK(parseDeviceSelection("[1, 3]") == parseDeviceSelection("1,3"));
+  CHECK(parseDeviceSelection("[1, 3]").spelled == "[1, 3]");  // errors quote what was typed
+  SECTION("malformed text and duplicates fail without GPUs to compare with") {
+    for (std::string value : {"abc", "", "-2", "1,-1", "[]", ",", "1;3", "1,1"}) {
+      INFO("--devices '" << value << "'");
+      CHECK_THROWS_AS(parseDeviceSelection(value), Error);
+    }
+  }
+  SECTION("a GPU that is not there fails only against the visible GPUs") {
+    DeviceSelection selection = parseDeviceSelection("[1, 7]");
+    CHECK(pltrun::selectDevices(selection, 8) == Indices{1, 7});
+    CHECK_THAT(devicesError("[1, 7]", 4), Contains("GPU 7 is not visible (4 GPUs visible)"));
+  }
+}
+
+TEST_CASE("the flag text of a selection parses back to the same selection", "[device_selection]") {
+  for (std::string value : {"0", "3", "-1", "1, 3", "[1, 3]", "3,0,2", "[2]", "0,", " 2 ,1 ", "[0, 1, 2, 3]"}) {
+    INFO("--devices '" << value << "'");
+    DeviceSelection selection = parseDeviceSelection(value);
+    CHECK(parseDeviceSelection(deviceSelectionText(selection)) == selection);
+  }
+  CHECK(deviceSelectionText(parseDeviceSelection(" 3 ")) == "3");
+  CHECK(deviceSelectionText(parseDeviceSelection("-1")) == "-1");
+  CHECK(deviceSelectionText(parseDeviceSelection("[1, 3]")) == "1,3");
+  SECTION("one listed GPU keeps its comma: \"2\" alone would be a count") {
+    CHECK(deviceSelectionText(parseDeviceSelection("[2]")) == "2,");
+    CHECK(parseDevices(deviceSelectionText(parseDeviceSelection("[2]")), 4) == Indices{2});
+  }
+  SECTION("the slots --include/--exclude leave on a host") {
+    CHECK(deviceSelectionText(pltrun::listedDevices({0, 2})) == "0,2");
+    CHECK(deviceSelectionText(pltrun::listedDevices({3})) == "3,");
+    CHECK(parseDevices(deviceSelectionText(pltrun::listedDevices({3})), 4) == Indices{3});
   }
 }

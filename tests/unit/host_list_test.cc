@@ -156,16 +156,26 @@ TEST_CASE("readHostfile reads a file and names a missing one", "[hosts]") {
     std::ofstream out(file);
     out << "a slots=2\nb:1\n";
   }
-  CHECK(describe(readHostfile(file.string())) == "a:2 b:1");
+  CHECK(describe(readHostfile(file.string(), readFileFromDisk)) == "a:2 b:1");
   {
     std::ofstream out(file);
     out << "a\nb bogus\n";
   }
-  CHECK_THAT(errorOf([&] { readHostfile(file.string()); }), Contains(file.string() + ":2"));
+  CHECK_THAT(errorOf([&] { readHostfile(file.string(), readFileFromDisk); }), Contains(file.string() + ":2"));
   const std::string missing = (dir / "missing").string();
-  CHECK_THAT(errorOf([&] { readHostfile(missing); }), Contains("cannot read hostfile " + missing));
-  CHECK_THAT(errorOf([&] { readHostfile(dir.string()); }), Contains("is a directory"));
+  CHECK_THAT(errorOf([&] { readHostfile(missing, readFileFromDisk); }), Contains("cannot read hostfile " + missing));
+  CHECK_THAT(errorOf([&] { readHostfile(dir.string(), readFileFromDisk); }), Contains("is a directory"));
   fs::remove_all(dir);
+}
+
+TEST_CASE("readHostfile reads through the reader it is given", "[hosts]") {
+  auto reader = [](const std::string& path) -> std::string {
+    if (path == "in-memory") return "a slots=2\nb:1\n";
+    throw FileReadError(FileReadError::Reason::CannotRead, "Input/output error");
+  };
+  CHECK(describe(readHostfile("in-memory", reader)) == "a:2 b:1");
+  CHECK(errorOf([&] { readHostfile("/dev/broken", reader); }) ==
+        "cannot read hostfile /dev/broken: Input/output error");
 }
 
 TEST_CASE("host selection: --include keeps only the hosts and slots it names", "[hosts]") {

@@ -138,6 +138,18 @@ TEST_CASE("parseEndpoint: errors name the flag and the text", "[rendezvous_flags
   }
 }
 
+TEST_CASE("endpointText: what parseEndpoint reads back", "[rendezvous_flags]") {
+  CHECK(pltrun::endpointText(Endpoint{"node01", 14242}) == "node01:14242");
+  CHECK(pltrun::endpointText(Endpoint{"fd00::5", 1234}) == "[fd00::5]:1234");
+  for (const std::string text : {"node0:29500", "10.0.0.1:1", "[::1]:29500", "[fe80::1%eth0]:7", "h:0"}) {
+    INFO(text);
+    Endpoint endpoint = endpointOf(text);
+    Endpoint again = endpointOf(pltrun::endpointText(endpoint));
+    CHECK(again.host == endpoint.host);
+    CHECK(again.port == endpoint.port);
+  }
+}
+
 TEST_CASE("parseNodeRange: N and MIN:MAX", "[rendezvous_flags]") {
   auto range = [](const std::string& text) { return pltrun::parseNodeRange("--nnodes", text); };
   CHECK(range("1").minNodes == 1);

@@ -7,18 +7,18 @@
 
 #include "launcher/plan/command_line.h"
 #include "pltrun/error.h"
-#include "scoped_env.h"
 
 using namespace pltrun;
-using pltrun_test::ScopedEnv;
 
 namespace {
 
 using Hosts = std::vector<std::string>;
 
-LaunchConfig parse(std::vector<const char*> args) {
+// `env`: the environment srun gave the task. No test here reads a file.
+LaunchConfig parse(std::vector<const char*> args, const Environment& env) {
   args.insert(args.begin(), "pltrun");
-  auto parsed = parseCommandLine(static_cast<int>(args.size()), args.data());
+  auto noFiles = [](const std::string&) -> std::string { throw std::logic_error("no file is read here"); };
+  auto parsed = parseCommandLine(static_cast<int>(args.size()), args.data(), env, noFiles);
   return std::get<LaunchConfig>(parsed);
 }
 
@@ -85,12 +85,10 @@ TEST_CASE("srun's variables are read; anything missing means no Slurm", "[slurm]
 }
 
 TEST_CASE("under srun the node flags come from Slurm unless given", "[slurm]") {
-  ScopedEnv job("SLURM_JOB_ID", "4242");
-  ScopedEnv nodes("SLURM_NNODES", "2");
-  ScopedEnv node("SLURM_NODEID", "1");
-  ScopedEnv list("SLURM_JOB_NODELIST", "node[01-02]");
+  Environment env = {
+      {"SLURM_JOB_ID", "4242"}, {"SLURM_NNODES", "2"}, {"SLURM_NODEID", "1"}, {"SLURM_JOB_NODELIST", "node[01-02]"}};
 
-  LaunchConfig config = parse({"--nproc-per-node", "4", "train.py"});
+  LaunchConfig config = parse({"--nproc-per-node", "4", "train.py"}, env);
   CHECK(config.rdzv.backend == RendezvousBackend::C10d);
   CHECK(config.rdzv.minNodes == 2);
   CHECK(config.rdzv.maxNodes == 2);
@@ -102,21 +100,21 @@ TEST_CASE("under srun the node flags come from Slurm unless given", "[slurm]") {
   REQUIRE(config.slurmSummary);
 
   SECTION("the first node hosts the store") {
-    ScopedEnv first("SLURM_NODEID", "0");
-    CHECK(parse({"train.py"}).rdzv.isHost == std::optional<bool>(true));
+    env["SLURM_NODEID"] = "0";
+    CHECK(parse({"train.py"}, env).rdzv.isHost == std::optional<bool>(true));
   }
   SECTION("explicit flags win, and Slurm is then left alone") {
-    LaunchConfig given = parse({"--nnodes", "2", "--rdzv-endpoint", "10.0.0.9:1234", "train.py"});
+    LaunchConfig given = parse({"--nnodes", "2", "--rdzv-endpoint", "10.0.0.9:1234", "train.py"}, env);
     CHECK(given.rdzv.endpointHost == "10.0.0.9");
     CHECK_FALSE(given.slurmSummary);
-    CHECK_FALSE(parse({"--standalone", "train.py"}).slurmSummary);
+    CHECK_FALSE(parse({"--standalone", "train.py"}, env).slurmSummary);
   }
-  SECTION("--rdzv-id wins over the job id") { CHECK(parse({"--rdzv-id", "mine", "train.py"}).runId == "mine"); }
+  SECTION("--rdzv-id wins over the job id") { CHECK(parse({"--rdzv-id", "mine", "train.py"}, env).runId == "mine"); }
   SECTION("a one-node allocation is a single-node run") {
-    ScopedEnv one("SLURM_NNODES", "1");
-    ScopedEnv oneList("SLURM_JOB_NODELIST", "node01");
-    ScopedEnv first("SLURM_NODEID", "0");
-    LaunchConfig single = parse({"train.py"});
+    env["SLURM_NNODES"] = "1";
+    env["SLURM_JOB_NODELIST"] = "node01";
+    env["SLURM_NODEID"] = "0";
+    LaunchConfig single = parse({"train.py"}, env);
     CHECK(single.nnodes == 1);
     CHECK_FALSE(single.slurmSummary);
   }

@@ -104,15 +104,13 @@ std::vector<std::string> agentArguments(const LaunchConfig& config, const HostSl
                  ",keep_alive_max_attempt=" + std::to_string(rdzv.keepAliveMaxAttempt) +
                  ",read_timeout=" + secondsText(rdzv.readTimeout));
   if (!host.devices.empty()) {
-    std::string devices;
-    for (int device : host.devices) devices += (devices.empty() ? "" : ",") + std::to_string(device);
-    args.insert(args.end(), {"--devices", devices});
+    args.insert(args.end(), {"--devices", deviceSelectionText(listedDevices(host.devices))});
   } else if (host.slots > 0) {
     args.insert(args.end(), {"--nproc-per-node", std::to_string(host.slots)});
   } else if (config.nprocPerNode) {
-    args.insert(args.end(), {"--nproc-per-node", *config.nprocPerNode});
+    args.insert(args.end(), {"--nproc-per-node", workerCountText(*config.nprocPerNode)});
   } else if (config.devices) {
-    args.insert(args.end(), {"--devices", *config.devices});
+    args.insert(args.end(), {"--devices", deviceSelectionText(*config.devices)});
   }
   if (config.logDir) args.insert(args.end(), {"--log-dir", *config.logDir});
   if (!config.prefixOutput) args.push_back("--no-prefix");

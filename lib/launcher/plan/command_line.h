@@ -6,7 +6,9 @@
 #include <string>
 #include <variant>
 
+#include "launcher/plan/file_reader.h"
 #include "launcher/plan/launch_config.h"
+#include "launcher/plan/worker_env.h"
 
 namespace pltrun {
 
@@ -15,8 +17,12 @@ struct InformationRequest {
   std::string text;
 };
 
-/// Parses argv. Everything from PROGRAM on belongs to the program and is never read as a
-/// pltrun flag. Throws Error(InvalidArgument) with a one-line message for bad input.
-std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const char* const* argv);
+/// Parses argv into a LaunchConfig of typed values, each flag parsed once. Everything from
+/// PROGRAM on belongs to the program and is never read as a pltrun flag. Pure: the PET_*
+/// defaults, Slurm's variables and PLTRUN_SECRET_FILE come from `env`, a --hostfile through
+/// `readFile` (main() passes currentEnvironment() and readFileFromDisk). Throws
+/// Error(InvalidArgument) with a one-line message for bad input.
+std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const char* const* argv,
+                                                                const Environment& env, const FileReader& readFile);
 
 }  // namespace pltrun

@@ -13,6 +13,24 @@ constexpr const char* kAccepted =
     "expected a GPU count like 3, a list of GPU indices like \"1, 3\", -1 for all GPUs, or 0 "
     "for none";
 
+// Lightning: a comma makes the value a list of indices; empty pieces ("1,") are skipped.
+std::vector<long long> indexList(const std::string& value, std::string_view list) {
+  std::vector<long long> indices;
+  std::set<long long> seen;
+  for (std::string_view piece : splitText(list, ',')) {
+    piece = trimSpaces(piece);
+    if (piece.empty()) continue;
+    auto index = parseInteger(piece);
+    if (!index || *index < 0) throwInvalidFlag(kFlag, value, kAccepted);
+    if (!seen.insert(*index).second) {
+      throwInvalidFlag(kFlag, value, "GPU " + std::to_string(*index) + " is listed twice");
+    }
+    indices.push_back(*index);
+  }
+  if (indices.empty()) throwInvalidFlag(kFlag, value, kAccepted);
+  return indices;
+}
+
 std::vector<int> firstGpus(const std::string& value, long long count, int visibleGpuCount) {
   if (count > visibleGpuCount) {
     throwInvalidFlag(
@@ -24,46 +42,76 @@ std::vector<int> firstGpus(const std::string& value, long long count, int visibl
   return indices;
 }
 
-// Lightning: a comma makes the value a list of indices; empty pieces ("1,") are skipped.
-std::vector<int> indexList(const std::string& value, std::string_view list, int visibleGpuCount) {
+std::vector<int> listedGpus(const DeviceSelection& selection, int visibleGpuCount) {
   std::vector<int> indices;
-  std::set<int> seen;
-  for (std::string_view piece : splitText(list, ',')) {
-    piece = trimSpaces(piece);
-    if (piece.empty()) continue;
-    auto index = parseInteger(piece);
-    if (!index || *index < 0) throwInvalidFlag(kFlag, value, kAccepted);
-    if (*index >= visibleGpuCount) {
+  for (long long index : selection.indices) {
+    if (index >= visibleGpuCount) {
       throwInvalidFlag(
-          kFlag, value,
-          "GPU " + std::to_string(*index) + " is not visible (" + std::to_string(visibleGpuCount) + " GPUs visible)");
+          kFlag, selection.spelled,
+          "GPU " + std::to_string(index) + " is not visible (" + std::to_string(visibleGpuCount) + " GPUs visible)");
     }
-    if (!seen.insert(static_cast<int>(*index)).second) {
-      throwInvalidFlag(kFlag, value, "GPU " + std::to_string(*index) + " is listed twice");
-    }
-    indices.push_back(static_cast<int>(*index));
+    indices.push_back(static_cast<int>(index));
   }
-  if (indices.empty()) throwInvalidFlag(kFlag, value, kAccepted);
   return indices;
 }
 
 }  // namespace
 
-std::vector<int> parseDevices(const std::string& value, int visibleGpuCount) {
+DeviceSelection parseDeviceSelection(const std::string& value) {
+  DeviceSelection selection;
+  selection.spelled = value;
   std::string_view text = trimSpaces(value);
   // Python-style lists ("[1, 3]") are accepted as the same list.
-  if (text.size() >= 2 && text.front() == '[' && text.back() == ']') {
-    return indexList(value, text.substr(1, text.size() - 2), visibleGpuCount);
+  const bool bracketed = text.size() >= 2 && text.front() == '[' && text.back() == ']';
+  if (bracketed) text = text.substr(1, text.size() - 2);
+  if (bracketed || text.find(',') != std::string_view::npos) {
+    selection.kind = DeviceSelection::Kind::Listed;
+    selection.indices = indexList(value, text);
+    return selection;
   }
-  if (text.find(',') != std::string_view::npos) return indexList(value, text, visibleGpuCount);
-
   auto count = parseInteger(text);
   if (!count || *count < -1) throwInvalidFlag(kFlag, value, kAccepted);
   if (*count == -1) {
-    if (visibleGpuCount == 0) throwInvalidFlag(kFlag, value, "asks for every GPU but none is visible");
-    return firstGpus(value, visibleGpuCount, visibleGpuCount);
+    selection.kind = DeviceSelection::Kind::All;
+  } else {
+    selection.count = *count;
   }
-  return firstGpus(value, *count, visibleGpuCount);
+  return selection;
+}
+
+DeviceSelection listedDevices(const std::vector<int>& indices) {
+  DeviceSelection selection;
+  selection.kind = DeviceSelection::Kind::Listed;
+  selection.indices.assign(indices.begin(), indices.end());
+  selection.spelled = deviceSelectionText(selection);
+  return selection;
+}
+
+std::string deviceSelectionText(const DeviceSelection& selection) {
+  switch (selection.kind) {
+    case DeviceSelection::Kind::All:
+      return "-1";
+    case DeviceSelection::Kind::First:
+      return std::to_string(selection.count);
+    case DeviceSelection::Kind::Listed:
+      break;
+  }
+  std::string text;
+  for (long long index : selection.indices) text += (text.empty() ? "" : ",") + std::to_string(index);
+  return selection.indices.size() == 1 ? text + "," : text;
+}
+
+std::vector<int> selectDevices(const DeviceSelection& selection, int visibleGpuCount) {
+  switch (selection.kind) {
+    case DeviceSelection::Kind::All:
+      if (visibleGpuCount == 0) throwInvalidFlag(kFlag, selection.spelled, "asks for every GPU but none is visible");
+      return firstGpus(selection.spelled, visibleGpuCount, visibleGpuCount);
+    case DeviceSelection::Kind::First:
+      return firstGpus(selection.spelled, selection.count, visibleGpuCount);
+    case DeviceSelection::Kind::Listed:
+      break;
+  }
+  return listedGpus(selection, visibleGpuCount);
 }
 
 std::string cudaVisibleDevicesFor(const std::vector<int>& selected, const std::vector<std::string>& visibleIds) {

@@ -1,17 +1,49 @@
 #pragma once
-// Lightning's `devices` strings, parsed exactly as its GPU guide's table reads
+// Lightning's `devices` strings, read exactly as its GPU guide's table reads them
 // (seed 004): "3" = the first three GPUs, "1, 3" = GPUs 1 and 3, "-1" = every GPU,
 // "0" = no GPU. Indices count the GPUs this process can see (after CUDA_VISIBLE_DEVICES).
+//
+// Two steps, because what the text means is known when the command line is read, but
+// whether those GPUs exist only once they are counted: parseDeviceSelection checks the
+// text, selectDevices checks the selection against the visible GPUs.
 
 #include <string>
 #include <vector>
 
 namespace pltrun {
 
-/// The GPU indices `value` selects among `visibleGpuCount` GPUs, in the order given; empty
-/// means "no GPU". Throws InvalidArgument naming --devices for malformed values, duplicates
-/// and GPUs that are not there.
-std::vector<int> parseDevices(const std::string& value, int visibleGpuCount);
+struct DeviceSelection {
+  enum class Kind {
+    First,   ///< the first `count` GPUs ("3"); 0: no GPU at all ("0")
+    All,     ///< every visible GPU ("-1")
+    Listed,  ///< these GPUs, in this order ("1, 3", "[2]", "0,")
+  };
+  Kind kind = Kind::First;
+  long long count = 0;             ///< First: as written, not yet compared with the visible GPUs
+  std::vector<long long> indices;  ///< Listed: as written, no duplicates, none negative
+  std::string spelled;             ///< the flag's text as given: errors quote the user's own words
+
+  /// Equal when they select the same GPUs, however spelled.
+  bool operator==(const DeviceSelection& other) const {
+    return kind == other.kind && count == other.count && indices == other.indices;
+  }
+  bool operator!=(const DeviceSelection& other) const { return !(*this == other); }
+};
+
+/// A --devices value. Throws Error(InvalidArgument) naming --devices for malformed values,
+/// negative numbers other than -1, and duplicates.
+DeviceSelection parseDeviceSelection(const std::string& value);
+
+/// The selection of these GPU indices (--include host:0,2 hands them to the host's agent).
+DeviceSelection listedDevices(const std::vector<int>& indices);
+
+/// The flag text that parses back to `selection` ("3", "-1", "1,3"; one listed GPU is
+/// written "2,", since "2" would be a count): what the driver forwards to its agents.
+std::string deviceSelectionText(const DeviceSelection& selection);
+
+/// The GPU indices `selection` picks among `visibleGpuCount` GPUs, in its order; empty means
+/// "no GPU". Throws InvalidArgument naming --devices for GPUs that are not there.
+std::vector<int> selectDevices(const DeviceSelection& selection, int visibleGpuCount);
 
 /// The CUDA_VISIBLE_DEVICES value that exposes `selected` (indices into `visibleIds`, the
 /// ids this process sees: the entries of its own CUDA_VISIBLE_DEVICES, or "0".."n-1").

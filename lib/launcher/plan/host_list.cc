@@ -1,13 +1,8 @@
 #include "launcher/plan/host_list.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <string_view>
 
 #include "launcher/plan/text_parsing.h"
@@ -103,11 +98,62 @@ std::optional<HostSlots> parseHostItem(std::string_view text, std::string& probl
   return entry;
 }
 
-[[noreturn]] void hostfileError(const std::string& path, size_t lineNumber, std::string_view line,
-                                const std::string& problem, bool showForm = true) {
-  throw Error(ErrorCode::InvalidArgument, "hostfile " + path + ":" + std::to_string(lineNumber) + ": '" +
-                                              std::string(line) + "': " + problem +
-                                              (showForm ? std::string("; ") + kHostfileForm : std::string()));
+// One line of a hostfile, for errors that name the file, the line number and the line.
+struct HostfileLine {
+  const std::string& path;
+  size_t number;
+  std::string_view text;  ///< without its line break
+
+  [[noreturn]] void fail(const std::string& problem, bool showForm = true) const {
+    throw Error(ErrorCode::InvalidArgument, "hostfile " + path + ":" + std::to_string(number) + ": '" +
+                                                std::string(text) + "': " + problem +
+                                                (showForm ? std::string("; ") + kHostfileForm : std::string()));
+  }
+};
+
+// The settings after a line's host: key=value pairs, spaces allowed around '='; only slots
+// is read (Open MPI's max_slots and the like are checked for a value and ignored).
+void applyHostfileSettings(std::string_view text, size_t at, HostSlots& entry, const HostfileLine& line) {
+  const bool slotsFromColon = entry.slots != 0;
+  bool sawSlots = false;
+  while (true) {
+    while (at < text.size() && isSpace(text[at])) ++at;
+    if (at == text.size()) return;
+    size_t keyStart = at;
+    while (at < text.size() && !isSpace(text[at]) && text[at] != '=') ++at;
+    std::string_view key = text.substr(keyStart, at - keyStart);
+    if (key.empty()) line.fail("'=' without a key before it");
+    while (at < text.size() && isSpace(text[at])) ++at;
+    if (at == text.size() || text[at] != '=') line.fail("'" + std::string(key) + "' is not a key=value setting");
+    ++at;
+    while (at < text.size() && isSpace(text[at])) ++at;
+    size_t valueStart = at;
+    while (at < text.size() && !isSpace(text[at])) ++at;
+    std::string_view value = text.substr(valueStart, at - valueStart);
+    if (key != "slots") {
+      if (value.empty()) line.fail("'" + std::string(key) + "=' has no value");
+      continue;
+    }
+    if (sawSlots || slotsFromColon) line.fail("slots are given twice");
+    sawSlots = true;
+    std::string problem;
+    auto slots = parseSlots(value, problem);
+    if (!slots) line.fail(problem);
+    entry.slots = *slots;
+  }
+}
+
+// A line's host and slots; nothing for a blank or comment-only line.
+std::optional<HostSlots> parseHostfileLine(const HostfileLine& line) {
+  std::string_view text = trimSpaces(line.text.substr(0, line.text.find('#')));
+  if (text.empty()) return std::nullopt;
+  size_t wordEnd = 0;
+  while (wordEnd < text.size() && !isSpace(text[wordEnd])) ++wordEnd;
+  std::string problem;
+  auto entry = parseHostItem(text.substr(0, wordEnd), problem);
+  if (!entry) line.fail(problem);
+  applyHostfileSettings(text, wordEnd, *entry, line);
+  return entry;
 }
 
 // What one host of --include/--exclude names: the whole host, or these slot indices (sorted, unique).
@@ -201,54 +247,15 @@ std::vector<HostSlots> parseHostfile(const std::string& content, const std::stri
   std::vector<HostSlots> hosts;
   std::map<std::string, size_t> lineOf;
   size_t lineNumber = 0;
-  for (std::string_view line : splitText(content, '\n')) {
+  for (std::string_view text : splitText(content, '\n')) {
     ++lineNumber;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    std::string_view text = line.substr(0, line.find('#'));
-    text = trimSpaces(text);
-    if (text.empty()) continue;
-
-    size_t wordEnd = 0;
-    while (wordEnd < text.size() && !isSpace(text[wordEnd])) ++wordEnd;
-    std::string problem;
-    auto entry = parseHostItem(text.substr(0, wordEnd), problem);
-    if (!entry) hostfileError(path, lineNumber, line, problem);
-    const bool slotsFromColon = entry->slots != 0;
-
-    // The rest: key=value pairs, spaces allowed around '='; only slots is read.
-    bool sawSlots = false;
-    size_t at = wordEnd;
-    while (true) {
-      while (at < text.size() && isSpace(text[at])) ++at;
-      if (at == text.size()) break;
-      size_t keyStart = at;
-      while (at < text.size() && !isSpace(text[at]) && text[at] != '=') ++at;
-      std::string_view key = text.substr(keyStart, at - keyStart);
-      if (key.empty()) hostfileError(path, lineNumber, line, "'=' without a key before it");
-      while (at < text.size() && isSpace(text[at])) ++at;
-      if (at == text.size() || text[at] != '=') {
-        hostfileError(path, lineNumber, line, "'" + std::string(key) + "' is not a key=value setting");
-      }
-      ++at;
-      while (at < text.size() && isSpace(text[at])) ++at;
-      size_t valueStart = at;
-      while (at < text.size() && !isSpace(text[at])) ++at;
-      std::string_view value = text.substr(valueStart, at - valueStart);
-      if (key != "slots") {
-        if (value.empty()) hostfileError(path, lineNumber, line, "'" + std::string(key) + "=' has no value");
-        continue;
-      }
-      if (sawSlots || slotsFromColon) hostfileError(path, lineNumber, line, "slots are given twice");
-      sawSlots = true;
-      auto slots = parseSlots(value, problem);
-      if (!slots) hostfileError(path, lineNumber, line, problem);
-      entry->slots = *slots;
-    }
-
+    if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+    const HostfileLine line{path, lineNumber, text};
+    auto entry = parseHostfileLine(line);
+    if (!entry) continue;
     auto [earlier, fresh] = lineOf.emplace(entry->host, lineNumber);
     if (!fresh) {
-      hostfileError(
-          path, lineNumber, line,
+      line.fail(
           "host '" + entry->host + "' is already on line " + std::to_string(earlier->second) + "; list each host once",
           false);
     }
@@ -260,22 +267,23 @@ std::vector<HostSlots> parseHostfile(const std::string& content, const std::stri
   return hosts;
 }
 
-std::vector<HostSlots> readHostfile(const std::string& path) {
-  std::error_code ignored;
-  if (std::filesystem::is_directory(path, ignored)) {
-    throw Error(ErrorCode::InvalidArgument, "hostfile " + path + " is a directory; give the path of a file");
+std::vector<HostSlots> readHostfile(const std::string& path, const FileReader& readFile) {
+  std::string content;
+  try {
+    content = readFile(path);
+  } catch (const FileReadError& error) {
+    switch (error.reason()) {
+      case FileReadError::Reason::IsDirectory:
+        throw Error(ErrorCode::InvalidArgument, "hostfile " + path + " is a directory; give the path of a file");
+      case FileReadError::Reason::CannotOpen:
+        throw Error(ErrorCode::InvalidArgument,
+                    "cannot read hostfile " + path + ": " + error.what() + "; check the path given for the hostfile");
+      case FileReadError::Reason::CannotRead:
+        break;
+    }
+    throw Error(ErrorCode::InvalidArgument, "cannot read hostfile " + path + ": " + error.what());
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error(ErrorCode::InvalidArgument, "cannot read hostfile " + path + ": " + std::strerror(errno) +
-                                                "; check the path given for the hostfile");
-  }
-  std::ostringstream content;
-  content << in.rdbuf();
-  if (in.bad()) {
-    throw Error(ErrorCode::InvalidArgument, "cannot read hostfile " + path + ": " + std::strerror(errno));
-  }
-  return parseHostfile(content.str(), path);
+  return parseHostfile(content, path);
 }
 
 std::vector<HostSlots> selectHosts(std::vector<HostSlots> hosts, const std::string& include,

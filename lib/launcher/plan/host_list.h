@@ -4,6 +4,9 @@
 // DeepSpeed's --include/--exclude ("worker-0@worker-1:0,2").
 #include <string>
 #include <vector>
+
+#include "launcher/plan/file_reader.h"
+
 namespace pltrun {
 struct HostSlots {
   std::string host;
@@ -16,8 +19,9 @@ std::vector<HostSlots> parseHostList(const std::string& text);
 /// "host slots=N" (also "slots = N", extra keys like max_slots=M ignored), "host:N"; '#' starts a
 /// comment (whole line or trailing); blank lines skipped. Duplicate hosts rejected; no host at all rejected.
 std::vector<HostSlots> parseHostfile(const std::string& content, const std::string& path);
-/// Reads and parses a hostfile; a missing/unreadable file is a one-line error naming it.
-std::vector<HostSlots> readHostfile(const std::string& path);
+/// Reads a hostfile with `readFile` and parses it; a missing/unreadable file is a one-line
+/// error naming it.
+std::vector<HostSlots> readHostfile(const std::string& path, const FileReader& readFile);
 /// DeepSpeed's --include/--exclude: "h1@h2:0,2" = all of h1, and slots 0 and 2 of h2. Include
 /// keeps only what it names (a host with indices keeps those slots: devices = indices, slots = count);
 /// exclude removes whole hosts or the named slots of a host (devices = the remaining indices of

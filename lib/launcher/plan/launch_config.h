@@ -7,8 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "launcher/plan/device_selection.h"
 #include "launcher/plan/host_list.h"
 #include "launcher/plan/stream_selection.h"
+#include "launcher/plan/worker_count.h"
 
 namespace pltrun {
 
@@ -66,10 +68,10 @@ struct LaunchConfig {
   std::vector<std::string> programArgs;
   ProgramKind programKind = ProgramKind::Auto;
 
-  // How many workers, on which devices. nprocPerNode is the raw flag value (an integer,
-  // gpu, cpu or auto), resolved once the GPU count is known; devices, when given, wins.
-  std::optional<std::string> nprocPerNode;  ///< empty: 1, or the number of --devices
-  std::optional<std::string> devices;
+  // How many workers, on which devices: parsed here, resolved against the GPUs and CPUs
+  // once they are counted (worker_layout.h); devices, when given, wins.
+  std::optional<WorkerCount> nprocPerNode;  ///< empty: 1, or the number of --devices
+  std::optional<DeviceSelection> devices;
 
   // Where this node sits in the job (static rendezvous). With c10d, nnodes is rdzv.maxNodes
   // and nodeRank stays 0: the rendezvous assigns the real rank.

@@ -24,6 +24,9 @@ struct Endpoint {
 /// Spaces around the text are ignored. `flag` names the flag in errors.
 Endpoint parseEndpoint(const std::string& flag, const std::string& text, int defaultPort);
 
+/// `endpoint` as flag text that parseEndpoint reads back: HOST:PORT, [IPv6]:PORT.
+std::string endpointText(const Endpoint& endpoint);
+
 /// A parsed --nnodes.
 struct NodeRange {
   int minNodes = 1;

@@ -34,6 +34,19 @@ std::optional<std::chrono::milliseconds> parseSeconds(std::string_view text) {
   return std::chrono::milliseconds(std::llround(seconds * 1000));
 }
 
+long long parseIntegerFlag(const std::string& flag, const std::string& value, long long low, long long high,
+                           const std::string& accepted) {
+  auto number = parseInteger(trimSpaces(value));
+  if (!number || *number < low || *number > high) throwInvalidFlag(flag, value, accepted);
+  return *number;
+}
+
+std::chrono::milliseconds parseSecondsFlag(const std::string& flag, const std::string& value) {
+  auto duration = parseSeconds(value);
+  if (!duration) throwInvalidFlag(flag, value, "expected a number of seconds like 30 or 0.5");
+  return *duration;
+}
+
 std::vector<std::string_view> splitText(std::string_view text, char separator) {
   std::vector<std::string_view> pieces;
   size_t start = 0;

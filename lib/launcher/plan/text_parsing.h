@@ -29,6 +29,14 @@ std::optional<long long> parseInteger(std::string_view text);
 /// nan, at most 1e7) as milliseconds, rounded to the nearest; nothing for anything else.
 std::optional<std::chrono::milliseconds> parseSeconds(std::string_view text);
 
+/// `value` of `flag` as an integer in low..high (spaces around it allowed); throws the
+/// flag's error, ending with `accepted`, otherwise.
+long long parseIntegerFlag(const std::string& flag, const std::string& value, long long low, long long high,
+                           const std::string& accepted);
+
+/// `value` of `flag` as parseSeconds reads it; throws the flag's error otherwise.
+std::chrono::milliseconds parseSecondsFlag(const std::string& flag, const std::string& value);
+
 /// Splits at every `separator`, keeping empty pieces so callers can reject them.
 std::vector<std::string_view> splitText(std::string_view text, char separator);
 

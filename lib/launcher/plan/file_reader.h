@@ -1,0 +1,32 @@
+#pragma once
+// Reading a whole file, behind a function type: the command-line parser is handed the real
+// reader by main() and a fake one by the tests, so it does no I/O of its own.
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+namespace pltrun {
+
+/// Why a file could not be read; the caller words the error for the flag that named it.
+class FileReadError : public std::runtime_error {
+ public:
+  enum class Reason {
+    IsDirectory,  ///< the path names a directory
+    CannotOpen,   ///< missing, not permitted, ...: what() says which
+    CannotRead,   ///< opened, then reading failed: what() says why
+  };
+  FileReadError(Reason reason, const std::string& systemMessage) : std::runtime_error(systemMessage), reason_(reason) {}
+  Reason reason() const { return reason_; }
+
+ private:
+  Reason reason_;
+};
+
+/// The whole content of the file at `path`; throws FileReadError when it cannot be read.
+using FileReader = std::function<std::string(const std::string& path)>;
+
+/// The FileReader of the real file system (what() of its errors: strerror's text).
+std::string readFileFromDisk(const std::string& path);
+
+}  // namespace pltrun

@@ -1,0 +1,163 @@
+#include "launcher/plan/flag_declarations.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace pltrun {
+namespace {
+
+// CLI11 shows "(Env:NAME)" after an option it reads NAME for; pltrun reads the variables
+// itself, so it adds the same words to the same place (pltrun uses no needs or excludes,
+// which CLI11 would print after them).
+class VariablesInHelp : public CLI::Formatter {
+ public:
+  explicit VariablesInHelp(std::shared_ptr<const FlagVariables> variables) : variables_(std::move(variables)) {}
+
+  std::string make_option_opts(const CLI::Option* option) const override {
+    std::string text = CLI::Formatter::make_option_opts(option);
+    for (const auto& [flag, variable] : *variables_) {
+      if (flag == option) return text + " (" + get_label("Env") + ":" + variable + ")";
+    }
+    return text;
+  }
+
+ private:
+  std::shared_ptr<const FlagVariables> variables_;
+};
+
+// Adds flags to an app in pltrun's spellings: "--long-name" and "--long_name", an optional
+// short name, and PET_LONG_NAME as the variable that gives the default.
+class FlagDeclarer {
+ public:
+  FlagDeclarer(CLI::App& app, FlagVariables& variables) : app_(app), variables_(variables) {}
+
+  void valued(const std::string& dashed, std::string& target, const std::string& help,
+              const std::string& shortName = "") {
+    remember(app_.add_option(names(dashed, shortName), target, help), dashed);
+  }
+
+  void flag(const std::string& dashed, bool& target, const std::string& help, const std::string& shortName = "") {
+    remember(app_.add_flag(names(dashed, shortName), target, help), dashed);
+  }
+
+  CLI::App& app() { return app_; }
+
+ private:
+  static std::string underscored(const std::string& dashed) {
+    std::string text = dashed;
+    std::replace(text.begin(), text.end(), '-', '_');
+    return text;
+  }
+
+  static std::string names(const std::string& dashed, const std::string& shortName) {
+    std::string spelled = (shortName.empty() ? "" : shortName + ",") + "--" + dashed;
+    if (underscored(dashed) != dashed) spelled += ",--" + underscored(dashed);
+    return spelled;
+  }
+
+  void remember(CLI::Option* option, const std::string& dashed) {
+    std::string variable = "PET_" + underscored(dashed);
+    std::transform(variable.begin(), variable.end(), variable.begin(), ::toupper);
+    variables_.emplace_back(option, variable);
+  }
+
+  CLI::App& app_;
+  FlagVariables& variables_;
+};
+
+void declareWorkerAndNodeFlags(FlagDeclarer& declare, RawFlags& raw) {
+  declare.valued("nproc-per-node", raw.nprocPerNode, "workers on this node: N, gpu, cpu or auto (default 1)");
+  declare.valued("devices", raw.devices,
+                 "Lightning's devices: 3 = first three GPUs, \"1, 3\" = GPUs 1 and 3, -1 = all, 0 = none");
+  declare.valued("nnodes", raw.nnodes,
+                 "number of nodes: N, or MIN:MAX for an elastic job (c10d rendezvous) (default 1)");
+  declare.valued("node-rank", raw.nodeRank,
+                 "this node's rank, 0..nnodes-1 (static; default 0); with c10d a hint, 0..MAX-1");
+  declare.valued("master-addr", raw.masterAddr,
+                 "static: address of the rank-0 node (default 127.0.0.1); ignored with c10d");
+  declare.valued("master-port", raw.masterPort,
+                 "static: port of rank 0's store (default: a free port); ignored with c10d");
+  declare.valued("max-restarts", raw.maxRestarts, "restarts of the worker group after a failure (default 0)");
+  declare.valued("rdzv-id", raw.runId, "the job's id, the same on every node; TORCHELASTIC_RUN_ID (default: random)");
+  declare.valued("run-id", raw.runIdAlias, "same as --rdzv-id");
+  declare.valued("rdzv-backend", raw.rdzvBackend,
+                 "static (fixed node count; --master-addr/--master-port) or c10d (elastic; nodes meet at "
+                 "--rdzv-endpoint). Default: static, c10d with --nnodes MIN:MAX or with --rdzv-endpoint on several "
+                 "nodes");
+  declare.valued("rdzv-endpoint", raw.rdzvEndpoint,
+                 "c10d: HOST[:PORT] where the nodes meet, the same on every node (default port 29400; IPv6 as "
+                 "[ADDR]:PORT); unused on one node");
+  declare.valued("rdzv-conf", raw.rdzvConf,
+                 "c10d settings KEY=VALUE,...: join_timeout, last_call_timeout, close_timeout, keep_alive_interval, "
+                 "read_timeout (seconds), keep_alive_max_attempt, is_host, secret_file (default $PLTRUN_SECRET_FILE)");
+  declare.valued("local-addr", raw.localAddr, "this node's address as the other nodes reach it (default: detected)");
+  declare.valued("role", raw.role, "ROLE_NAME of the workers (default 'default')");
+}
+
+void declareOutputAndProgramFlags(FlagDeclarer& declare, RawFlags& raw) {
+  declare.valued("log-dir", raw.logDir, "keep every worker's output under DIR/RUN_ID/attempt_N/LOCAL_RANK/");
+  declare.valued("redirects", raw.redirects,
+                 "streams kept out of the console: 0 none, 1 out, 2 err, 3 both, or 0:1,1:2", "-r");
+  declare.valued("tee", raw.tee, "streams also written to log files (same values as --redirects)", "-t");
+  declare.valued("local-ranks-filter", raw.localRanksFilter, "local ranks whose output reaches the console, e.g. 0,1");
+  declare.valued("term-timeout", raw.termTimeout,
+                 "seconds between SIGTERM and SIGKILL when stopping workers (default 30)");
+  declare.valued("monitor-interval", raw.monitorInterval,
+                 "accepted for torchrun compatibility; pltrun reacts to exits at once");
+  declare.valued("start-method", raw.startMethod,
+                 "accepted for torchrun compatibility; workers are always separate processes");
+  declare.flag("standalone", raw.standalone, "single-node job on localhost with a free port and a random run id");
+  declare.flag("module", raw.module, "PROGRAM is a Python module (python -m)", "-m");
+  declare.flag("no-python", raw.noPython, "execute PROGRAM directly, even if it ends in .py");
+  declare.flag("no-prefix", raw.noPrefix, "no [rank N] prefix on worker output");
+  declare.flag("no-agent-store", raw.noAgentStore,
+               "rank 0 hosts the workers' TCPStore (torchrun's static behaviour) instead of pltrun");
+  declare.flag("quiet", raw.quiet, "only warnings and errors from pltrun itself", "-q");
+}
+
+void declareRemoteFlags(FlagDeclarer& declare, RawFlags& raw) {
+  declare.valued("hosts", raw.hosts, "run on these hosts from here, over ssh: h1:4,h2:4 (HOST:SLOTS)", "-H");
+  declare.valued("hostfile", raw.hostfile, "hosts from a file: 'host slots=N' or 'host:N' lines, # comments");
+  declare.valued("include", raw.include, "only these hosts/slots (DeepSpeed's form): h1@h2:0,2");
+  declare.valued("exclude", raw.exclude, "all but these hosts/slots (DeepSpeed's form): h1@h2:0,2");
+  declare.valued("ssh-port", raw.sshPort, "the hosts' ssh port");
+  declare.valued("ssh-identity", raw.sshIdentity, "the private key ssh uses");
+  declare.valued("remote-command", raw.remoteCommand,
+                 "how to run a command on a host, with {host}: 'ssh -F cfg {host}', 'kubectl exec {host} --'");
+  // -x has no PET_ variable: it is CLI11's own option.
+  declare.app()
+      .add_option("-x,--export", raw.exports,
+                  "pass this variable (NAME or NAME=VALUE) to the remote workers; repeatable")
+      ->allow_extra_args(false)  // one value per -x: what follows may be PROGRAM
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  declare.valued("env-file", raw.envFile, "KEY=VALUE lines passed to the remote workers");
+  declare.valued("network-interface", raw.networkInterface, "the driver's interface the hosts reach it on");
+  declare.valued("remote-pltrun", raw.remotePltrun, "pltrun's path on the hosts (default: this binary's path)");
+  declare.app()
+      .add_flag("--exit-with-parent", raw.exitWithParent, "internal: stop when the parent process ends")
+      ->group("");
+}
+
+}  // namespace
+
+std::shared_ptr<const FlagVariables> declareFlags(CLI::App& app, RawFlags& raw) {
+  auto variables = std::make_shared<FlagVariables>();
+  FlagDeclarer declare(app, *variables);
+  declareWorkerAndNodeFlags(declare, raw);
+  declareOutputAndProgramFlags(declare, raw);
+  declareRemoteFlags(declare, raw);
+  app.formatter(std::make_shared<VariablesInHelp>(variables));
+  return variables;
+}
+
+void applyFlagVariables(const FlagVariables& variables, const Environment& env) {
+  for (const auto& [option, variable] : variables) {
+    if (option->count() != 0) continue;  // the command line wins
+    auto found = env.find(variable);
+    if (found == env.end() || found->second.empty()) continue;  // CLI11 skips empty variables too
+    option->add_result(found->second);
+    option->run_callback();  // converts the text and sets the target, as parse() did for the others
+  }
+}
+
+}  // namespace pltrun

@@ -1,0 +1,143 @@
+#include "launcher/plan/node_flags.h"
+
+#include "launcher/plan/rendezvous_flags.h"
+#include "launcher/plan/slurm.h"
+#include "launcher/plan/text_parsing.h"
+#include "pltrun/error.h"
+
+namespace pltrun {
+namespace {
+
+// Without --rdzv-backend the rendezvous is static, as torchrun's, unless the job can only
+// be elastic: a node-count range, or an endpoint to meet at on several nodes.
+RendezvousBackend chooseBackend(const RawFlags& raw, const RendezvousSettings& rdzv) {
+  if (!raw.rdzvBackend.empty()) return parseRendezvousBackend("--rdzv-backend", raw.rdzvBackend);
+  const bool elastic = rdzv.minNodes < rdzv.maxNodes;
+  const bool meets = !raw.rdzvEndpoint.empty() && rdzv.maxNodes > 1;
+  return elastic || meets ? RendezvousBackend::C10d : RendezvousBackend::Static;
+}
+
+// --rdzv-endpoint. On one node there is nobody to meet (torch's documented single-node form
+// is "--rdzv-backend=c10d --rdzv-endpoint=localhost:0"): checked, stored, unused. With an
+// explicit static backend on several nodes it is rank 0's store, as torchrun reads it: it
+// replaces --master-addr and --master-port.
+void applyEndpoint(const RawFlags& raw, LaunchConfig& config) {
+  RendezvousSettings& rdzv = config.rdzv;
+  const bool multiNode = rdzv.maxNodes > 1;
+  if (raw.rdzvEndpoint.empty()) {
+    if (!multiNode || rdzv.backend != RendezvousBackend::C10d) return;
+    if (!raw.rdzvBackend.empty()) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "--rdzv-backend c10d with several nodes needs --rdzv-endpoint HOST[:PORT], the same on every node");
+    }
+    throw Error(ErrorCode::InvalidArgument,
+                "--nnodes " + raw.nnodes +
+                    ": a node-count range uses the c10d rendezvous, which needs --rdzv-endpoint HOST[:PORT], the "
+                    "same on every node");
+  }
+  if (multiNode && rdzv.backend == RendezvousBackend::Static) {
+    Endpoint endpoint = parseEndpoint("--rdzv-endpoint", raw.rdzvEndpoint, -1);
+    if (endpoint.port < 0) {
+      throwInvalidFlag("--rdzv-endpoint", raw.rdzvEndpoint,
+                       "a static rendezvous needs HOST:PORT, rank 0's node and a fixed port");
+    }
+    config.masterAddr = endpoint.host;
+    if (endpoint.port == 0) {
+      config.masterPort.reset();  // refused below: the other nodes could not know the port
+    } else {
+      config.masterPort = endpoint.port;
+    }
+    return;
+  }
+  Endpoint endpoint = parseEndpoint("--rdzv-endpoint", raw.rdzvEndpoint, kDefaultRendezvousPort);
+  rdzv.endpointHost = endpoint.host;
+  rdzv.endpointPort = endpoint.port;
+}
+
+// --nnodes, and the backend it implies.
+void applyNodeCount(const RawFlags& raw, LaunchConfig& config) {
+  RendezvousSettings& rdzv = config.rdzv;
+  if (!raw.nnodes.empty()) {
+    NodeRange range = parseNodeRange("--nnodes", raw.nnodes);
+    rdzv.minNodes = range.minNodes;
+    rdzv.maxNodes = range.maxNodes;
+  }
+  config.nnodes = rdzv.maxNodes;  // static: the fixed count; c10d: the most the job can have
+  if (raw.standalone && rdzv.maxNodes != 1) {
+    throwInvalidFlag("--nnodes", raw.nnodes, "--standalone runs exactly one node");
+  }
+  rdzv.backend = chooseBackend(raw, rdzv);
+  if (rdzv.backend == RendezvousBackend::Static && rdzv.minNodes < rdzv.maxNodes) {
+    throwInvalidFlag("--nnodes", raw.nnodes,
+                     "a static rendezvous needs a fixed node count; use --rdzv-backend c10d --rdzv-endpoint "
+                     "HOST[:PORT]");
+  }
+}
+
+// --node-rank: this node's rank (static), or a preference (c10d, where torchrun ignores it).
+void applyNodeRank(const RawFlags& raw, LaunchConfig& config) {
+  if (raw.nodeRank.empty()) return;
+  const int last = config.nnodes - 1;
+  const bool multiNodeC10d = config.rdzv.backend == RendezvousBackend::C10d && config.rdzv.maxNodes > 1;
+  if (multiNodeC10d) {
+    config.rdzv.nodeRankHint = static_cast<int>(parseIntegerFlag(
+        "--node-rank", raw.nodeRank, 0, last,
+        "expected 0.." + std::to_string(last) + " (one less than the largest --nnodes); a hint with c10d"));
+  } else {
+    config.nodeRank = static_cast<int>(parseIntegerFlag(
+        "--node-rank", raw.nodeRank, 0, last, "expected 0.." + std::to_string(last) + " (one less than --nnodes)"));
+  }
+}
+
+}  // namespace
+
+void applySlurmDefaults(RawFlags& raw, LaunchConfig& config, const Environment& env) {
+  // Any node flag given: Slurm is left alone, the flags say it all.
+  const bool nodeFlagsGiven = !raw.nnodes.empty() || !raw.rdzvEndpoint.empty() || !raw.masterAddr.empty() ||
+                              !raw.masterPort.empty() || !raw.nodeRank.empty() || !raw.rdzvBackend.empty() ||
+                              raw.standalone;
+  if (nodeFlagsGiven) return;
+  std::optional<SlurmJob> job = detectSlurm(env);
+  if (!job || job->nnodes < 2) return;
+  // The node count, this node's rank, the endpoint on the first node (which hosts the store)
+  // at a port derived from the job id, and the job id as run id.
+  raw.nnodes = std::to_string(job->nnodes);
+  raw.nodeRank = std::to_string(job->nodeRank);
+  raw.rdzvEndpoint = endpointText(Endpoint{job->hosts.front(), job->port});
+  if (raw.runId.empty()) raw.runId = job->jobId;
+  config.slurmSummary = job->describe();
+}
+
+void applyNodeFlags(const RawFlags& raw, LaunchConfig& config, const Environment& env) {
+  applyNodeCount(raw, config);
+  // --master-addr and --master-port belong to the static rendezvous; with c10d they are
+  // checked and kept, and unused, as torchrun ignores them (the rendezvous decides).
+  if (!raw.masterAddr.empty()) config.masterAddr = raw.masterAddr;
+  if (!raw.masterPort.empty()) {
+    int port = static_cast<int>(parseIntegerFlag("--master-port", raw.masterPort, 0, 65535,
+                                                 "expected a TCP port 1..65535, or 0 to pick a free one"));
+    if (port != 0) config.masterPort = port;
+  }
+  RendezvousSettings& rdzv = config.rdzv;
+  applyEndpoint(raw, config);
+  if (!raw.rdzvConf.empty()) applyRendezvousConf(raw.rdzvConf, rdzv);
+  if (rdzv.secretFile.empty()) {
+    auto fromEnvironment = env.find("PLTRUN_SECRET_FILE");
+    if (fromEnvironment != env.end()) rdzv.secretFile = fromEnvironment->second;
+  }
+  if (!raw.localAddr.empty()) rdzv.localAddr = raw.localAddr;
+  applyNodeRank(raw, config);
+  if (raw.standalone) {
+    config.standalone = true;
+    config.masterAddr = "127.0.0.1";
+    config.masterPort.reset();
+  }
+  if (config.nnodes > 1 && rdzv.backend == RendezvousBackend::Static && !config.masterPort) {
+    throw Error(ErrorCode::InvalidArgument,
+                "--nnodes " + std::to_string(config.nnodes) +
+                    ": a multi-node static job needs --master-addr and --master-port, the same on every node (or "
+                    "--rdzv-backend c10d --rdzv-endpoint HOST[:PORT])");
+  }
+}
+
+}  // namespace pltrun

@@ -1,0 +1,29 @@
+#pragma once
+// The text of every pltrun flag as CLI11 left it (from the command line, else from its PET_*
+// variable), before any of it is checked. command_line.cc turns it into a LaunchConfig; the
+// files that help it (flag_declarations, node_flags, remote_flags) share this struct.
+
+#include <string>
+#include <vector>
+
+namespace pltrun {
+
+// Validated after CLI11 has split the command line, so each error names the flag, the value
+// and what is accepted, in our words.
+struct RawFlags {
+  std::string nprocPerNode, devices, nnodes, nodeRank, masterAddr, masterPort, maxRestarts;
+  std::string runId, role, logDir, redirects, tee, localRanksFilter, termTimeout;
+  /// --run-id, --rdzv-id's other name, with a target of its own because the PET_* defaults
+  /// are applied after the command line: when it has a value (flag or PET_RUN_ID) it wins,
+  /// as it did when CLI11 set one shared target in declaration order.
+  std::string runIdAlias;
+  std::string rdzvBackend, rdzvEndpoint, rdzvConf, localAddr, monitorInterval, startMethod;
+  bool standalone = false, module = false, noPython = false, noPrefix = false, quiet = false, noAgentStore = false;
+  // Many hosts from one shell.
+  std::string hosts, hostfile, include, exclude, sshPort, sshIdentity, remoteCommand, envFile, networkInterface;
+  std::string remotePltrun;
+  std::vector<std::string> exports;
+  bool exitWithParent = false;
+};
+
+}  // namespace pltrun
