@@ -9,6 +9,8 @@ bash scripts/install-deps.sh --with-torch
 bash scripts/trixie-torch-chroot.sh ensure
 # Every C/C++ file as .clang-format says (clang-format-14), before anything is built.
 bash scripts/check-format.sh
+# No function over 60 lines in the product code (docs/ARCHITECTURE.md); Debian's python3.
+/usr/bin/python3 scripts/function-lengths.py lib rendezvous apps
 bash scripts/build.sh
 # The store's codec and server sessions under libFuzzer with ASan/UBSan, for a bounded
 # time (a separate clang build in build-fuzz/); before CTest, whose summary ends the run.

@@ -9,6 +9,7 @@
 #include "launcher/net/host_identity.h"
 #include "launcher/net/rendezvous_host.h"
 #include "launcher/plan/program_command.h"
+#include "launcher/plan/rendezvous_flags.h"
 #include "launcher/plan/text_parsing.h"
 #include "launcher/process/group_runner.h"
 #include "launcher/process/orphan_guard.h"
@@ -286,8 +287,7 @@ int runDriver(const LaunchConfig& config, const Environment& inherited) {
   storeOptions.secret = jobSecret(config.rdzv);
   storeOptions.context = runId;
   HostedStore store(storeOptions);
-  const std::string endpoint =
-      (address.find(':') != std::string::npos ? "[" + address + "]" : address) + ":" + std::to_string(store.port());
+  const std::string endpoint = endpointText(Endpoint{address, store.port()});
   spdlog::info("run {}: {} hosts, rendezvous store on {}; starting one agent per host", runId, remote.hosts.size(),
                endpoint);
 
