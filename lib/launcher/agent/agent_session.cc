@@ -37,6 +37,22 @@ AgentSession::AgentSession(const ElasticJob& job)
   prepareWorkersStore(self);
 }
 
+AgentSession::AgentSession(const ElasticJob& job, std::unique_ptr<Store> givenStore,
+                           std::function<std::unique_ptr<Store>()> connectWatcher, ProcessRuntime givenRuntime)
+    : job(job),
+      settings(job.config.rdzv),
+      host(localHostName()),
+      agentId(host + ":" + std::to_string(getpid()) + ":" + randomHexId()),
+      store(std::move(givenStore)),
+      directory(job.config, job.runId, host + "_" + std::to_string(getpid())),
+      events(std::nullopt),
+      runtime(givenRuntime),
+      connectWatcher_(std::move(connectWatcher)) {
+  const rdzv::NodeDescriptor self = describeSelf();
+  openRendezvous(self);
+  prepareWorkersStore(self);
+}
+
 // Hosts the store when the endpoint is this machine's, then connects to it.
 void AgentSession::connect() {
   const std::string secret =
@@ -137,7 +153,8 @@ std::string AgentSession::refusedStoreAdvice() const {
 // (fencing: two generations of the job never run at once). The others need at least
 // (keep_alive_max_attempt - 1) heartbeat intervals; the watcher makes a round trip every
 // 250 ms, and gives up on one that takes a third of that.
-std::unique_ptr<TcpStore> AgentSession::connectWatcherStore() const {
+std::unique_ptr<Store> AgentSession::connectWatcherStore() const {
+  if (connectWatcher_) return connectWatcher_();
   TcpStoreOptions options = storeOptions;
   options.timeout = fenceDeadline(settings);
   return std::make_unique<TcpStore>(options);

@@ -6,6 +6,7 @@
 // group runs on. The round loop (elastic_agent.cc) and one round (round_run.cc) share it.
 
 #include <boost/asio/io_context.hpp>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -15,6 +16,7 @@
 #include "launcher/process/event_log.h"
 #include "launcher/process/group_runner.h"
 #include "launcher/process/orphan_guard.h"
+#include "launcher/process/process_runtime.h"
 #include "launcher/process/run_directory.h"
 #include "launcher/process/worker_group.h"
 #include "pltrun/tcp_store.h"
@@ -29,10 +31,15 @@ struct AgentSession {
   /// Hosts the rendezvous store if it is ours, connects to it (waiting up to read_timeout
   /// for its host to come up), and listens to signals. Throws Error with what to do.
   explicit AgentSession(const ElasticJob& job);
+  /// For the unit tests: a session over `store` (an InMemoryStore; nothing hosted, nothing
+  /// connected), whose round watchers use `connectWatcher()` and whose workers run on
+  /// `runtime` (fakes).
+  AgentSession(const ElasticJob& job, std::unique_ptr<Store> store,
+               std::function<std::unique_ptr<Store>()> connectWatcher, ProcessRuntime runtime);
 
   /// A connection for a round's watcher, whose replies must come well within the time
   /// the other nodes take to notice this node missing (see fenceDeadline).
-  std::unique_ptr<TcpStore> connectWatcherStore() const;
+  std::unique_ptr<Store> connectWatcherStore() const;
   /// Runs the handlers that are ready now; throws Interrupted once a stop signal came.
   void pollEvents();
   /// A worker group of `round`, whose workers' starts and ends go to the event log.
@@ -51,7 +58,7 @@ struct AgentSession {
   // for rank 0's worker (--no-agent-store).
   std::unique_ptr<AttemptStore> workersStore;
   TcpStoreOptions storeOptions;
-  std::unique_ptr<TcpStore> store;
+  std::unique_ptr<Store> store;
   std::unique_ptr<rdzv::ElasticRendezvous> rendezvous;
   RunDirectory directory;
   EventLog events;
@@ -59,12 +66,16 @@ struct AgentSession {
   GroupRunner runner{context};
   /// The first stop signal received (0: none); set by the round loop's signal observer.
   int interruptSignal = 0;
+  /// What the workers run on: real processes, or the unit tests' fakes.
+  ProcessRuntime runtime = realProcessRuntime();
 
  private:
   void connect();
   rdzv::NodeDescriptor describeSelf() const;
   void openRendezvous(const rdzv::NodeDescriptor& self);
   void prepareWorkersStore(const rdzv::NodeDescriptor& self);
+
+  std::function<std::unique_ptr<Store>()> connectWatcher_;  ///< empty: a TcpStore
 };
 
 }  // namespace pltrun

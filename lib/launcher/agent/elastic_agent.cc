@@ -27,7 +27,7 @@ struct RoundResult {
 
 class ElasticAgent {
  public:
-  explicit ElasticAgent(const ElasticJob& job);
+  explicit ElasticAgent(AgentSession& session);
   int run();
 
  private:
@@ -42,13 +42,13 @@ class ElasticAgent {
   void onSignal(int signal);
   void logRoundEnd(const RoundInfo& info, const RoundEnd& end);
 
-  AgentSession session_;
+  AgentSession& session_;
   const RendezvousSettings& settings_;
   std::optional<int> currentRound_;  ///< the round whose workers run now
   bool stopAnnounced_ = false;
 };
 
-ElasticAgent::ElasticAgent(const ElasticJob& job) : session_(job), settings_(job.config.rdzv) {
+ElasticAgent::ElasticAgent(AgentSession& session) : session_(session), settings_(session.settings) {
   session_.runner.listen([this](int signal) { onSignal(signal); });
 }
 
@@ -268,6 +268,11 @@ void ElasticAgent::announceStop(int signal) {
 
 }  // namespace
 
-int runElasticAgent(const ElasticJob& job) { return ElasticAgent(job).run(); }
+int runElasticAgent(const ElasticJob& job) {
+  AgentSession session(job);
+  return runElasticAgent(session);
+}
+
+int runElasticAgent(AgentSession& session) { return ElasticAgent(session).run(); }
 
 }  // namespace pltrun

@@ -25,4 +25,8 @@ struct ElasticJob {
 /// Runs this node's part of the job; returns pltrun's exit status.
 int runElasticAgent(const ElasticJob& job);
 
+struct AgentSession;
+/// The same over a session already made (the unit tests make one over fakes).
+int runElasticAgent(AgentSession& session);
+
 }  // namespace pltrun

@@ -46,7 +46,8 @@ RoundReport RoundRun::run() {
   settings.onRootCause = [this](const WorkerSpec& spec, pid_t pid, const ProcessEnd& end) {
     onRootCause(spec, pid, end);
   };
-  group_ = std::make_unique<WorkerGroup>(session_.context, session_.runner.console(), session_.guard, settings);
+  group_ = std::make_unique<WorkerGroup>(session_.context, session_.runner.console(), session_.guard, settings,
+                                         session_.runtime);
   session_.runner.start(*group_, specs);
   watch();
   const GroupOutcome outcome = session_.runner.waitForGroup();
