@@ -606,7 +606,7 @@ TEST_CASE("PET_* variables of flags without a value: 1/0, true/false, as CLI11 r
   requireInvalid({"p"}, {"--standalone", "maybe", "(see pltrun --help)"}, {{"PET_STANDALONE", "maybe"}});
 }
 
-TEST_CASE("--rdzv-id and --run-id: --run-id wins, from the command line or PET_RUN_ID", "[command_line]") {
+TEST_CASE("run id: --run-id wins over --rdzv-id, from the command line or PET_RUN_ID", "[command_line]") {
   CHECK(parseConfig({"--rdzv-id", "a", "--run-id", "b", "p"}).runId == "b");
   CHECK(parseConfig({"--run-id", "b", "p"}, {{"PET_RDZV_ID", "a"}}).runId == "b");
   CHECK(parseConfig({"--rdzv-id", "a", "p"}, {{"PET_RUN_ID", "b"}}).runId == "b");  // as CLI11 had it
