@@ -12,6 +12,7 @@ packages=(
   hyperfine time procps python3 iproute2
   openssh-server openssh-client
   clang libclang-rt-14-dev clang-format-14
+  etcd-server etcd-client  # the etcd rendezvous backend's tests start real members (issue 13)
 )
 for argument in "$@"; do
   case "$argument" in

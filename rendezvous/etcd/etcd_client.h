@@ -1,0 +1,77 @@
+#pragma once
+// A blocking client of etcd v3's JSON gateway over HTTP/1.1 (Boost.Beast): the calls the
+// elastic rendezvous needs (range, put, compare-and-set transactions, delete, leases), one
+// keep-alive connection at a time, failing over between the cluster's endpoints.
+//
+// Failover: a request that cannot be sent, times out, or meets a member without a leader
+// (gRPC Unavailable) is tried on the next endpoint, once per endpoint; when none answers,
+// Error(Network) names every endpoint and why. A write that timed out may still have been
+// applied: callers read back what a retried transaction decided (its failure branch reads
+// the key) rather than assume.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rendezvous/etcd/etcd_codec.h"
+
+namespace pltrun::etcd {
+
+struct EtcdEndpoint {
+  std::string host;  ///< a name or an address; IPv6 without brackets
+  int port = 2379;
+};
+
+struct EtcdClientOptions {
+  std::vector<EtcdEndpoint> endpoints;
+  /// One request, connecting included, on one endpoint.
+  std::chrono::milliseconds timeout{5000};
+};
+
+class EtcdClient {
+ public:
+  /// Connects lazily: the first request finds a member that answers.
+  explicit EtcdClient(EtcdClientOptions options);
+  ~EtcdClient();
+  EtcdClient(const EtcdClient&) = delete;
+  EtcdClient& operator=(const EtcdClient&) = delete;
+
+  /// The key's value and revisions; empty when it does not exist.
+  std::optional<KeyValue> get(const std::string& key);
+  /// Every key with `prefix`, in key order.
+  RangeResult getPrefix(const std::string& prefix);
+  /// Returns the store's revision after the put.
+  std::int64_t put(const std::string& key, const std::string& value, std::int64_t lease = 0);
+  /// Puts only if the key does not exist. succeeded false: kvs holds what is there.
+  TxnResult create(const std::string& key, const std::string& value, std::int64_t lease = 0);
+  /// Puts only if the key was last modified at `modRevision`. succeeded false: kvs holds what is there.
+  TxnResult swap(const std::string& key, std::int64_t modRevision, const std::string& value, std::int64_t lease = 0);
+  std::int64_t erase(const std::string& key);
+  std::int64_t erasePrefix(const std::string& prefix);
+
+  LeaseGrant grantLease(std::int64_t ttlSeconds);
+  /// Renews the lease once; returns its TTL, 0 when it has already expired.
+  std::int64_t keepAlive(std::int64_t lease);
+  /// Ends the lease now: every key attached to it is deleted.
+  void revokeLease(std::int64_t lease);
+
+  /// The endpoint that answered last ("host:port").
+  std::string currentEndpoint() const;
+
+ private:
+  struct Connection;
+  std::string call(const std::string& path, const std::string& body);
+  std::string callOnce(const std::string& path, const std::string& body);
+
+  EtcdClientOptions options_;
+  size_t current_ = 0;  ///< index into options_.endpoints
+  std::unique_ptr<Connection> connection_;
+};
+
+/// "host:port", with brackets around an IPv6 address.
+std::string endpointText(const EtcdEndpoint& endpoint);
+
+}  // namespace pltrun::etcd

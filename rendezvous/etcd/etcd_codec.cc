@@ -1,0 +1,235 @@
+#include "rendezvous/etcd/etcd_codec.h"
+
+#include <nlohmann/json.hpp>
+
+#include "pltrun/error.h"
+
+namespace pltrun::etcd {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+int sextetOf(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+
+[[noreturn]] void malformed(std::string_view what, std::string_view body) {
+  constexpr size_t kShown = 200;
+  throw Error(ErrorCode::Protocol, "etcd: " + std::string(what) + " in its answer: " +
+                                       std::string(body.substr(0, kShown)) + (body.size() > kShown ? "..." : ""));
+}
+
+json parseObject(std::string_view body) {
+  json parsed = json::parse(body, nullptr, false);
+  if (parsed.is_discarded() || !parsed.is_object()) malformed("not a JSON object", body);
+  return parsed;
+}
+
+// int64 fields come as strings ("42"), and are absent at 0.
+std::int64_t numberField(const json& object, const char* name) {
+  const auto found = object.find(name);
+  if (found == object.end()) return 0;
+  if (found->is_number_integer()) return found->get<std::int64_t>();
+  if (!found->is_string()) throw Error(ErrorCode::Protocol, std::string("etcd: field ") + name + " is not a number");
+  try {
+    size_t used = 0;
+    const std::string& text = found->get_ref<const std::string&>();
+    const long long value = std::stoll(text, &used);
+    if (used != text.size()) throw std::invalid_argument(text);
+    return value;
+  } catch (const std::exception&) {
+    throw Error(ErrorCode::Protocol, std::string("etcd: field ") + name + " is not a number");
+  }
+}
+
+std::string bytesField(const json& object, const char* name) {
+  const auto found = object.find(name);
+  if (found == object.end()) return "";
+  std::optional<std::string> bytes = found->is_string() ? base64Decode(found->get<std::string>()) : std::nullopt;
+  if (!bytes) throw Error(ErrorCode::Protocol, std::string("etcd: field ") + name + " is not base64");
+  return *bytes;
+}
+
+std::vector<KeyValue> keyValues(const json& object) {
+  std::vector<KeyValue> result;
+  const auto kvs = object.find("kvs");
+  if (kvs == object.end()) return result;
+  if (!kvs->is_array()) throw Error(ErrorCode::Protocol, "etcd: kvs is not a list");
+  for (const json& entry : *kvs) {
+    KeyValue kv;
+    kv.key = bytesField(entry, "key");
+    kv.value = bytesField(entry, "value");
+    kv.createRevision = numberField(entry, "create_revision");
+    kv.modRevision = numberField(entry, "mod_revision");
+    kv.version = numberField(entry, "version");
+    kv.lease = numberField(entry, "lease");
+    result.push_back(std::move(kv));
+  }
+  return result;
+}
+
+std::int64_t headerRevision(const json& object, std::string_view body) {
+  const auto header = object.find("header");
+  if (header == object.end() || !header->is_object()) malformed("no header", body);
+  return numberField(*header, "revision");
+}
+
+json rangeOf(std::string_view key) { return json{{"request_range", {{"key", base64Encode(key)}}}}; }
+
+json putOf(std::string_view key, std::string_view value, std::int64_t lease) {
+  json put = {{"key", base64Encode(key)}, {"value", base64Encode(value)}};
+  if (lease != 0) put["lease"] = std::to_string(lease);
+  return put;
+}
+
+std::string txnRequest(json compare, std::string_view key, std::string_view value, std::int64_t lease) {
+  json request = {{"compare", json::array({std::move(compare)})},
+                  {"success", json::array({json{{"request_put", putOf(key, value, lease)}}})},
+                  {"failure", json::array({rangeOf(key)})}};
+  return request.dump();
+}
+
+}  // namespace
+
+std::string base64Encode(std::string_view bytes) {
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (size_t at = 0; at < bytes.size(); at += 3) {
+    const size_t left = bytes.size() - at;
+    std::uint32_t triple = static_cast<std::uint8_t>(bytes[at]) << 16;
+    if (left > 1) triple |= static_cast<std::uint8_t>(bytes[at + 1]) << 8;
+    if (left > 2) triple |= static_cast<std::uint8_t>(bytes[at + 2]);
+    out += kAlphabet[(triple >> 18) & 63];
+    out += kAlphabet[(triple >> 12) & 63];
+    out += left > 1 ? kAlphabet[(triple >> 6) & 63] : '=';
+    out += left > 2 ? kAlphabet[triple & 63] : '=';
+  }
+  return out;
+}
+
+std::optional<std::string> base64Decode(std::string_view text) {
+  if (text.size() % 4 != 0) return std::nullopt;
+  std::string out;
+  out.reserve(text.size() / 4 * 3);
+  for (size_t at = 0; at < text.size(); at += 4) {
+    const bool last = at + 4 == text.size();
+    const int padding = last ? (text[at + 3] == '=') + (text[at + 2] == '=') : 0;
+    if (padding == 1 && text[at + 2] == '=') return std::nullopt;  // "x=y=" is not base64
+    std::uint32_t quad = 0;
+    for (int i = 0; i < 4 - padding; ++i) {
+      const int sextet = sextetOf(text[at + i]);
+      if (sextet < 0) return std::nullopt;
+      quad |= static_cast<std::uint32_t>(sextet) << (18 - 6 * i);
+    }
+    out += static_cast<char>((quad >> 16) & 0xFF);
+    if (padding < 2) out += static_cast<char>((quad >> 8) & 0xFF);
+    if (padding < 1) out += static_cast<char>(quad & 0xFF);
+  }
+  return out;
+}
+
+std::string prefixEnd(std::string_view prefix) {
+  std::string end(prefix);
+  // The first key after every key with this prefix: the last byte that can grow, grown.
+  while (!end.empty() && static_cast<std::uint8_t>(end.back()) == 0xFF) end.pop_back();
+  if (end.empty()) return std::string(1, '\0');  // etcd's "every key"
+  end.back() = static_cast<char>(static_cast<std::uint8_t>(end.back()) + 1);
+  return end;
+}
+
+std::string rangeRequest(std::string_view key, std::string_view rangeEnd) {
+  json request = {{"key", base64Encode(key)}};
+  if (!rangeEnd.empty()) request["range_end"] = base64Encode(rangeEnd);
+  return request.dump();
+}
+
+std::string putRequest(std::string_view key, std::string_view value, std::int64_t lease) {
+  return putOf(key, value, lease).dump();
+}
+
+std::string deleteRangeRequest(std::string_view key, std::string_view rangeEnd) {
+  json request = {{"key", base64Encode(key)}};
+  if (!rangeEnd.empty()) request["range_end"] = base64Encode(rangeEnd);
+  return request.dump();
+}
+
+std::string createTxnRequest(std::string_view key, std::string_view value, std::int64_t lease) {
+  return swapTxnRequest(key, 0, value, lease);
+}
+
+std::string swapTxnRequest(std::string_view key, std::int64_t modRevision, std::string_view value, std::int64_t lease) {
+  // A key that does not exist has create_revision 0; one that does, its mod_revision.
+  json compare = {{"key", base64Encode(key)}, {"result", "EQUAL"}};
+  if (modRevision == 0) {
+    compare["target"] = "CREATE";
+    compare["create_revision"] = "0";
+  } else {
+    compare["target"] = "MOD";
+    compare["mod_revision"] = std::to_string(modRevision);
+  }
+  return txnRequest(std::move(compare), key, value, lease);
+}
+
+std::string leaseGrantRequest(std::int64_t ttlSeconds) { return json{{"TTL", std::to_string(ttlSeconds)}}.dump(); }
+
+std::string leaseIdRequest(std::int64_t lease) { return json{{"ID", std::to_string(lease)}}.dump(); }
+
+std::optional<GatewayError> gatewayError(std::string_view body) {
+  json parsed = json::parse(body, nullptr, false);
+  if (parsed.is_discarded() || !parsed.is_object() || !parsed.contains("code") || parsed.contains("header")) {
+    return std::nullopt;
+  }
+  GatewayError error;
+  error.code = static_cast<int>(numberField(parsed, "code"));
+  const auto message = parsed.find("message");
+  error.message = message != parsed.end() && message->is_string() ? message->get<std::string>() : "";
+  return error;
+}
+
+std::int64_t parseRevision(std::string_view body) { return headerRevision(parseObject(body), body); }
+
+RangeResult parseRange(std::string_view body) {
+  const json parsed = parseObject(body);
+  return RangeResult{headerRevision(parsed, body), keyValues(parsed)};
+}
+
+TxnResult parseTxn(std::string_view body) {
+  const json parsed = parseObject(body);
+  TxnResult result;
+  result.revision = headerRevision(parsed, body);
+  const auto succeeded = parsed.find("succeeded");
+  result.succeeded = succeeded != parsed.end() && succeeded->is_boolean() && succeeded->get<bool>();
+  const auto responses = parsed.find("responses");
+  if (responses != parsed.end() && responses->is_array()) {
+    for (const json& response : *responses) {
+      const auto range = response.find("response_range");
+      if (range != response.end() && range->is_object()) result.kvs = keyValues(*range);
+    }
+  }
+  return result;
+}
+
+LeaseGrant parseLeaseGrant(std::string_view body) {
+  const json parsed = parseObject(body);
+  LeaseGrant grant{numberField(parsed, "ID"), numberField(parsed, "TTL")};
+  if (grant.id == 0) malformed("no lease ID", body);
+  return grant;
+}
+
+std::int64_t parseKeepAlive(std::string_view body) {
+  // One line of a streamed answer: {"result":{"header":...,"ID":"..","TTL":".."}}.
+  const json parsed = parseObject(body.substr(0, body.find('\n')));
+  const auto result = parsed.find("result");
+  if (result == parsed.end() || !result->is_object()) malformed("no keep-alive result", body);
+  return numberField(*result, "TTL");
+}
+
+}  // namespace pltrun::etcd

@@ -1,0 +1,78 @@
+#pragma once
+// etcd v3's JSON gateway (the HTTP/1.1 face of its gRPC API, in every etcd since 3.3), as
+// pure functions: the JSON bodies pltrun sends to /v3/kv/*, /v3/lease/* and the answers
+// read back. Keys and values travel base64-encoded; 64-bit numbers travel as JSON strings;
+// a field at its zero value (count 0, succeeded false, no kvs) is left out of an answer.
+// No I/O here: etcd_client.cc sends and receives.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pltrun::etcd {
+
+std::string base64Encode(std::string_view bytes);
+/// Empty when `text` is not base64.
+std::optional<std::string> base64Decode(std::string_view text);
+
+/// The range_end that makes a range request cover every key starting with `prefix`.
+std::string prefixEnd(std::string_view prefix);
+
+struct KeyValue {
+  std::string key;
+  std::string value;
+  std::int64_t createRevision = 0;
+  std::int64_t modRevision = 0;
+  std::int64_t version = 0;
+  std::int64_t lease = 0;  ///< 0: the key lives until deleted
+};
+
+struct RangeResult {
+  std::int64_t revision = 0;  ///< the store's revision when it answered
+  std::vector<KeyValue> kvs;
+};
+
+struct TxnResult {
+  std::int64_t revision = 0;
+  bool succeeded = false;
+  std::vector<KeyValue> kvs;  ///< what the branch's range request read (the failure branch reads the key)
+};
+
+struct LeaseGrant {
+  std::int64_t id = 0;
+  std::int64_t ttlSeconds = 0;  ///< as granted: etcd may raise a TTL below its minimum
+};
+
+/// What the gateway answers instead of a result: a gRPC status code and its message.
+struct GatewayError {
+  int code = 0;  ///< 14 (Unavailable): no leader, or the member cannot reach one
+  std::string message;
+};
+constexpr int kUnavailable = 14;
+constexpr int kNotFound = 5;
+
+// Requests.
+std::string rangeRequest(std::string_view key, std::string_view rangeEnd = {});
+std::string putRequest(std::string_view key, std::string_view value, std::int64_t lease = 0);
+std::string deleteRangeRequest(std::string_view key, std::string_view rangeEnd = {});
+/// Puts `value` at `key` only if the key does not exist; otherwise reads it.
+std::string createTxnRequest(std::string_view key, std::string_view value, std::int64_t lease = 0);
+/// Puts `value` at `key` only if the key was last modified at `modRevision` (0: does not
+/// exist); otherwise reads it. Compare-and-set without a race.
+std::string swapTxnRequest(std::string_view key, std::int64_t modRevision, std::string_view value,
+                           std::int64_t lease = 0);
+std::string leaseGrantRequest(std::int64_t ttlSeconds);
+std::string leaseIdRequest(std::int64_t lease);
+
+// Answers. Each throws Error(Protocol) naming what is wrong when `body` is not that answer.
+std::optional<GatewayError> gatewayError(std::string_view body);
+std::int64_t parseRevision(std::string_view body);  ///< put and delete answers: the new revision
+RangeResult parseRange(std::string_view body);
+TxnResult parseTxn(std::string_view body);
+LeaseGrant parseLeaseGrant(std::string_view body);
+/// A keep-alive answer: the lease's remaining TTL in seconds; 0 when it has expired.
+std::int64_t parseKeepAlive(std::string_view body);
+
+}  // namespace pltrun::etcd

@@ -1,0 +1,61 @@
+#pragma once
+// Real etcd for the tests: 1 or 3 members of Debian's etcd-server on loopback, each on
+// client and peer ports found free (bound to port 0 and read back: etcd's gateway cannot
+// listen on port 0 itself), data in a temporary directory, fast elections (50 ms heartbeat,
+// 500 ms election timeout) so that losing the leader costs the tests about a second.
+// Every member is stopped and reaped when the cluster goes away.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "helpers/child_process.h"
+#include "rendezvous/etcd/etcd_client.h"
+
+namespace pltrun::test {
+
+class EtcdCluster {
+ public:
+  /// Starts `members` members and waits (up to 30 s) until each answers.
+  explicit EtcdCluster(int members);
+  ~EtcdCluster();
+  EtcdCluster(const EtcdCluster&) = delete;
+  EtcdCluster& operator=(const EtcdCluster&) = delete;
+
+  std::vector<etcd::EtcdEndpoint> endpoints() const;
+  etcd::EtcdEndpoint endpoint(int member) const;
+  int size() const { return static_cast<int>(members_.size()); }
+  /// The member whose client endpoint is `text` ("127.0.0.1:PORT"); -1 if none.
+  int memberAt(const std::string& text) const;
+
+  /// SIGKILL, and reaped: the member is gone until restart().
+  void kill(int member);
+  /// Starts a killed member again on its data and ports (without waiting: a member of a
+  /// cluster without quorum answers only once enough others are back).
+  void restart(int member);
+  /// Waits (up to 30 s) until `member` answers a linearizable read.
+  void waitUntilAnswering(int member);
+  /// SIGSTOP / SIGCONT: a member that is there but answers nothing (a hung host).
+  void stop(int member);
+  void resume(int member);
+  /// The member's stderr so far (etcd logs there), for a failing test's message.
+  std::string log(int member) const;
+
+ private:
+  struct Member {
+    std::string name;
+    int clientPort = 0;
+    int peerPort = 0;
+    std::unique_ptr<ChildProcess> process;
+  };
+  void start(int member);
+
+  TempDir dir_;
+  std::string initialCluster_;
+  std::vector<Member> members_;
+};
+
+/// A loopback port nothing listens on (bound to 0, read back, closed).
+int freeLoopbackPort();
+
+}  // namespace pltrun::test

@@ -1,0 +1,117 @@
+// etcd v3 JSON gateway codec (rendezvous/etcd/etcd_codec.h): base64 (RFC 4648's vectors and
+// what is not base64), prefix range ends, the request bodies, and answers as etcd 3.4 writes
+// them (zero-valued fields left out, 64-bit numbers as strings), malformed ones included.
+
+#include "rendezvous/etcd/etcd_codec.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "pltrun/error.h"
+
+using namespace pltrun;
+using namespace pltrun::etcd;
+using nlohmann::json;
+
+TEST_CASE("etcd codec: base64 both ways, and what is not base64", "[etcd_codec]") {
+  const std::vector<std::pair<std::string, std::string>> vectors = {{"", ""},
+                                                                    {"f", "Zg=="},
+                                                                    {"fo", "Zm8="},
+                                                                    {"foo", "Zm9v"},
+                                                                    {"foob", "Zm9vYg=="},
+                                                                    {"fooba", "Zm9vYmE="},
+                                                                    {"foobar", "Zm9vYmFy"}};
+  for (const auto& [plain, encoded] : vectors) {
+    CHECK(base64Encode(plain) == encoded);
+    CHECK(base64Decode(encoded) == plain);
+  }
+  std::string every;
+  for (int byte = 0; byte < 256; ++byte) every += static_cast<char>(byte);
+  CHECK(base64Decode(base64Encode(every)) == every);
+  for (const char* bad : {"Zm9", "Zm9v!", "Z===", "Zg=a", "Zg==Zg==", "Zm 9v"}) {
+    INFO(bad);
+    CHECK_FALSE(base64Decode(bad).has_value());
+  }
+}
+
+TEST_CASE("etcd codec: a prefix's range end is the first key after every key with it", "[etcd_codec]") {
+  CHECK(prefixEnd("/pltrun/") == "/pltrun0");
+  CHECK(prefixEnd("a") == "b");
+  CHECK(prefixEnd(std::string("a\xff", 2)) == "b");
+  CHECK(prefixEnd("") == std::string(1, '\0'));
+}
+
+TEST_CASE("etcd codec: requests carry base64 keys and values and int64s as strings", "[etcd_codec]") {
+  CHECK(json::parse(rangeRequest("foo")) == json{{"key", "Zm9v"}});
+  CHECK(json::parse(rangeRequest("foo", "fop")) == json{{"key", "Zm9v"}, {"range_end", "Zm9w"}});
+  CHECK(json::parse(putRequest("foo", "bar", 7)) == json{{"key", "Zm9v"}, {"value", "YmFy"}, {"lease", "7"}});
+  CHECK(json::parse(putRequest("foo", "bar")) == json{{"key", "Zm9v"}, {"value", "YmFy"}});
+  const json create = json::parse(createTxnRequest("foo", "bar"));
+  CHECK(create["compare"][0] ==
+        json{{"key", "Zm9v"}, {"result", "EQUAL"}, {"target", "CREATE"}, {"create_revision", "0"}});
+  CHECK(create["success"][0]["request_put"]["value"] == "YmFy");
+  CHECK(create["failure"][0]["request_range"]["key"] == "Zm9v");
+  const json swap = json::parse(swapTxnRequest("foo", 42, "baz", 9));
+  CHECK(swap["compare"][0]["target"] == "MOD");
+  CHECK(swap["compare"][0]["mod_revision"] == "42");
+  CHECK(swap["success"][0]["request_put"]["lease"] == "9");
+  CHECK(json::parse(leaseGrantRequest(5)) == json{{"TTL", "5"}});
+  CHECK(json::parse(leaseIdRequest(123)) == json{{"ID", "123"}});
+}
+
+TEST_CASE("etcd codec: answers as etcd 3.4 writes them", "[etcd_codec]") {
+  const std::string header = R"("header":{"cluster_id":"1","member_id":"2","revision":"7","raft_term":"2"})";
+  const RangeResult range = parseRange(
+      "{" + header +
+      R"(,"kvs":[{"key":"Zm9v","create_revision":"2","mod_revision":"5","version":"3","value":"YmFy","lease":"9"}],"count":"1"})");
+  CHECK(range.revision == 7);
+  REQUIRE(range.kvs.size() == 1);
+  CHECK(range.kvs[0].key == "foo");
+  CHECK(range.kvs[0].value == "bar");
+  CHECK(range.kvs[0].createRevision == 2);
+  CHECK(range.kvs[0].modRevision == 5);
+  CHECK(range.kvs[0].version == 3);
+  CHECK(range.kvs[0].lease == 9);
+  CHECK(parseRange("{" + header + "}").kvs.empty());  // no key: no kvs, no count
+  CHECK(parseRevision("{" + header + "}") == 7);
+
+  const TxnResult lost = parseTxn(
+      "{" + header +
+      R"(,"responses":[{"response_range":{"header":{"revision":"7"},"kvs":[{"key":"Zm9v","value":"eA=="}],"count":"1"}}]})");
+  CHECK_FALSE(lost.succeeded);
+  REQUIRE(lost.kvs.size() == 1);
+  CHECK(lost.kvs[0].value == "x");
+  const TxnResult won =
+      parseTxn("{" + header + R"(,"succeeded":true,"responses":[{"response_put":{"header":{"revision":"8"}}}]})");
+  CHECK(won.succeeded);
+  CHECK(won.kvs.empty());
+
+  const LeaseGrant grant = parseLeaseGrant("{" + header + R"(,"ID":"7919758093884012809","TTL":"2"})");
+  CHECK(grant.id == 7919758093884012809LL);
+  CHECK(grant.ttlSeconds == 2);
+  CHECK(parseKeepAlive(R"({"result":{)" + header + R"(,"ID":"5","TTL":"10"}})" + "\n") == 10);
+  CHECK(parseKeepAlive(R"({"result":{)" + header + R"(,"ID":"5"}})") == 0);  // expired
+
+  const std::optional<GatewayError> error = gatewayError(
+      R"({"error":"etcdserver: requested lease not found","message":"etcdserver: requested lease not found","code":5})");
+  REQUIRE(error);
+  CHECK(error->code == kNotFound);
+  CHECK(error->message == "etcdserver: requested lease not found");
+  CHECK_FALSE(gatewayError("{" + header + "}"));
+}
+
+TEST_CASE("etcd codec: a malformed answer is a one-line protocol error, never a crash", "[etcd_codec]") {
+  for (const std::string bad : {"", "not json", "[]", "{}", R"({"header":{"revision":"x7"}})",
+                                R"({"header":{},"kvs":[{"key":"!!"}]})", R"({"header":{},"kvs":"no"})"}) {
+    INFO(bad);
+    try {
+      parseRange(bad);
+      FAIL("accepted");
+    } catch (const Error& error) {
+      CHECK(error.code() == ErrorCode::Protocol);
+      CHECK(std::string(error.what()).find('\n') == std::string::npos);
+    }
+  }
+  CHECK_THROWS_AS(parseLeaseGrant(R"({"header":{}})"), Error);  // no ID
+  CHECK_THROWS_AS(parseKeepAlive(R"({"header":{}})"), Error);
+}
