@@ -11,6 +11,7 @@ bash scripts/trixie-torch-chroot.sh ensure
 bash scripts/check-format.sh
 # No function over 60 lines in the product code (docs/ARCHITECTURE.md); Debian's python3.
 /usr/bin/python3 scripts/function-lengths.py lib rendezvous apps
+bash scripts/check-test-names.sh
 bash scripts/build.sh
 # The store's codec and server sessions under libFuzzer with ASan/UBSan, for a bounded
 # time (a separate clang build in build-fuzz/); before CTest, whose summary ends the run.

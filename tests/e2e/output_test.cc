@@ -116,7 +116,7 @@ TEST_CASE("flag --local-ranks-filter limits the console, not the logs", "[output
   CHECK(readFile(logs / "f/attempt_0/1/stdout.log") == "hello 1\n");
 }
 
-TEST_CASE("flag -r redirects streams to the log files only; -t keeps them on the console too", "[output]") {
+TEST_CASE("flag -r redirects streams to the log files only, -t keeps them on the console too", "[output]") {
   TempDir logs;
   Finished redirected = runPltrun({"-r", "1", "--nproc-per-node", "2", "--log-dir", logs.path(), "--rdzv-id", "r",
                                    "/bin/sh", "-c", "echo out $RANK; echo err $RANK >&2"});

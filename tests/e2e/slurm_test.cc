@@ -106,7 +106,7 @@ TEST_CASE("under srun, Slurm's SIGUSR1 and SIGTERM before preemption reach every
 // docs/SECURITY.md's Slurm recipe: the batch script writes a private secret file on a
 // shared filesystem (or sbcast -p copies it to each node) and exports PLTRUN_SECRET_FILE,
 // which srun passes to every task.
-TEST_CASE("under srun, the tasks share a secret through PLTRUN_SECRET_FILE; a client without it is refused",
+TEST_CASE("under srun, the tasks share a secret through PLTRUN_SECRET_FILE, a client without it is refused",
           "[slurm][e2e][auth]") {
   TempDir directory;
   SecretFile secret;

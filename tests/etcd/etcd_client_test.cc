@@ -57,7 +57,7 @@ TEST_CASE("etcd client: put, get, prefix ranges and deletes, with binary keys an
   CHECK_FALSE(client.get("/pltrun/b/1"));
 }
 
-TEST_CASE("etcd client: create and swap are compare-and-set; the loser reads the winner's value", "[etcd]") {
+TEST_CASE("etcd client: create and swap are compare-and-set, and the loser reads the winner's value", "[etcd]") {
   EtcdCluster cluster(1);
   EtcdClient client(optionsFor(cluster.endpoints()));
   const etcd::TxnResult created = client.create("/pltrun/state", "round 0");
@@ -77,7 +77,7 @@ TEST_CASE("etcd client: create and swap are compare-and-set; the loser reads the
   CHECK(client.get("/pltrun/state")->value == "round 1");
 }
 
-TEST_CASE("etcd client: a lease's keys vanish when it is revoked or expires; keepAlive renews it", "[etcd]") {
+TEST_CASE("etcd client: a lease's keys vanish when it is revoked or expires, and keepAlive renews it", "[etcd]") {
   EtcdCluster cluster(1);
   EtcdClient client(optionsFor(cluster.endpoints()));
   SECTION("revoked") {
@@ -145,7 +145,7 @@ TEST_CASE("etcd client: when no endpoint answers, one error names every endpoint
   }
 }
 
-TEST_CASE("etcd client: without quorum requests fail with a network error; they succeed once it returns", "[etcd]") {
+TEST_CASE("etcd client: without quorum requests fail with a network error, and succeed once it returns", "[etcd]") {
   EtcdCluster cluster(3);
   EtcdClient client(optionsFor(cluster.endpoints(), 1s));
   client.put("/pltrun/k", "kept");

@@ -67,7 +67,7 @@ TEST_CASE("a fixed port is the same for every attempt, with an empty table each 
   CHECK_FALSE(clientOf(port)->check({"key"}));
 }
 
-TEST_CASE("close ends the current attempt's store; opening again works", "[attempt_store]") {
+TEST_CASE("close ends the current attempt's store, opening again works", "[attempt_store]") {
   AttemptStore stores(AttemptStore::Host::Launcher, "127.0.0.1");
   const int port = stores.openNext();
   std::unique_ptr<TcpStore> client = clientOf(port);

@@ -120,7 +120,7 @@ TEST_CASE("before authentication a large SET is refused on its first bytes, not 
   CHECK(authenticated->get("k", 1s) == "v");
 }
 
-TEST_CASE("a MULTI_SET of a million pairs is refused on its count; 131072 pairs take little CPU", "[store][limits]") {
+TEST_CASE("a MULTI_SET of a million pairs is refused on its count, 131072 pairs take little CPU", "[store][limits]") {
   StoreProcess store;
   std::vector<std::string> keys, values;
   for (int i = 0; i < 1000000; ++i) {

@@ -79,7 +79,7 @@ TEST_CASE("MAX agents form a round at once, each with its own node rank", "[rend
   CHECK(firstRanks == std::set<int>{0, 2, 4, 6});
 }
 
-TEST_CASE("MIN agents form a round after the last call; ranks stay when the same agents re-form", "[rendezvous]") {
+TEST_CASE("MIN agents form a round after the last call, ranks stay when the same agents re-form", "[rendezvous]") {
   InMemoryStore table;
   std::vector<std::unique_ptr<Agent>> agents;
   for (int i = 0; i < 2; ++i) agents.push_back(std::make_unique<Agent>(table, options(2, 3), i));

@@ -80,7 +80,7 @@ TEST_CASE("inconsistent hints are all ignored, with a warning that says why", "[
   }
 }
 
-TEST_CASE("descriptors and assignments survive their JSON form; bad JSON is a Protocol error", "[rendezvous]") {
+TEST_CASE("descriptors and assignments survive their JSON form, bad JSON is a Protocol error", "[rendezvous]") {
   NodeDescriptor original = node("id-1", "::1", 8, 3);
   NodeDescriptor back = nodeDescriptorFromJson(toJson(original).dump());
   CHECK(back.agentId == "id-1");

@@ -38,7 +38,7 @@ TEST_CASE("the forwarded environment: default prefixes, -x and the env file", "[
   CHECK_THROWS_WITH(forwardedEnvironment(here, remote), Catch::Contains("-x NOT_SET_HERE: not set here"));
 }
 
-TEST_CASE("env files: KEY=VALUE lines, comments, export, CRLF; bad lines name their number", "[remote]") {
+TEST_CASE("env files: KEY=VALUE lines, comments, export, CRLF, bad lines name their number", "[remote]") {
   const std::string path = "/tmp/pltrun-remote-launch-test-" + std::to_string(getpid()) + ".env";
   {
     std::ofstream file(path);

@@ -58,7 +58,7 @@ TEST_CASE("the rendezvous port comes from the job id, with a fallback", "[slurm]
   CHECK(slurmRendezvousPort("") == 29400);
 }
 
-TEST_CASE("srun's variables are read; anything missing means no Slurm", "[slurm]") {
+TEST_CASE("srun's variables are read, anything missing means no Slurm", "[slurm]") {
   Environment env = {
       {"SLURM_JOB_ID", "777"}, {"SLURM_NNODES", "3"}, {"SLURM_NODEID", "2"}, {"SLURM_JOB_NODELIST", "gpu[07-09]"}};
   std::optional<SlurmJob> job = detectSlurm(env);

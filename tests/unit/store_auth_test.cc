@@ -133,7 +133,7 @@ TEST_CASE("digestsEqual compares every byte", "[store_auth]") {
   CHECK(digestsEqual(Digest{}, Digest{}));
 }
 
-TEST_CASE("digestOf reads 32 wire bytes; toHex writes lowercase hex in byte order", "[store_auth]") {
+TEST_CASE("digestOf reads 32 wire bytes, toHex writes lowercase hex in byte order", "[store_auth]") {
   const std::string wire = countingBytes(1, 32);
   const Digest digest = digestOf(wire);
   CHECK(digest[0] == 1);

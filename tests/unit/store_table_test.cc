@@ -582,7 +582,7 @@ TEST_CASE("a later close notice replaces the earlier one, an empty key clears it
   }
 }
 
-TEST_CASE("close notices are per owner; owner 0 has none", "[store_table]") {
+TEST_CASE("close notices are per owner, owner 0 has none", "[store_table]") {
   StoreTable table;
   table.setCloseNotice(1, "a", "from 1");
   table.setCloseNotice(2, "b", "from 2");

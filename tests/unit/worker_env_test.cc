@@ -182,7 +182,7 @@ TEST_CASE("CUDA_VISIBLE_DEVICES is set only when the placement chose GPUs", "[wo
   }
 }
 
-TEST_CASE("inherited variables pass through; stale worker variables are overwritten", "[worker_env]") {
+TEST_CASE("inherited variables pass through, stale worker variables are overwritten", "[worker_env]") {
   const Environment inherited{{"HOME", "/root"},
                               {"MY_SETTING", "a=b c"},
                               {"RANK", "99"},
