@@ -1,10 +1,6 @@
 // The environment every worker gets from the real pltrun, for 1..8 workers, with GPUs
 // chosen by --devices, on a static multi-node placement, and for Python programs.
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -24,18 +20,6 @@ json workerEnv(const TempDir& dir, int rank) {
   INFO("env file of rank " << rank << ": " << text);
   REQUIRE(!text.empty());
   return json::parse(text);
-}
-
-int freeLoopbackPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  socklen_t length = sizeof address;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
 }
 
 }  // namespace

@@ -4,10 +4,7 @@
 // chosen so that the port derived from it (10000 + id mod 50000) is one the kernel just
 // reported free.
 
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -28,17 +25,7 @@ namespace {
 // A free loopback port in the range Slurm job ids map to (10000..59999).
 int freePortForSlurm() {
   for (int attempt = 0; attempt < 100; ++attempt) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof address;
-    int port = -1;
-    if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
-        getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-      port = ntohs(address.sin_port);
-    }
-    close(fd);
+    const int port = freeLoopbackPort();
     if (port >= 10000 && port < 60000) return port;
   }
   FAIL("no free port between 10000 and 59999");

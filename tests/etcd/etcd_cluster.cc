@@ -1,9 +1,6 @@
 #include "etcd/etcd_cluster.h"
 
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <stdexcept>
 #include <thread>
@@ -17,22 +14,6 @@ using namespace std::chrono_literals;
 std::string url(int port) { return "http://127.0.0.1:" + std::to_string(port); }
 
 }  // namespace
-
-int freeLoopbackPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  socklen_t length = sizeof address;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    if (fd >= 0) ::close(fd);
-    throw std::runtime_error("cannot find a free loopback port");
-  }
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
 
 EtcdCluster::EtcdCluster(int members) {
   for (int index = 0; index < members; ++index) {

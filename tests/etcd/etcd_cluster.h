@@ -55,7 +55,4 @@ class EtcdCluster {
   std::vector<Member> members_;
 };
 
-/// A loopback port nothing listens on (bound to 0, read back, closed).
-int freeLoopbackPort();
-
 }  // namespace pltrun::test

@@ -1,8 +1,10 @@
 #include "helpers/child_process.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -188,6 +190,22 @@ std::vector<pid_t> waitUntilGone(const std::vector<pid_t>& pids, std::chrono::mi
     if (alive.empty() || std::chrono::steady_clock::now() > deadline) return alive;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+}
+
+int freeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  socklen_t length = sizeof address;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    if (fd >= 0) ::close(fd);
+    throw std::runtime_error("cannot find a free loopback port");
+  }
+  ::close(fd);
+  return ntohs(address.sin_port);
 }
 
 bool waitForFile(const std::string& path, std::chrono::milliseconds timeout) {

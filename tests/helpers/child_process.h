@@ -64,6 +64,10 @@ bool processGone(pid_t pid);
 /// Waits up to `timeout` for every pid to be gone; returns the ones still alive.
 std::vector<pid_t> waitUntilGone(const std::vector<pid_t>& pids, std::chrono::milliseconds timeout);
 
+/// A loopback port nothing listens on: bound to port 0, read back, closed. Throws if it
+/// cannot bind.
+int freeLoopbackPort();
+
 /// Waits up to `timeout` for `path` to exist.
 bool waitForFile(const std::string& path, std::chrono::milliseconds timeout);
 std::string readFile(const std::string& path);
