@@ -8,6 +8,7 @@
 #include <boost/beast/http.hpp>
 
 #include "pltrun/error.h"
+#include "rendezvous/store/host_port_text.h"
 
 namespace pltrun::etcd {
 
@@ -38,7 +39,7 @@ struct EtcdClient::Connection {
     stream.async_connect(addresses, [&](boost::system::error_code e, const tcp::endpoint&) { error = e; });
     runFor(timeout, "connecting");
     if (error) throw EndpointFailed{error.message()};
-    host = endpoint.host + ":" + std::to_string(endpoint.port);
+    host = endpointText(endpoint);  // also the Host header, which wants an IPv6 address in brackets
   }
 
   std::string post(const std::string& path, const std::string& body, std::chrono::milliseconds timeout) {
@@ -154,9 +155,6 @@ void EtcdClient::revokeLease(std::int64_t lease) { call("/v3/lease/revoke", leas
 
 std::string EtcdClient::currentEndpoint() const { return endpointText(options_.endpoints[current_]); }
 
-std::string endpointText(const EtcdEndpoint& endpoint) {
-  const bool v6 = endpoint.host.find(':') != std::string::npos;
-  return (v6 ? "[" + endpoint.host + "]" : endpoint.host) + ":" + std::to_string(endpoint.port);
-}
+std::string endpointText(const EtcdEndpoint& endpoint) { return rdzv::hostPortText(endpoint.host, endpoint.port); }
 
 }  // namespace pltrun::etcd

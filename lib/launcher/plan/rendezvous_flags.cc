@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "launcher/plan/text_parsing.h"
+#include "rendezvous/store/host_port_text.h"
 
 namespace pltrun {
 namespace {
@@ -147,10 +148,7 @@ Endpoint parseEndpoint(const std::string& flag, const std::string& text, int def
   return endpoint;
 }
 
-std::string endpointText(const Endpoint& endpoint) {
-  const bool ipv6 = endpoint.host.find(':') != std::string::npos;
-  return (ipv6 ? "[" + endpoint.host + "]" : endpoint.host) + ":" + std::to_string(endpoint.port);
-}
+std::string endpointText(const Endpoint& endpoint) { return rdzv::hostPortText(endpoint.host, endpoint.port); }
 
 NodeRange parseNodeRange(const std::string& flag, const std::string& text) {
   constexpr const char* kAccepted = "expected a node count like 2, or MIN:MAX like 1:4 (1..100000)";
