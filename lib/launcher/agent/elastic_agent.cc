@@ -43,20 +43,18 @@ class ElasticAgent {
   void logRoundEnd(const RoundInfo& info, const RoundEnd& end);
 
   AgentSession& session_;
-  const RendezvousSettings& settings_;
   std::optional<int> currentRound_;  ///< the round whose workers run now
   bool stopAnnounced_ = false;
 };
 
-ElasticAgent::ElasticAgent(AgentSession& session) : session_(session), settings_(session.settings) {
+ElasticAgent::ElasticAgent(AgentSession& session) : session_(session) {
   session_.runner.listen([this](int signal) { onSignal(signal); });
 }
 
 // Stop signals stop the job on every node (the runner then passes them to the running
 // workers, if any); SIGUSR1/SIGUSR2 are only forwarded.
 void ElasticAgent::onSignal(int signal) {
-  const bool stop = signal != SIGUSR1 && signal != SIGUSR2;
-  if (stop && session_.interruptSignal == 0) {
+  if (isStopSignal(signal) && session_.interruptSignal == 0) {
     session_.interruptSignal = signal;
     announceStop(signal);
   }
@@ -65,9 +63,9 @@ void ElasticAgent::onSignal(int signal) {
 int ElasticAgent::run() {
   spdlog::info("run {}: joining an elastic job of {} node(s) through the store at {}:{} ({} workers here)",
                session_.job.runId,
-               settings_.minNodes == settings_.maxNodes
-                   ? std::to_string(settings_.maxNodes)
-                   : std::to_string(settings_.minNodes) + " to " + std::to_string(settings_.maxNodes),
+               session_.settings.minNodes == session_.settings.maxNodes
+                   ? std::to_string(session_.settings.maxNodes)
+                   : std::to_string(session_.settings.minNodes) + " to " + std::to_string(session_.settings.maxNodes),
                session_.storeOptions.host, session_.storeOptions.port, session_.job.layout.workerCount);
   int status = 1;
   try {
@@ -166,7 +164,7 @@ void ElasticAgent::logRoundEnd(const RoundInfo& info, const RoundEnd& end) {
 RoundResult ElasticAgent::afterRound(const RoundInfo& info, const RoundEnd& end, bool reportedHere) {
   logRoundEnd(info, end);
   const int nnodes = info.assignment.nnodes;
-  const AfterRound next = decideAfterRound(end, nnodes, settings_.maxNodes, settings_.closeTimeout);
+  const AfterRound next = decideAfterRound(end, nnodes, session_.settings.maxNodes, session_.settings.closeTimeout);
   if (end.reason == Reason::Succeeded) {
     spdlog::info("all {} nodes succeeded", nnodes);
   } else if (end.final && end.reason == Reason::Stopped) {

@@ -4,6 +4,8 @@
 
 namespace pltrun {
 
+bool isStopSignal(int signal) { return signal != SIGUSR1 && signal != SIGUSR2; }
+
 std::vector<int> forwardedSignals() {
   std::vector<int> signals;
   for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) {

@@ -52,6 +52,10 @@ class GroupRunner {
   bool groupDone_ = true;
 };
 
+/// Whether `signal`, forwarded to workers, also stops them: every forwarded signal but
+/// SIGUSR1 and SIGUSR2, which workers handle and go on (a checkpoint request).
+bool isStopSignal(int signal);
+
 /// The signals forwarded to workers: SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
 /// less those the launcher was started with ignored (nohup's SIGHUP stays ignored).
 std::vector<int> forwardedSignals();

@@ -3,12 +3,12 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include "launcher/process/group_runner.h"
+
 namespace pltrun {
 namespace {
 
 constexpr size_t kStderrTailLines = 20;
-
-bool isStopSignal(int signal) { return signal != SIGUSR1 && signal != SIGUSR2; }
 
 }  // namespace
 
