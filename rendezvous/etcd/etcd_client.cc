@@ -113,13 +113,13 @@ std::string EtcdClient::call(const std::string& path, const std::string& body) {
 }
 
 std::optional<KeyValue> EtcdClient::get(const std::string& key) {
-  RangeResult result = parseRange(call("/v3/kv/range", rangeRequest(key)));
+  RangeResult result = parseRange(call("/v3/kv/range", keyRangeRequest(key)));
   if (result.kvs.empty()) return std::nullopt;
   return std::move(result.kvs.front());
 }
 
 RangeResult EtcdClient::getPrefix(const std::string& prefix) {
-  return parseRange(call("/v3/kv/range", rangeRequest(prefix, prefixEnd(prefix))));
+  return parseRange(call("/v3/kv/range", keyRangeRequest(prefix, prefixEnd(prefix))));
 }
 
 std::int64_t EtcdClient::put(const std::string& key, const std::string& value, std::int64_t lease) {
@@ -136,11 +136,11 @@ TxnResult EtcdClient::swap(const std::string& key, std::int64_t modRevision, con
 }
 
 std::int64_t EtcdClient::erase(const std::string& key) {
-  return parseRevision(call("/v3/kv/deleterange", deleteRangeRequest(key)));
+  return parseRevision(call("/v3/kv/deleterange", keyRangeRequest(key)));
 }
 
 std::int64_t EtcdClient::erasePrefix(const std::string& prefix) {
-  return parseRevision(call("/v3/kv/deleterange", deleteRangeRequest(prefix, prefixEnd(prefix))));
+  return parseRevision(call("/v3/kv/deleterange", keyRangeRequest(prefix, prefixEnd(prefix))));
 }
 
 LeaseGrant EtcdClient::grantLease(std::int64_t ttlSeconds) {

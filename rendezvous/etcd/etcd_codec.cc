@@ -145,7 +145,7 @@ std::string prefixEnd(std::string_view prefix) {
   return end;
 }
 
-std::string rangeRequest(std::string_view key, std::string_view rangeEnd) {
+std::string keyRangeRequest(std::string_view key, std::string_view rangeEnd) {
   json request = {{"key", base64Encode(key)}};
   if (!rangeEnd.empty()) request["range_end"] = base64Encode(rangeEnd);
   return request.dump();
@@ -153,12 +153,6 @@ std::string rangeRequest(std::string_view key, std::string_view rangeEnd) {
 
 std::string putRequest(std::string_view key, std::string_view value, std::int64_t lease) {
   return putOf(key, value, lease).dump();
-}
-
-std::string deleteRangeRequest(std::string_view key, std::string_view rangeEnd) {
-  json request = {{"key", base64Encode(key)}};
-  if (!rangeEnd.empty()) request["range_end"] = base64Encode(rangeEnd);
-  return request.dump();
 }
 
 std::string createTxnRequest(std::string_view key, std::string_view value, std::int64_t lease) {

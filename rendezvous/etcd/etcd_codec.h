@@ -54,9 +54,9 @@ constexpr int kUnavailable = 14;
 constexpr int kNotFound = 5;
 
 // Requests.
-std::string rangeRequest(std::string_view key, std::string_view rangeEnd = {});
+/// The body of a range or a delete-range request (both are a key and an optional end).
+std::string keyRangeRequest(std::string_view key, std::string_view rangeEnd = {});
 std::string putRequest(std::string_view key, std::string_view value, std::int64_t lease = 0);
-std::string deleteRangeRequest(std::string_view key, std::string_view rangeEnd = {});
 /// Puts `value` at `key` only if the key does not exist; otherwise reads it.
 std::string createTxnRequest(std::string_view key, std::string_view value, std::int64_t lease = 0);
 /// Puts `value` at `key` only if the key was last modified at `modRevision` (0: does not

@@ -42,8 +42,8 @@ TEST_CASE("etcd codec: a prefix's range end is the first key after every key wit
 }
 
 TEST_CASE("etcd codec: requests carry base64 keys and values and int64s as strings", "[etcd_codec]") {
-  CHECK(json::parse(rangeRequest("foo")) == json{{"key", "Zm9v"}});
-  CHECK(json::parse(rangeRequest("foo", "fop")) == json{{"key", "Zm9v"}, {"range_end", "Zm9w"}});
+  CHECK(json::parse(keyRangeRequest("foo")) == json{{"key", "Zm9v"}});
+  CHECK(json::parse(keyRangeRequest("foo", "fop")) == json{{"key", "Zm9v"}, {"range_end", "Zm9w"}});
   CHECK(json::parse(putRequest("foo", "bar", 7)) == json{{"key", "Zm9v"}, {"value", "YmFy"}, {"lease", "7"}});
   CHECK(json::parse(putRequest("foo", "bar")) == json{{"key", "Zm9v"}, {"value", "YmFy"}});
   const json create = json::parse(createTxnRequest("foo", "bar"));

@@ -25,6 +25,10 @@ namespace {
 
 constexpr std::chrono::seconds kStopDelayAfterFailure{10};
 
+// Without a secret_file of the user's, the driver makes a secret for this job alone and
+// hands it to each agent on its standard input (its agents then read secret_file=-).
+bool driverMakesSecret(const RendezvousSettings& settings) { return settings.secretFile.empty(); }
+
 constexpr const char* kForwardedPrefixes[] = {"NCCL_", "CUDA_", "PYTHON", "OMP_", "TORCH_",
                                               "GLOO_", "UCX_",  "FI_",    "MKL_", "HF_"};
 
@@ -98,7 +102,7 @@ std::vector<std::string> agentArguments(const LaunchConfig& config, const HostSl
   args.push_back("--rdzv-conf");
   // The user's secret file, at the same path on every host (as pltrun itself is), or "-":
   // the secret the driver made comes on the agent's standard input. Never in argv.
-  const std::string secretFile = rdzv.secretFile.empty() ? "-" : rdzv.secretFile;
+  const std::string secretFile = driverMakesSecret(rdzv) ? "-" : rdzv.secretFile;
   args.push_back("is_host=0,secret_file=" + secretFile + ",join_timeout=" + secondsText(rdzv.joinTimeout) +
                  ",last_call_timeout=" + secondsText(rdzv.lastCallTimeout) + ",close_timeout=" +
                  secondsText(rdzv.closeTimeout) + ",keep_alive_interval=" + secondsText(rdzv.keepAliveInterval) +
@@ -128,7 +132,7 @@ std::vector<std::string> agentArguments(const LaunchConfig& config, const HostSl
 // The user's secret when one is given (every host reads the same file); otherwise a new one
 // for this job alone, which the driver hands to each agent over its standard input.
 std::string jobSecret(const RendezvousSettings& settings) {
-  if (!settings.secretFile.empty()) return rdzv::readSecretFile(settings.secretFile, "secret_file");
+  if (!driverMakesSecret(settings)) return rdzv::readSecretFile(settings.secretFile, "secret_file");
   return rdzv::toHex(rdzv::randomBytes(32));
 }
 
@@ -253,7 +257,7 @@ WorkerSpec agentSpec(const AgentLaunch& launch, size_t index) {
   spec.launch.argv = argv;
   spec.launch.environment = launch.environment;
   // ssh passes it on to the agent's standard input (secret_file=-, see agentArguments).
-  if (config.rdzv.secretFile.empty()) spec.launch.standardInput = launch.secret + "\n";
+  if (driverMakesSecret(config.rdzv)) spec.launch.standardInput = launch.secret + "\n";
   return spec;
 }
 
