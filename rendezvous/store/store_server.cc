@@ -28,8 +28,7 @@ std::uint64_t raiseOpenFileLimit() {
 }
 
 StoreServer::StoreServer(asio::io_context& context, StoreServerOptions options)
-    : context_(context),
-      options_(std::move(options)),
+    : options_(std::move(options)),
       acceptor_(context),
       retryTimer_(context),
       table_(TableLimits{options_.limits.maxValueSize, options_.maxStoreBytes, options_.maxStoreKeys}) {

@@ -64,7 +64,7 @@ struct AddressInUse : Error {
   using Error::Error;
 };
 
-class StoreServer : public SessionHost {
+class StoreServer final : public SessionHost {
  public:
   /// Binds and listens; throws Error(Network) naming the address when it cannot.
   StoreServer(boost::asio::io_context& context, StoreServerOptions options);
@@ -78,8 +78,6 @@ class StoreServer : public SessionHost {
   int port() const { return port_; }
   const std::string& host() const { return options_.host; }
   size_t connectionCount() const { return sessions_.size(); }
-  /// Connections that have not authenticated yet (always 0 without a secret).
-  size_t pendingCount() const { return pending_.size(); }
   /// At most this many connections wait to authenticate at once: half the connection
   /// limit, so authenticated clients always keep the other half. When a new connection
   /// would pass it, the one that has waited longest is closed (it had the most time).
@@ -98,7 +96,6 @@ class StoreServer : public SessionHost {
   void sessionClosed(StoreTable::OwnerId id) override;
   void sessionAuthenticated(StoreTable::OwnerId id) override { pending_.erase(id); }
 
-  boost::asio::io_context& context_;
   StoreServerOptions options_;
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer retryTimer_;
