@@ -82,7 +82,9 @@ int runLauncher(const LaunchConfig& config) {
   }
   const WorkerLayout layout = resolveWorkerLayout(config.nprocPerNode, config.devices, gpuIds, usableCpuCount());
   const std::string runId = config.runId.empty() ? randomHexId() : config.runId;
-  if (config.rdzv.backend == RendezvousBackend::C10d && config.rdzv.maxNodes > 1) {
+  const bool elastic = (config.rdzv.backend == RendezvousBackend::C10d && config.rdzv.maxNodes > 1) ||
+                       config.rdzv.backend == RendezvousBackend::Etcd;
+  if (elastic) {
     // torchrun's default id is "none": agents started without --rdzv-id still meet.
     return runElasticAgent(
         ElasticJob{config, inherited, command, layout, config.runId.empty() ? "none" : config.runId});

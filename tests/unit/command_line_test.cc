@@ -373,12 +373,27 @@ TEST_CASE("flag --role, --log-dir, --no-prefix and --quiet", "[command_line]") {
   CHECK(parseConfig({"--log_dir=/x", "--no_prefix", "p"}).logDir == "/x");
 }
 
-TEST_CASE("flag --rdzv-backend accepts static and c10d only", "[command_line]") {
+TEST_CASE("flag --rdzv-backend accepts static, c10d and etcd", "[command_line]") {
   CHECK(parseConfig({"--rdzv-backend", "static", "p"}).rdzv.backend == RendezvousBackend::Static);
   CHECK(parseConfig({"--rdzv_backend=c10d", "p"}).rdzv.backend == RendezvousBackend::C10d);
-  requireInvalid({"--rdzv-backend", "etcd", "p"}, {"--rdzv-backend", "'etcd'", "static and c10d"});
-  requireInvalid({"--rdzv-backend", "etcd-v2", "p"}, {"--rdzv-backend", "'etcd-v2'", "static and c10d"});
+  requireInvalid({"--rdzv-backend", "etcd-v2", "p"}, {"--rdzv-backend", "'etcd-v2'", "use etcd"});
   requireInvalid({"--rdzv-backend", "tcp", "p"}, {"--rdzv-backend", "'tcp'"});
+}
+
+TEST_CASE("flag --rdzv-backend etcd: the members and etcd's keys", "[command_line]") {
+  const LaunchConfig config =
+      parseConfig({"--rdzv-backend", "etcd", "--rdzv-endpoint", "e1:2379,e2,e3:2381", "--nnodes", "1:3", "--rdzv-conf",
+                   "etcd_prefix=/jobs,user=u,password_file=/pw", "p"});
+  CHECK(config.rdzv.backend == RendezvousBackend::Etcd);
+  REQUIRE(config.rdzv.etcd.members.size() == 3);
+  CHECK(config.rdzv.etcd.members[1] == pltrun::EtcdSettings::Member{"e2", 2379});
+  CHECK(config.rdzv.endpointHost == "e1");
+  CHECK(config.rdzv.etcd.prefix == "/jobs/");
+  CHECK(config.rdzv.etcd.user == "u");
+  CHECK(parseConfig({"--rdzv-backend", "etcd", "--rdzv-endpoint", "e1", "p"}).rdzv.etcd.members.size() == 1);
+  requireInvalid({"--rdzv-backend", "etcd", "--nnodes", "2", "p"}, {"--rdzv-backend etcd", "--rdzv-endpoint"});
+  requireInvalid({"--rdzv-backend", "c10d", "--rdzv-endpoint", "n:1", "--nnodes", "2", "--rdzv-conf", "user=u", "p"},
+                 {"--rdzv-conf", "need --rdzv-backend etcd"});
 }
 
 TEST_CASE("c10d on one node keeps the single-node launch", "[command_line]") {

@@ -15,6 +15,7 @@ using Catch::Matchers::Contains;
 using pltrun::Endpoint;
 using pltrun::Error;
 using pltrun::ErrorCode;
+using pltrun::EtcdSettings;
 using pltrun::RendezvousBackend;
 using pltrun::RendezvousSettings;
 using std::chrono::milliseconds;
@@ -176,10 +177,40 @@ TEST_CASE("parseRendezvousBackend", "[rendezvous_flags]") {
   auto backend = [](const std::string& text) { return pltrun::parseRendezvousBackend("--rdzv-backend", text); };
   CHECK(backend("static") == RendezvousBackend::Static);
   CHECK(backend("c10d") == RendezvousBackend::C10d);
-  requireInvalid([&] { backend("etcd"); }, {"--rdzv-backend", "'etcd'", "only the static and c10d"});
-  requireInvalid([&] { backend("etcd-v2"); }, {"--rdzv-backend", "'etcd-v2'", "only the static and c10d"});
-  requireInvalid([&] { backend("C10D"); }, {"--rdzv-backend", "'C10D'", "static or c10d"});
-  requireInvalid([&] { backend("zmq"); }, {"'zmq'", "static or c10d"});
+  CHECK(backend("etcd") == RendezvousBackend::Etcd);
+  requireInvalid([&] { backend("etcd-v2"); }, {"--rdzv-backend", "'etcd-v2'", "v2 API is gone", "use etcd"});
+  requireInvalid([&] { backend("C10D"); }, {"--rdzv-backend", "'C10D'", "static, c10d or etcd"});
+  requireInvalid([&] { backend("zmq"); }, {"'zmq'", "static, c10d or etcd"});
+}
+
+TEST_CASE("parseEtcdMembers: comma-separated members, 2379 by default", "[rendezvous_flags]") {
+  auto members = [](const std::string& text) { return pltrun::parseEtcdMembers("--rdzv-endpoint", text); };
+  const auto three = members("n1:2379, n2:12379,[::1]:2381,");
+  REQUIRE(three.size() == 3);
+  CHECK(three[0] == EtcdSettings::Member{"n1", 2379});
+  CHECK(three[1] == EtcdSettings::Member{"n2", 12379});
+  CHECK(three[2] == EtcdSettings::Member{"::1", 2381});
+  CHECK(members("etcd.example") == std::vector<EtcdSettings::Member>{{"etcd.example", 2379}});
+  CHECK(members("::1") == std::vector<EtcdSettings::Member>{{"::1", 2379}});
+  requireInvalid([&] { members(","); }, {"--rdzv-endpoint", "etcd members"});
+  requireInvalid([&] { members("n1:0"); }, {"--rdzv-endpoint", "'n1:0'", "client port"});
+  requireInvalid([&] { members("n1:2379,n 2"); }, {"--rdzv-endpoint", "not a host name"});
+}
+
+TEST_CASE("applyRendezvousConf: etcd's keys", "[rendezvous_flags]") {
+  const RendezvousSettings settings =
+      confOf("protocol=https,cacert=/ca.pem,cert=/c.pem,key=/k.pem,etcd_prefix=/team-a,user=root,password_file=/pw");
+  CHECK(settings.etcd.https);
+  CHECK(settings.etcd.caFile == "/ca.pem");
+  CHECK(settings.etcd.certFile == "/c.pem");
+  CHECK(settings.etcd.keyFile == "/k.pem");
+  CHECK(settings.etcd.prefix == "/team-a/");
+  CHECK(settings.etcd.user == "root");
+  CHECK(settings.etcd.passwordFile == "/pw");
+  CHECK(confOf("").etcd.prefix == "/");
+  CHECK_FALSE(confOf("protocol=http").etcd.https);
+  requireBadConf("protocol=grpc", {"--rdzv-conf", "'protocol=grpc'", "http or https"});
+  requireBadConf("etcd_prefix=jobs", {"--rdzv-conf", "'etcd_prefix=jobs'", "starting with /"});
 }
 
 TEST_CASE("applyRendezvousConf: the defaults are torchrun's", "[rendezvous_flags]") {

@@ -25,6 +25,31 @@ enum class ProgramKind {
 enum class RendezvousBackend {
   Static,  ///< fixed node count; rank 0's node at --master-addr:--master-port
   C10d,    ///< torchrun's dynamic rendezvous: nodes meet at --rdzv-endpoint, MIN..MAX of them
+  Etcd,    ///< the same rounds, kept in an etcd v3 cluster: no agent hosts anything vital
+};
+
+/// The etcd cluster of --rdzv-backend etcd: --rdzv-endpoint's comma-separated members and
+/// the --rdzv-conf keys protocol, cacert, cert, key, etcd_prefix, user, password_file.
+struct EtcdSettings {
+  struct Member {
+    std::string host;  ///< IPv6 without brackets
+    int port = 2379;
+    bool operator==(const Member& other) const { return host == other.host && port == other.port; }
+  };
+  std::vector<Member> members;
+  bool https = false;    ///< protocol=https
+  std::string caFile;    ///< cacert: verifies the members' certificates (https)
+  std::string certFile;  ///< cert, key: this agent's client certificate (https)
+  std::string keyFile;
+  std::string prefix = "/";  ///< etcd_prefix: the job's keys are PREFIX/pltrun/rdzv/RUN_ID/...
+  std::string user;          ///< user, password_file: etcd authentication
+  std::string passwordFile;
+
+  bool operator==(const EtcdSettings& other) const {
+    return members == other.members && https == other.https && caFile == other.caFile && certFile == other.certFile &&
+           keyFile == other.keyFile && prefix == other.prefix && user == other.user &&
+           passwordFile == other.passwordFile;
+  }
 };
 
 /// The c10d rendezvous (elastic multi-node jobs); used when backend == C10d and maxNodes > 1.
@@ -47,6 +72,7 @@ struct RendezvousSettings {
   /// secret_file, else $PLTRUN_SECRET_FILE: the agents and the store share the secret in
   /// it ("-": standard input); empty = no authentication.
   std::string secretFile;
+  EtcdSettings etcd;  ///< backend == Etcd
 };
 
 /// A job started from one shell on many hosts (--hosts, --hostfile): this pltrun is the

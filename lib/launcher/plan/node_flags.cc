@@ -24,6 +24,16 @@ RendezvousBackend chooseBackend(const RawFlags& raw, const RendezvousSettings& r
 void applyEndpoint(const RawFlags& raw, LaunchConfig& config) {
   RendezvousSettings& rdzv = config.rdzv;
   const bool multiNode = rdzv.maxNodes > 1;
+  if (rdzv.backend == RendezvousBackend::Etcd) {
+    if (raw.rdzvEndpoint.empty()) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "--rdzv-backend etcd needs --rdzv-endpoint HOST[:PORT],HOST[:PORT],... naming the etcd members");
+    }
+    rdzv.etcd.members = parseEtcdMembers("--rdzv-endpoint", raw.rdzvEndpoint);
+    rdzv.endpointHost = rdzv.etcd.members.front().host;  // where this node's address is looked for
+    rdzv.endpointPort = rdzv.etcd.members.front().port;
+    return;
+  }
   if (raw.rdzvEndpoint.empty()) {
     if (!multiNode || rdzv.backend != RendezvousBackend::C10d) return;
     if (!raw.rdzvBackend.empty()) {
@@ -78,7 +88,7 @@ void applyNodeCount(const RawFlags& raw, LaunchConfig& config) {
 void applyNodeRank(const RawFlags& raw, LaunchConfig& config) {
   if (raw.nodeRank.empty()) return;
   const int last = config.nnodes - 1;
-  const bool multiNodeC10d = config.rdzv.backend == RendezvousBackend::C10d && config.rdzv.maxNodes > 1;
+  const bool multiNodeC10d = config.rdzv.backend != RendezvousBackend::Static && config.rdzv.maxNodes > 1;
   if (multiNodeC10d) {
     config.rdzv.nodeRankHint = static_cast<int>(parseIntegerFlag(
         "--node-rank", raw.nodeRank, 0, last,
@@ -124,6 +134,10 @@ void applyNodeFlags(const RawFlags& raw, LaunchConfig& config, const Environment
   if (rdzv.secretFile.empty()) {
     auto fromEnvironment = env.find("PLTRUN_SECRET_FILE");
     if (fromEnvironment != env.end()) rdzv.secretFile = fromEnvironment->second;
+  }
+  if (rdzv.backend != RendezvousBackend::Etcd && !(rdzv.etcd == EtcdSettings{})) {
+    throwInvalidFlag("--rdzv-conf", raw.rdzvConf,
+                     "protocol, cacert, cert, key, etcd_prefix, user and password_file need --rdzv-backend etcd");
   }
   if (!raw.localAddr.empty()) rdzv.localAddr = raw.localAddr;
   applyNodeRank(raw, config);

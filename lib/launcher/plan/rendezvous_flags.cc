@@ -17,7 +17,8 @@ constexpr const char* kEndpointForms =
 constexpr const char* kConfFlag = "--rdzv-conf";
 constexpr const char* kConfKeys =
     "join_timeout, timeout, last_call_timeout, close_timeout, keep_alive_interval, heartbeat_timeout, "
-    "keep_alive_max_attempt, read_timeout, is_host, secret_file, use_libuv, store_type";
+    "keep_alive_max_attempt, read_timeout, is_host, secret_file, use_libuv, store_type; with etcd also protocol, "
+    "cacert, cert, key, etcd_prefix, user, password_file";
 
 bool isNameCharacter(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '-' || c == '_';
@@ -68,6 +69,32 @@ bool parseBoolean(const std::string& item, const std::string& key, std::string_v
   throwInvalidFlag(kConfFlag, item, key + " expects true or false (also 1/0, yes/no)");
 }
 
+// torchrun's etcd keys, and pltrun's for etcd authentication. Files are read (and their
+// permissions checked) when the agent starts. false: not an etcd key.
+bool applyEtcdConfItem(const std::string& item, const std::string& key, std::string_view value, EtcdSettings& etcd) {
+  if (key == "protocol") {
+    if (value != "http" && value != "https") throwInvalidFlag(kConfFlag, item, "protocol expects http or https");
+    etcd.https = value == "https";
+  } else if (key == "cacert") {
+    etcd.caFile = std::string(value);
+  } else if (key == "cert") {
+    etcd.certFile = std::string(value);
+  } else if (key == "key") {
+    etcd.keyFile = std::string(value);
+  } else if (key == "etcd_prefix") {
+    if (value.front() != '/') throwInvalidFlag(kConfFlag, item, "etcd_prefix expects a key prefix starting with /");
+    etcd.prefix = std::string(value);
+    if (etcd.prefix.back() != '/') etcd.prefix += '/';
+  } else if (key == "user") {
+    etcd.user = std::string(value);
+  } else if (key == "password_file") {
+    etcd.passwordFile = std::string(value);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 void applyConfItem(const std::string& item, RendezvousSettings& settings) {
   const size_t equals = item.find('=');
   if (equals == std::string::npos) {
@@ -99,6 +126,8 @@ void applyConfItem(const std::string& item, RendezvousSettings& settings) {
     settings.secretFile = std::string(value);  // read (and its permissions checked) when the agent starts
   } else if (key == "is_host") {
     settings.isHost = parseBoolean(item, key, value);
+  } else if (applyEtcdConfItem(item, key, value, settings.etcd)) {
+    // An etcd key: checked against the backend once the whole command line is read.
   } else if (key == "use_libuv" || key == "store_type") {
     // They choose torch's own TCPStore implementation; pltrun's store has only one.
   } else {
@@ -173,10 +202,25 @@ NodeRange parseNodeRange(const std::string& flag, const std::string& text) {
 RendezvousBackend parseRendezvousBackend(const std::string& flag, const std::string& text) {
   if (text == "static") return RendezvousBackend::Static;
   if (text == "c10d") return RendezvousBackend::C10d;
-  if (text == "etcd" || text == "etcd-v2") {
-    throwInvalidFlag(flag, text, "only the static and c10d rendezvous are supported; use c10d");
+  if (text == "etcd") return RendezvousBackend::Etcd;
+  if (text == "etcd-v2") {
+    throwInvalidFlag(flag, text, "etcd's v2 API is gone since etcd 3.6; use etcd (pltrun speaks etcd's v3 API)");
   }
-  throwInvalidFlag(flag, text, "expected static or c10d");
+  throwInvalidFlag(flag, text, "expected static, c10d or etcd");
+}
+
+std::vector<EtcdSettings::Member> parseEtcdMembers(const std::string& flag, const std::string& text) {
+  std::vector<EtcdSettings::Member> members;
+  for (std::string_view piece : splitText(text, ',')) {
+    if (trimSpaces(piece).empty()) continue;  // a trailing comma
+    const Endpoint endpoint = parseEndpoint(flag, std::string(piece), kDefaultEtcdPort);
+    if (endpoint.port == 0) {
+      throwInvalidFlag(flag, text, "an etcd member needs its client port (2379 by default), not 0");
+    }
+    members.push_back({endpoint.host, endpoint.port});
+  }
+  if (members.empty()) throwInvalidFlag(flag, text, "expected HOST[:PORT],HOST[:PORT],... of the etcd members");
+  return members;
 }
 
 void applyRendezvousConf(const std::string& text, RendezvousSettings& settings) {

@@ -4,6 +4,7 @@
 // Pure functions; every error is Error(InvalidArgument) with one line naming the flag.
 
 #include <string>
+#include <vector>
 
 #include "launcher/plan/launch_config.h"
 
@@ -11,6 +12,8 @@ namespace pltrun {
 
 /// torchrun's default port of the c10d rendezvous endpoint.
 constexpr int kDefaultRendezvousPort = 29400;
+/// etcd's default client port.
+constexpr int kDefaultEtcdPort = 2379;
 
 /// A parsed --rdzv-endpoint.
 struct Endpoint {
@@ -36,8 +39,12 @@ struct NodeRange {
 /// "N" (MIN = MAX = N) or "MIN:MAX", with 1 <= MIN <= MAX <= 100000.
 NodeRange parseNodeRange(const std::string& flag, const std::string& text);
 
-/// "static" or "c10d"; etcd and etcd-v2 (torchrun's others) are rejected as unsupported.
+/// "static", "c10d" or "etcd" (v3); etcd-v2 is rejected, its API is gone from etcd.
 RendezvousBackend parseRendezvousBackend(const std::string& flag, const std::string& text);
+
+/// The etcd members of --rdzv-endpoint: "HOST[:PORT],HOST[:PORT],..." (each in
+/// parseEndpoint's forms, the port 2379 when none is given).
+std::vector<EtcdSettings::Member> parseEtcdMembers(const std::string& flag, const std::string& text);
 
 /// --rdzv-conf: comma-separated KEY=VALUE pairs applied on top of `settings` (keys not named
 /// keep their value; empty items, as after a trailing comma, are skipped; a repeated key:
@@ -45,7 +52,8 @@ RendezvousBackend parseRendezvousBackend(const std::string& flag, const std::str
 /// keep_alive_interval (alias heartbeat_timeout), read_timeout: seconds > 0, decimals
 /// allowed; keep_alive_max_attempt: a positive integer; is_host: true/false, 1/0, yes/no
 /// (also t/f, y/n; any case); use_libuv and store_type: accepted and ignored (they tune
-/// torch's own store). Any other key is an error listing the accepted ones.
+/// torch's own store). etcd's: protocol (http or https), cacert, cert, key, etcd_prefix (a key
+/// prefix starting with /), user, password_file. Any other key is an error listing the accepted ones.
 void applyRendezvousConf(const std::string& text, RendezvousSettings& settings);
 
 }  // namespace pltrun
