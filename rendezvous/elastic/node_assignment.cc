@@ -15,6 +15,7 @@ using nlohmann::json;
 json toJson(const NodeDescriptor& node) {
   json value = {{"id", node.agentId}, {"host", node.host}, {"addr", node.addr}, {"nproc", node.localWorldSize}};
   if (node.rankHint) value["rank_hint"] = *node.rankHint;
+  if (node.linkPort != 0) value["link_port"] = node.linkPort;
   return value;
 }
 
@@ -53,7 +54,11 @@ NodeDescriptor nodeDescriptorFromJson(const std::string& text) {
   node.addr = field<std::string>(value, "addr", what);
   node.localWorldSize = field<int>(value, "nproc", what);
   if (value.contains("rank_hint")) node.rankHint = field<int>(value, "rank_hint", what);
+  if (value.contains("link_port")) node.linkPort = field<int>(value, "link_port", what);
   if (node.localWorldSize < 1) throw Error(ErrorCode::Protocol, "rendezvous: node descriptor with nproc < 1");
+  if (node.linkPort < 0 || node.linkPort > 65535) {
+    throw Error(ErrorCode::Protocol, "rendezvous: node descriptor with a link_port outside 0..65535");
+  }
   return node;
 }
 

@@ -17,6 +17,9 @@ struct NodeDescriptor {
   std::string addr;     ///< where peers reach this node (MASTER_ADDR when it hosts rank 0's store)
   int localWorldSize = 1;
   std::optional<int> rankHint;  ///< --node-rank, honoured when every hint is consistent
+  /// Where its agent accepts the link that tells its ring neighbour at once when it dies
+  /// (launcher/net/peer_link.h), at `addr`; 0: it holds no such link (c10d's close notice does that job).
+  int linkPort = 0;
 };
 
 nlohmann::json toJson(const NodeDescriptor& node);

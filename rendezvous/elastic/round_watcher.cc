@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <thread>
 
 #include "pltrun/error.h"
 #include "rendezvous/store/seconds_text.h"
@@ -35,24 +36,55 @@ RoundWatcher::~RoundWatcher() {
 }
 
 void RoundWatcher::run() {
-  try {
-    if (nnodes_ > 1) peerHost_ = nodeDescriptorFromJson(store_->get(peerSlotKey_)).host;
-    while (!stopping_) {
-      if (Clock::now() >= nextBeat_) beatAndCheckPeer();
-      const auto untilBeat = std::chrono::duration_cast<std::chrono::milliseconds>(nextBeat_ - Clock::now());
-      const auto wait = std::max(std::chrono::milliseconds(1), std::min(settings_.slice, untilBeat));
-      try {
-        store_->wait({endKey_}, wait);
-      } catch (const Error& error) {
-        if (error.code() == ErrorCode::Timeout) continue;
-        throw;
+  while (!stopping_) {
+    try {
+      if (watchOnce()) return;
+      if (outageSince_) {
+        spdlog::info("the rendezvous store answers again; round goes on");
+        outageSince_.reset();
+        peerLastSeen_ = -1;  // its beats could not be counted meanwhile
+        peerMissed_ = 0;
       }
-      if (!stopping_) onEnd_(RoundEnd::fromJson(store_->get(endKey_)));
-      return;
+    } catch (const Error& error) {
+      if (stopping_) return;
+      if (!survivesOutage(error)) {
+        onStoreLost_(error.what());
+        return;
+      }
+      std::this_thread::sleep_for(settings_.slice);
     }
-  } catch (const Error& error) {
-    if (!stopping_) onStoreLost_(error.what());
   }
+}
+
+// One beat (when due) and one wait for the round's end; true once the end was handed over.
+bool RoundWatcher::watchOnce() {
+  if (nnodes_ > 1 && peerHost_.empty()) peerHost_ = nodeDescriptorFromJson(store_->get(peerSlotKey_)).host;
+  if (Clock::now() >= nextBeat_) beatAndCheckPeer();
+  const auto untilBeat = std::chrono::duration_cast<std::chrono::milliseconds>(nextBeat_ - Clock::now());
+  const auto wait = std::max(std::chrono::milliseconds(1), std::min(settings_.slice, untilBeat));
+  try {
+    store_->wait({endKey_}, wait);
+  } catch (const Error& error) {
+    if (error.code() == ErrorCode::Timeout) return false;
+    throw;
+  }
+  if (!stopping_) onEnd_(RoundEnd::fromJson(store_->get(endKey_)));
+  return true;
+}
+
+// The store did not answer: within the outage tolerance the workers keep running, and the
+// watcher says so once.
+bool RoundWatcher::survivesOutage(const Error& error) {
+  if (settings_.outageTolerance.count() <= 0) return false;
+  if (error.code() != ErrorCode::Network && error.code() != ErrorCode::Timeout) return false;
+  const auto now = Clock::now();
+  if (!outageSince_) {
+    outageSince_ = now;
+    spdlog::warn(
+        "the rendezvous store does not answer ({}); this node's workers keep running while it recovers, for up to {} s",
+        error.what(), secondsText(settings_.outageTolerance));
+  }
+  return now - *outageSince_ < settings_.outageTolerance;
 }
 
 void RoundWatcher::beatAndCheckPeer() {

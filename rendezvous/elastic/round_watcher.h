@@ -13,9 +13,11 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
+#include "pltrun/error.h"
 #include "pltrun/store.h"
 #include "rendezvous/elastic/elastic_rendezvous.h"
 
@@ -26,6 +28,11 @@ struct RoundWatcherSettings {
   int keepAliveMaxAttempt = 3;
   /// Longest single wait, so that stop() never waits long.
   std::chrono::milliseconds slice{250};
+  /// How long the store may fail to answer (Network or Timeout errors) before the watcher
+  /// reports it lost. 0, for a store an agent hosts: at once, since the others re-form
+  /// without this node soon (fencing). A replicated store (etcd) that lost its quorum
+  /// re-forms nobody meanwhile, so the workers keep running while it recovers.
+  std::chrono::milliseconds outageTolerance{0};
 };
 
 class RoundWatcher {
@@ -46,6 +53,8 @@ class RoundWatcher {
 
  private:
   void run();
+  bool watchOnce();
+  bool survivesOutage(const Error& error);
   void beatAndCheckPeer();
 
   std::unique_ptr<Store> store_;
@@ -63,6 +72,7 @@ class RoundWatcher {
   std::chrono::steady_clock::time_point nextBeat_;
   std::int64_t peerLastSeen_ = -1;
   int peerMissed_ = 0;
+  std::optional<std::chrono::steady_clock::time_point> outageSince_;
   std::thread thread_;
 };
 

@@ -6,6 +6,8 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
+#include <functional>
+#include <nlohmann/json.hpp>
 
 #include "pltrun/error.h"
 #include "rendezvous/store/host_port_text.h"
@@ -45,6 +47,7 @@ struct EtcdClient::Connection {
   std::string post(const std::string& path, const std::string& body, std::chrono::milliseconds timeout) {
     http::request<http::string_body> request{http::verb::post, path, 11};
     request.set(http::field::host, host);
+    if (!token.empty()) request.set(http::field::authorization, token);
     request.set(http::field::content_type, "application/json");
     request.keep_alive(true);
     request.body() = body;
@@ -67,6 +70,60 @@ struct EtcdClient::Connection {
     return std::move(response.body());
   }
 
+  // POSTs to a streaming endpoint (/v3/watch) and hands each line of the answer to `onLine`
+  // until it returns true (then true), or `timeout` passes (then false). The connection
+  // cannot serve anything else afterwards.
+  bool postStreaming(const std::string& path, const std::string& body, std::chrono::milliseconds timeout,
+                     const std::function<bool(std::string_view)>& onLine) {
+    http::request<http::string_body> request{http::verb::post, path, 11};
+    request.set(http::field::host, host);
+    if (!token.empty()) request.set(http::field::authorization, token);
+    request.set(http::field::content_type, "application/json");
+    request.body() = body;
+    request.prepare_payload();
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(boost::none);
+    boost::system::error_code error;
+    bool done = false;
+    size_t consumed = 0;
+    std::function<void()> readMore = [&] {
+      http::async_read_some(stream, buffer, parser, [&](boost::system::error_code e, size_t) {
+        if (e) {
+          error = e;
+          return;
+        }
+        const std::string& text = parser.get().body();
+        for (size_t newline = text.find('\n', consumed); newline != std::string::npos;
+             newline = text.find('\n', consumed)) {
+          const std::string_view line = std::string_view(text).substr(consumed, newline - consumed);
+          consumed = newline + 1;
+          if (!line.empty() && onLine(line)) {
+            done = true;
+            return;
+          }
+        }
+        if (parser.is_done()) {
+          error = http::error::end_of_stream;
+          return;
+        }
+        readMore();
+      });
+    };
+    stream.expires_after(timeout);
+    http::async_write(stream, request, [&](boost::system::error_code e, size_t) {
+      if (e) {
+        error = e;
+        return;
+      }
+      readMore();
+    });
+    context.restart();
+    context.run_for(timeout + std::chrono::milliseconds(100));
+    if (done) return true;
+    if (error == beast::error::timeout || !context.stopped()) return false;
+    throw EndpointFailed{"the watch broke: " + error.message()};
+  }
+
   void runFor(std::chrono::milliseconds timeout, const char* doing) {
     context.restart();
     // The stream's own expiry ends the operation; run_for is the backstop.
@@ -79,23 +136,87 @@ struct EtcdClient::Connection {
   beast::tcp_stream stream;
   beast::flat_buffer buffer;
   std::string host;
+  std::string token;  ///< sent as Authorization when not empty
 };
 
 EtcdClient::EtcdClient(EtcdClientOptions options) : options_(std::move(options)) {
   if (options_.endpoints.empty()) throw Error(ErrorCode::InvalidArgument, "etcd: no endpoint given");
+  if (options_.https) {
+    throw Error(ErrorCode::InvalidArgument,
+                "--rdzv-conf protocol=https: pltrun cannot speak TLS to etcd yet; reach etcd over http on a trusted "
+                "network (or through a local TLS proxy), with user and password_file");
+  }
+}
+
+// etcd's authentication: the user's token, sent with every request on every connection.
+void EtcdClient::authenticate() {
+  const std::string answer = connection_->post(
+      "/v3/auth/authenticate", nlohmann::json{{"name", options_.user}, {"password", options_.password}}.dump(),
+      options_.timeout);
+  if (std::optional<GatewayError> error = gatewayError(answer)) {
+    if (error->code == kUnavailable) throw EndpointFailed{error->message};
+    throw Error(ErrorCode::PermissionDenied, "etcd at " + connection_->host + " refused user '" + options_.user +
+                                                 "': " + error->message + "; check --rdzv-conf user and password_file");
+  }
+  const nlohmann::json parsed = nlohmann::json::parse(answer, nullptr, false);
+  if (!parsed.is_object() || !parsed.contains("token") || !parsed["token"].is_string()) {
+    throw Error(ErrorCode::Protocol, "etcd at " + connection_->host + " answered authentication without a token");
+  }
+  token_ = parsed["token"].get<std::string>();
 }
 
 EtcdClient::~EtcdClient() = default;
 
 std::string EtcdClient::callOnce(const std::string& path, const std::string& body) {
   if (!connection_) connection_ = std::make_unique<Connection>(options_.endpoints[current_], options_.timeout);
+  if (!options_.user.empty() && token_.empty()) authenticate();
+  connection_->token = token_;
   std::string answer = connection_->post(path, body, options_.timeout);
   if (std::optional<GatewayError> error = gatewayError(answer)) {
     if (error->code == kUnavailable) throw EndpointFailed{error->message};
+    if (error->code == kUnauthenticated && !token_.empty()) {  // the token lapsed: once more with a new one
+      token_.clear();
+      return callOnce(path, body);
+    }
     throw Error(ErrorCode::Protocol, "etcd at " + connection_->host + ": " + error->message);
   }
   return answer;
 }
+
+WatchMessage EtcdClient::watch(const std::string& key, const std::string& rangeEnd, std::int64_t startRevision,
+                               std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const std::string body = watchCreateRequest(key, rangeEnd, startRevision);
+  std::string failures;
+  for (size_t tried = 0; tried < options_.endpoints.size(); ++tried) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return WatchMessage{};
+    try {
+      // A connection of its own: the stream holds it until it is closed.
+      Connection connection(options_.endpoints[current_], std::min(left, options_.timeout));
+      connection.token = token_;
+      WatchMessage message;
+      connection.postStreaming("/v3/watch", body, left, [&](std::string_view line) {
+        try {
+          message = parseWatchMessage(line);
+        } catch (const Error& error) {
+          throw EndpointFailed{error.what()};  // e.g. {"error":..} from a member without a leader
+        }
+        return message.canceled || !message.events.empty();
+      });
+      return message;  // empty when nothing changed in time
+    } catch (const EndpointFailed& failed) {
+      failures += (failures.empty() ? "" : "; ") + endpointText(options_.endpoints[current_]) + ": " + failed.reason;
+      connection_.reset();
+      current_ = (current_ + 1) % options_.endpoints.size();
+    }
+  }
+  throw Error(ErrorCode::Network,
+              "etcd: no endpoint answered (" + failures + "); check --rdzv-endpoint and that etcd runs there");
+}
+
+RangeResult EtcdClient::range(const std::string& key) { return parseRange(call("/v3/kv/range", keyRangeRequest(key))); }
 
 std::string EtcdClient::call(const std::string& path, const std::string& body) {
   std::string failures;

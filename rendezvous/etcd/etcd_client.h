@@ -29,6 +29,12 @@ struct EtcdClientOptions {
   std::vector<EtcdEndpoint> endpoints;
   /// One request, connecting included, on one endpoint.
   std::chrono::milliseconds timeout{5000};
+  /// etcd's authentication: a token is asked for with these, and asked again when it lapses.
+  std::string user;
+  std::string password;
+  /// protocol=https and its files: refused for now (see EtcdClient's constructor).
+  bool https = false;
+  std::string caFile, certFile, keyFile;
 };
 
 class EtcdClient {
@@ -41,6 +47,8 @@ class EtcdClient {
 
   /// The key's value and revisions; empty when it does not exist.
   std::optional<KeyValue> get(const std::string& key);
+  /// The key's value (if any) and the store's revision when it was read.
+  RangeResult range(const std::string& key);
   /// Every key with `prefix`, in key order.
   RangeResult getPrefix(const std::string& prefix);
   /// Returns the store's revision after the put.
@@ -58,6 +66,13 @@ class EtcdClient {
   /// Ends the lease now: every key attached to it is deleted.
   void revokeLease(std::int64_t lease);
 
+  /// Waits up to `timeout` for a change of [key, rangeEnd) (the key alone when rangeEnd is
+  /// empty) at `startRevision` or later, on a connection of its own; returns the first
+  /// message with events, or a canceled one; an empty message when nothing changed in time.
+  /// A member that fails mid-wait is replaced by the next, from the same revision.
+  WatchMessage watch(const std::string& key, const std::string& rangeEnd, std::int64_t startRevision,
+                     std::chrono::milliseconds timeout);
+
   /// The endpoint that answered last ("host:port").
   std::string currentEndpoint() const;
 
@@ -65,10 +80,12 @@ class EtcdClient {
   struct Connection;
   std::string call(const std::string& path, const std::string& body);
   std::string callOnce(const std::string& path, const std::string& body);
+  void authenticate();
 
   EtcdClientOptions options_;
   size_t current_ = 0;  ///< index into options_.endpoints
   std::unique_ptr<Connection> connection_;
+  std::string token_;  ///< etcd's auth token, when a user is given
 };
 
 /// "host:port", with brackets around an IPv6 address.

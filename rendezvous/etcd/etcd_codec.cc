@@ -58,21 +58,23 @@ std::string bytesField(const json& object, const char* name) {
   return *bytes;
 }
 
+KeyValue keyValueOf(const json& entry) {
+  KeyValue kv;
+  kv.key = bytesField(entry, "key");
+  kv.value = bytesField(entry, "value");
+  kv.createRevision = numberField(entry, "create_revision");
+  kv.modRevision = numberField(entry, "mod_revision");
+  kv.version = numberField(entry, "version");
+  kv.lease = numberField(entry, "lease");
+  return kv;
+}
+
 std::vector<KeyValue> keyValues(const json& object) {
   std::vector<KeyValue> result;
   const auto kvs = object.find("kvs");
   if (kvs == object.end()) return result;
   if (!kvs->is_array()) throw Error(ErrorCode::Protocol, "etcd: kvs is not a list");
-  for (const json& entry : *kvs) {
-    KeyValue kv;
-    kv.key = bytesField(entry, "key");
-    kv.value = bytesField(entry, "value");
-    kv.createRevision = numberField(entry, "create_revision");
-    kv.modRevision = numberField(entry, "mod_revision");
-    kv.version = numberField(entry, "version");
-    kv.lease = numberField(entry, "lease");
-    result.push_back(std::move(kv));
-  }
+  for (const json& entry : *kvs) result.push_back(keyValueOf(entry));
   return result;
 }
 
@@ -224,6 +226,39 @@ std::int64_t parseKeepAlive(std::string_view body) {
   const auto result = parsed.find("result");
   if (result == parsed.end() || !result->is_object()) malformed("no keep-alive result", body);
   return numberField(*result, "TTL");
+}
+
+std::string watchCreateRequest(std::string_view key, std::string_view rangeEnd, std::int64_t startRevision) {
+  json create = {{"key", base64Encode(key)}, {"prev_kv", true}};
+  if (!rangeEnd.empty()) create["range_end"] = base64Encode(rangeEnd);
+  if (startRevision != 0) create["start_revision"] = std::to_string(startRevision);
+  return json{{"create_request", std::move(create)}}.dump();
+}
+
+WatchMessage parseWatchMessage(std::string_view line) {
+  const json parsed = parseObject(line);
+  if (std::optional<GatewayError> error = gatewayError(line)) malformed("a watch error: " + error->message, line);
+  const auto result = parsed.find("result");
+  if (result == parsed.end() || !result->is_object()) malformed("no watch result", line);
+  WatchMessage message;
+  message.canceled = result->value("canceled", false);
+  message.compactRevision = numberField(*result, "compact_revision");
+  if (const auto header = result->find("header"); header != result->end() && header->is_object()) {
+    message.revision = numberField(*header, "revision");
+  }
+  const auto events = result->find("events");
+  if (events == result->end()) return message;
+  if (!events->is_array()) malformed("events is not a list", line);
+  for (const json& entry : *events) {
+    WatchEvent event;
+    event.deleted = entry.value("type", std::string()) == "DELETE";
+    if (const auto kv = entry.find("kv"); kv != entry.end() && kv->is_object()) event.kv = keyValueOf(*kv);
+    if (const auto prev = entry.find("prev_kv"); prev != entry.end() && prev->is_object()) {
+      event.prevKv = keyValueOf(*prev);
+    }
+    message.events.push_back(std::move(event));
+  }
+  return message;
 }
 
 }  // namespace pltrun::etcd

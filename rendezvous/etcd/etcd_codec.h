@@ -45,6 +45,22 @@ struct LeaseGrant {
   std::int64_t ttlSeconds = 0;  ///< as granted: etcd may raise a TTL below its minimum
 };
 
+/// One change a watch reports: a put (kv is the new value) or a delete (kv holds the key and
+/// the revision of the delete; prevKv what was deleted).
+struct WatchEvent {
+  bool deleted = false;
+  KeyValue kv;
+  std::optional<KeyValue> prevKv;
+};
+
+/// One message of a watch stream.
+struct WatchMessage {
+  std::int64_t revision = 0;  ///< the store's revision when it was sent
+  bool canceled = false;      ///< the watch ended (e.g. its start revision was compacted)
+  std::int64_t compactRevision = 0;
+  std::vector<WatchEvent> events;
+};
+
 /// What the gateway answers instead of a result: a gRPC status code and its message.
 struct GatewayError {
   int code = 0;  ///< 14 (Unavailable): no leader, or the member cannot reach one
@@ -52,6 +68,7 @@ struct GatewayError {
 };
 constexpr int kUnavailable = 14;
 constexpr int kNotFound = 5;
+constexpr int kUnauthenticated = 16;  ///< e.g. an auth token that lapsed
 
 // Requests.
 /// The body of a range or a delete-range request (both are a key and an optional end).
@@ -65,6 +82,9 @@ std::string swapTxnRequest(std::string_view key, std::int64_t modRevision, std::
                            std::int64_t lease = 0);
 std::string leaseGrantRequest(std::int64_t ttlSeconds);
 std::string leaseIdRequest(std::int64_t lease);
+/// Opens a watch of [key, rangeEnd) (a single key when rangeEnd is empty) from
+/// `startRevision` (0: from now), asking for each deleted value too.
+std::string watchCreateRequest(std::string_view key, std::string_view rangeEnd, std::int64_t startRevision);
 
 // Answers. Each throws Error(Protocol) naming what is wrong when `body` is not that answer.
 std::optional<GatewayError> gatewayError(std::string_view body);
@@ -74,5 +94,7 @@ TxnResult parseTxn(std::string_view body);
 LeaseGrant parseLeaseGrant(std::string_view body);
 /// A keep-alive answer: the lease's remaining TTL in seconds; 0 when it has expired.
 std::int64_t parseKeepAlive(std::string_view body);
+/// One line of a watch stream: {"result":{"header":..,"created":true}} or {"result":{..,"events":[..]}}.
+WatchMessage parseWatchMessage(std::string_view line);
 
 }  // namespace pltrun::etcd

@@ -56,7 +56,7 @@ void checkOwnership(const struct stat& status, const std::string& origin, const 
 
 }  // namespace
 
-std::string readSecretFile(const std::string& path, const std::string& origin) {
+std::string readSecretFile(const std::string& path, const std::string& origin, size_t minimumSize) {
   std::string secret;
   std::string name;
   if (path == "-") {
@@ -89,9 +89,9 @@ std::string readSecretFile(const std::string& path, const std::string& origin) {
            "secret_file");
   }
   if (secret.empty()) refuse(origin, name + " is empty; " + kHowToMake);
-  if (secret.size() < kMinimumSecretSize) {
+  if (secret.size() < minimumSize) {
     refuse(origin, name + " holds " + std::to_string(secret.size()) + " bytes; a secret needs at least " +
-                       std::to_string(kMinimumSecretSize) + " (" + kHowToMake + ")");
+                       std::to_string(minimumSize) + " (" + kHowToMake + ")");
   }
   return secret;
 }

@@ -16,7 +16,7 @@ constexpr size_t kMinimumSecretSize = 16;
 /// Error(InvalidArgument), naming `origin` (the flag or variable that gave the path) and
 /// saying what to do, for a file that is missing, not a regular file, readable or writable
 /// by group or others, owned by another user (root excepted), over 64 KiB, or holding
-/// fewer than kMinimumSecretSize bytes.
-std::string readSecretFile(const std::string& path, const std::string& origin);
+/// fewer than `minimumSize` bytes (a password someone else chose, like etcd's, may be shorter).
+std::string readSecretFile(const std::string& path, const std::string& origin, size_t minimumSize = kMinimumSecretSize);
 
 }  // namespace pltrun::rdzv

@@ -1,7 +1,8 @@
 #pragma once
 // Elastic jobs of real pltrun agents on one machine, for the end-to-end tests: the agents of
-// one job (the first hosts the rendezvous store on a free port and prints it), the records
-// the test worker's `serve` mode writes per round, and the checks that no worker is left.
+// one job (meeting at the store the first hosts on a free port and prints, or at an etcd
+// cluster the test started), the records the test worker's `serve` mode writes per round,
+// and the checks that no worker is left.
 
 #include <signal.h>
 #include <time.h>
@@ -45,22 +46,31 @@ class ElasticJob {
         program_(std::move(program)),
         conf_(std::move(conf)) {}
 
-  /// Starts one more agent: the first hosts the store on a free port, the others join it.
-  /// `wrapper` goes before pltrun (e.g. `ip netns exec NS`); `host` is the endpoint's host.
+  /// The agents meet at the etcd members `endpoints` ("HOST:PORT,...") instead.
+  void meetAtEtcd(const std::string& endpoints) { etcd_ = endpoints; }
+  bool onEtcd() const { return !etcd_.empty(); }
+
+  /// Starts one more agent: with c10d the first hosts the store on a free port, the others
+  /// join it. `wrapper` goes before pltrun (e.g. `ip netns exec NS`); `host` is the c10d
+  /// endpoint's host.
   ChildProcess& start(const std::vector<std::string>& wrapper = {}, const std::string& host = "127.0.0.1") {
     std::vector<std::string> argv = wrapper;
     argv.push_back(PLTRUN_BINARY);
-    std::vector<std::string> args = {
-        "--nnodes",       nnodes_, "--nproc-per-node", "2",   "--rdzv-endpoint", host + ":" + std::to_string(port_),
-        "--rdzv-id",      runId_,  "--rdzv-conf",      conf_, "--log-dir",       dir_ / "logs",
-        "--term-timeout", "5"};
+    std::vector<std::string> args = {"--nnodes",  nnodes_, "--nproc-per-node", "2",
+                                     "--rdzv-id", runId_,  "--rdzv-conf",      conf_,
+                                     "--log-dir", dir_ / "logs", "--term-timeout", "5"};
+    if (onEtcd()) {
+      args.insert(args.end(), {"--rdzv-backend", "etcd", "--rdzv-endpoint", etcd_});
+    } else {
+      args.insert(args.end(), {"--rdzv-endpoint", host + ":" + std::to_string(port_)});
+    }
     args.insert(args.end(), flags_.begin(), flags_.end());
     args.insert(args.end(), program_.begin(), program_.end());
     argv.insert(argv.end(), args.begin(), args.end());
     // A killed agent cannot remove its temporary directory: keep those inside the test's.
     agents_.push_back(std::make_unique<ChildProcess>(argv, std::vector<std::string>{"TMPDIR=" + dir_.path()}));
     ChildProcess& agent = *agents_.back();
-    if (port_ == 0) port_ = storePort(agent);
+    if (port_ == 0 && !onEtcd()) port_ = storePort(agent);
     return agent;
   }
 
@@ -92,6 +102,7 @@ class ElasticJob {
   std::vector<std::string> flags_;
   std::vector<std::string> program_;
   std::string conf_;
+  std::string etcd_;
   int port_ = 0;
   std::vector<std::unique_ptr<ChildProcess>> agents_;
 };

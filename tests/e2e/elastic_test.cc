@@ -1,9 +1,12 @@
-// Elastic multi-node jobs on one machine: several real pltrun agents meet through the c10d
-// rendezvous store that the first one hosts (loopback, or two network namespaces joined by
-// a veth pair), and re-form the job when a worker fails, an agent dies or a node joins.
+// Elastic multi-node jobs on one machine: several real pltrun agents meet (through the c10d
+// rendezvous store that the first one hosts, or through a real etcd member the test starts;
+// on loopback, or in two network namespaces joined by a veth pair), and re-form the job when
+// a worker fails, an agent dies or a node joins. The tests templated over C10dMeeting and
+// EtcdMeeting (e2e/elastic_meeting.h) run on both backends.
 //
-// Every agent is started with `--rdzv-endpoint 127.0.0.1:0` (the first, which hosts the
-// store and prints its port) or the printed port (the others): no fixed port anywhere.
+// With c10d every agent is started with `--rdzv-endpoint 127.0.0.1:0` (the first, which
+// hosts the store and prints its port) or the printed port (the others); etcd's members
+// listen on ports found free: no fixed port anywhere.
 // Workers run the test worker's `serve` mode, which records its environment, pid, parent
 // pid and start time per round in DIR/env_RANK_RESTARTCOUNT.json and runs until SIGTERM or
 // until the test creates DIR/release.
@@ -27,6 +30,7 @@
 #include <thread>
 
 #include "e2e/elastic_job.h"
+#include "e2e/elastic_meeting.h"
 #include "helpers/child_process.h"
 
 using namespace pltrun::test;
@@ -115,12 +119,15 @@ ChildProcess& startInNamespace(ElasticJob& job, const std::string& ns) {
 
 }  // namespace
 
-TEST_CASE("2 and 3 agents meet through the c10d store and every worker gets its global rank", "[elastic]") {
+TEMPLATE_TEST_CASE("2 and 3 agents meet and every worker gets its global rank", "[elastic]", C10dMeeting,
+                   EtcdMeeting) {
+  TestType meeting;
   for (int nodes : {2, 3}) {
     TempDir dir;
     WorkerSweeper sweeper(dir);
     const std::string runId = "ranks" + std::to_string(nodes);
     ElasticJob job(dir, std::to_string(nodes), runId, {}, {testWorker(), "env", dir.path()});
+    meeting.prepare(job);
     for (int node = 0; node < nodes; ++node) job.start();
     std::vector<Finished> results = job.waitAll();
     INFO("nodes=" << nodes << describe(results));
@@ -172,10 +179,13 @@ TEST_CASE("2 and 3 agents meet through the c10d store and every worker gets its 
   }
 }
 
-TEST_CASE("kill -9 of one worker restarts every node's workers in the next round", "[elastic][restart]") {
+TEMPLATE_TEST_CASE("kill -9 of one worker restarts every node's workers in the next round", "[elastic][restart]",
+                   C10dMeeting, EtcdMeeting) {
+  TestType meeting;
   TempDir dir;
   WorkerSweeper sweeper(dir);
   ElasticJob job(dir, "2", "workerkill", {"--max-restarts", "1"}, {testWorker(), "serve", dir.path()});
+  meeting.prepare(job);
   job.start();
   job.start();
   Round first = waitForRound(dir, 4, 0);
@@ -216,14 +226,18 @@ TEST_CASE("kill -9 of one worker restarts every node's workers in the next round
   checkNoWorkerLeft(dir);
 }
 
-TEST_CASE("kill -9 of one agent: its workers die and the others re-form without it", "[elastic][lifetime]") {
+TEMPLATE_TEST_CASE("kill -9 of one agent: its workers die and the others re-form without it", "[elastic][lifetime]",
+                   C10dMeeting, EtcdMeeting) {
+  TestType meeting;
   TempDir dir;
   WorkerSweeper sweeper(dir);
   ElasticJob job(dir, "1:3", "agentkill", {}, {testWorker(), "serve", dir.path()});
+  meeting.prepare(job);
   for (int node = 0; node < 3; ++node) job.start();
   Round full = waitForRound(dir, 6, 0);
 
-  // Not the first agent: it hosts the store, without which the job cannot go on.
+  // Not the first agent: with c10d it hosts the store, without which the job cannot go on
+  // (on etcd, node rank 0's agent is killed in elastic_etcd_test.cc).
   ChildProcess& victim = job.agent(2);
   std::vector<pid_t> victimWorkers;
   for (const auto& [rank, record] : full.byRank) {
@@ -275,10 +289,13 @@ TEST_CASE("kill -9 of one agent: its workers die and the others re-form without 
   checkNoWorkerLeft(dir);
 }
 
-TEST_CASE("a late agent joins a running job, which re-forms with it", "[elastic]") {
+TEMPLATE_TEST_CASE("a late agent joins a running job, which re-forms with it", "[elastic]", C10dMeeting,
+                   EtcdMeeting) {
+  TestType meeting;
   TempDir dir;
   WorkerSweeper sweeper(dir);
   ElasticJob job(dir, "2:3", "latejoin", {}, {testWorker(), "serve", dir.path()});
+  meeting.prepare(job);
   job.start();
   job.start();
   Round pair = waitForRound(dir, 4, 0);
@@ -319,12 +336,15 @@ TEST_CASE("a late agent joins a running job, which re-forms with it", "[elastic]
   checkNoWorkerLeft(dir);
 }
 
-TEST_CASE("too few agents within join_timeout: every agent exits 1 and names the missing nodes", "[elastic]") {
+TEMPLATE_TEST_CASE("too few agents within join_timeout: every agent exits 1 and names the missing nodes", "[elastic]",
+                   C10dMeeting, EtcdMeeting) {
+  TestType meeting;
   const std::string conf = "last_call_timeout=1,join_timeout=3";
   SECTION("one agent of at least 2") {
     TempDir dir;
     WorkerSweeper sweeper(dir);
     ElasticJob job(dir, "2:3", "alone", {}, {testWorker(), "serve", dir.path()}, conf);
+    meeting.prepare(job);
     const auto start = std::chrono::steady_clock::now();
     job.start();
     std::vector<Finished> results = job.waitAll(30s);
@@ -341,6 +361,7 @@ TEST_CASE("too few agents within join_timeout: every agent exits 1 and names the
     TempDir dir;
     WorkerSweeper sweeper(dir);
     ElasticJob job(dir, "3", "pair", {}, {testWorker(), "serve", dir.path()}, conf);
+    meeting.prepare(job);
     const auto start = std::chrono::steady_clock::now();
     job.start();
     job.start();
@@ -357,10 +378,13 @@ TEST_CASE("too few agents within join_timeout: every agent exits 1 and names the
   }
 }
 
-TEST_CASE("a worker failure with no restart left ends every agent with the worker's status", "[elastic]") {
+TEMPLATE_TEST_CASE("a worker failure with no restart left ends every agent with the worker's status", "[elastic]",
+                   C10dMeeting, EtcdMeeting) {
+  TestType meeting;
   TempDir dir;
   WorkerSweeper sweeper(dir);
   ElasticJob job(dir, "2", "fail5", {"--max-restarts", "0"}, {testWorker(), "exit", "5", "3"});
+  meeting.prepare(job);
   job.start();
   job.start();
   std::vector<Finished> results = job.waitAll();
@@ -381,12 +405,15 @@ TEST_CASE("a worker failure with no restart left ends every agent with the worke
   CHECK(told == 1);
 }
 
-TEST_CASE("SIGTERM to one agent stops the whole job: every agent exits 143", "[elastic][signals]") {
+TEMPLATE_TEST_CASE("SIGTERM to one agent stops the whole job: every agent exits 143", "[elastic][signals]", C10dMeeting,
+                   EtcdMeeting) {
+  TestType meeting;
   // The agent that hosts the store, or one that joined it.
   for (size_t target : {size_t{0}, size_t{1}}) {
     TempDir dir;
     WorkerSweeper sweeper(dir);
     ElasticJob job(dir, "2", "term" + std::to_string(target), {}, {testWorker(), "signals", dir.path()});
+    meeting.prepare(job);
     job.start();
     job.start();
     for (int rank = 0; rank < 4; ++rank) REQUIRE(waitForFile(dir / ("ready_" + std::to_string(rank)), kRoundForms));

@@ -6,6 +6,7 @@
 //   torch:   1.13 (Debian bookworm's python3-torch, /usr/bin/python3)
 //            2.6  (Debian trixie's, in the chroot of scripts/trixie-torch-chroot.sh)
 //   layout:  one node of 4 workers | 2 elastic agents x 2 workers (c10d, loopback)
+//            | 2 elastic agents x 2 workers meeting at a real etcd member (loopback)
 //   store:   the agent store (pltrun hosts the workers' TCPStore) | --no-agent-store
 //
 // torch 1.13 workers put their keys under /worker/attempt_N; torch >= 2.2 workers use no
@@ -23,6 +24,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "e2e/elastic_meeting.h"
 #include "e2e/torch_runtimes.h"
 #include "helpers/child_process.h"
 
@@ -48,7 +50,7 @@ constexpr int kFailAt = 12;
 // without the optimizer's state ends about 0.15 away, one from the wrong step further still.
 constexpr double kTolerance = 1e-5;
 
-enum class Layout { SingleNode, TwoAgents };
+enum class Layout { SingleNode, TwoAgents, TwoAgentsOnEtcd };
 enum class WorkersStore { Agent, RankZero };
 
 struct Cell {
@@ -57,8 +59,9 @@ struct Cell {
   WorkersStore store;
 
   std::string name() const {
-    return "torch " + torch.version + ", " + (layout == Layout::SingleNode ? "single node" : "2 elastic agents") +
-           ", " + (store == WorkersStore::Agent ? "agent store" : "--no-agent-store");
+    const char* layouts[] = {"single node", "2 elastic agents", "2 elastic agents on etcd"};
+    return "torch " + torch.version + ", " + layouts[static_cast<int>(layout)] + ", " +
+           (store == WorkersStore::Agent ? "agent store" : "--no-agent-store");
   }
 };
 
@@ -83,17 +86,16 @@ struct TrainingRun {
   }
 };
 
+// `endpoint`: the c10d store's (127.0.0.1:0 for the agent that hosts it), or etcd's members.
 std::vector<std::string> pltrunArgs(const Cell& cell, const TempDir& dir, const std::string& runId, bool fault,
-                                    int port) {
+                                    const std::string& endpoint) {
   std::vector<std::string> args;
   if (cell.layout == Layout::SingleNode) {
     args = {"--nproc-per-node", std::to_string(kWorldSize)};
   } else {
-    args = {"--nnodes",         "2",
-            "--nproc-per-node", "2",
-            "--rdzv-endpoint",  "127.0.0.1:" + std::to_string(port),
-            "--rdzv-id",        runId,
-            "--rdzv-conf",      "join_timeout=60"};
+    args = {"--nnodes",  "2",   "--nproc-per-node", "2", "--rdzv-endpoint", endpoint, "--rdzv-id",
+            runId,       "--rdzv-conf", "join_timeout=60"};
+    if (cell.layout == Layout::TwoAgentsOnEtcd) args.insert(args.end(), {"--rdzv-backend", "etcd"});
   }
   if (cell.store == WorkersStore::RankZero) args.push_back("--no-agent-store");
   args.insert(args.end(),
@@ -106,14 +108,20 @@ TrainingRun runTraining(const Cell& cell, const TempDir& dir, const std::string&
   const std::vector<std::string> env = cell.torch.workerEnvironment(dir.path());
   TrainingRun run;
   if (cell.layout == Layout::SingleNode) {
-    ChildProcess pltrun(pltrunCommand(pltrunArgs(cell, dir, runId, fault, 0)), env);
+    ChildProcess pltrun(pltrunCommand(pltrunArgs(cell, dir, runId, fault, "")), env);
     run.launchers.push_back(pltrun.wait(150s));
+  } else if (cell.layout == Layout::TwoAgentsOnEtcd) {
+    EtcdMeeting etcd;
+    ChildProcess first(pltrunCommand(pltrunArgs(cell, dir, runId, fault, etcd.endpoints())), env);
+    ChildProcess second(pltrunCommand(pltrunArgs(cell, dir, runId, fault, etcd.endpoints())), env);
+    run.launchers.push_back(first.wait(150s));
+    run.launchers.push_back(second.wait(30s));
   } else {
-    ChildProcess host(pltrunCommand(pltrunArgs(cell, dir, runId, fault, 0)), env);
+    ChildProcess host(pltrunCommand(pltrunArgs(cell, dir, runId, fault, "127.0.0.1:0")), env);
     const int port = rendezvousStorePort(host);
     INFO("the first agent's stderr: " << host.stderrSoFar());
     REQUIRE(port != 0);
-    ChildProcess joiner(pltrunCommand(pltrunArgs(cell, dir, runId, fault, port)), env);
+    ChildProcess joiner(pltrunCommand(pltrunArgs(cell, dir, runId, fault, "127.0.0.1:" + std::to_string(port))), env);
     run.launchers.push_back(host.wait(150s));
     run.launchers.push_back(joiner.wait(30s));
   }
@@ -229,6 +237,9 @@ TEST_CASE("torch matrix: 1.13, 2 elastic agents, agent store", "[torch][matrix][
 TEST_CASE("torch matrix: 1.13, 2 elastic agents, --no-agent-store", "[torch][matrix][elastic]") {
   checkCell({torch113(), Layout::TwoAgents, WorkersStore::RankZero});
 }
+TEST_CASE("torch matrix: 1.13, 2 elastic agents on etcd, agent store", "[torch][matrix][elastic][etcd]") {
+  checkCell({torch113(), Layout::TwoAgentsOnEtcd, WorkersStore::Agent});
+}
 TEST_CASE("torch matrix: 2.6, single node, agent store", "[torch][torch2][matrix]") {
   checkCell({torch26(), Layout::SingleNode, WorkersStore::Agent});
 }
@@ -240,4 +251,7 @@ TEST_CASE("torch matrix: 2.6, 2 elastic agents, agent store", "[torch][torch2][m
 }
 TEST_CASE("torch matrix: 2.6, 2 elastic agents, --no-agent-store", "[torch][torch2][matrix][elastic]") {
   checkCell({torch26(), Layout::TwoAgents, WorkersStore::RankZero});
+}
+TEST_CASE("torch matrix: 2.6, 2 elastic agents on etcd, agent store", "[torch][torch2][matrix][elastic][etcd]") {
+  checkCell({torch26(), Layout::TwoAgentsOnEtcd, WorkersStore::Agent});
 }

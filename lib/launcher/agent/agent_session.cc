@@ -3,8 +3,10 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include "launcher/agent/etcd_connection.h"
 #include "launcher/net/host_identity.h"
 #include "pltrun/error.h"
+#include "rendezvous/store/host_port_text.h"
 #include "rendezvous/store/secret_file.h"
 
 namespace pltrun {
@@ -31,8 +33,16 @@ AgentSession::AgentSession(const ElasticJob& job)
       directory(job.config, job.runId, host + "_" + std::to_string(getpid())),
       events(directory.keepsLogs() ? std::optional<std::string>((directory.root() / "events.jsonl").string())
                                    : std::nullopt) {
-  connect();
-  const rdzv::NodeDescriptor self = describeSelf();
+  if (onEtcd()) {
+    connectToEtcd();
+  } else {
+    connect();
+  }
+  rdzv::NodeDescriptor self = describeSelf();
+  if (onEtcd()) {
+    links = std::make_unique<PeerLinkListener>(context, nodeListenAddress(self.addr), agentId);
+    self.linkPort = links->port();
+  }
   openRendezvous(self);
   prepareWorkersStore(self);
 }
@@ -48,6 +58,7 @@ AgentSession::AgentSession(const ElasticJob& job, std::unique_ptr<Store> givenSt
       events(std::nullopt),
       runtime(givenRuntime),
       connectWatcher_(std::move(connectWatcher)) {
+  storeName = "the store under test";
   const rdzv::NodeDescriptor self = describeSelf();
   openRendezvous(self);
   prepareWorkersStore(self);
@@ -68,6 +79,7 @@ void AgentSession::connect() {
                     ":0: only the agent that hosts the store can pick its port; give the other agents the port the "
                     "host printed");
   }
+  storeName = "the store at " + rdzv::hostPortText(settings.endpointHost, storeOptions.port);
   storeOptions.connectTimeout = settings.readTimeout;
   storeOptions.timeout = settings.readTimeout;
   if (hosted) {
@@ -92,6 +104,15 @@ void AgentSession::connect() {
   // gone, and reconnecting gets a short try only, so an agent never hangs on a dead store.
   storeOptions.connectTimeout = kReconnectTimeout;
   store = std::make_unique<TcpStore>(storeOptions);
+}
+
+// etcd keeps the rendezvous: nothing to host, and the job's keys vanish with this agent's
+// lease if it dies. Its ring neighbour links to it each round (peer_link.h).
+void AgentSession::connectToEtcd() {
+  std::unique_ptr<etcd::EtcdStore> etcdStore = connectEtcdStore(settings, job.runId);
+  storeName = "etcd at " + etcdMembersText(settings.etcd);
+  connectEtcdWatcher_ = [client = etcdStore.get()] { return std::unique_ptr<Store>(client->connect()); };
+  store = std::move(etcdStore);
 }
 
 // What this node joins with: the address its workers' store is reached at (rank 0's
@@ -128,8 +149,7 @@ void AgentSession::openRendezvous(const rdzv::NodeDescriptor& self) {
 // picked on that address (pickFreePort falls back to every interface the same way).
 void AgentSession::prepareWorkersStore(const rdzv::NodeDescriptor& self) {
   if (job.config.agentStore) {
-    workersStore = std::make_unique<AttemptStore>(AttemptStore::Host::Launcher,
-                                                  isLocalHost(self.addr) ? listenAddressFor(self.addr) : "0.0.0.0");
+    workersStore = std::make_unique<AttemptStore>(AttemptStore::Host::Launcher, nodeListenAddress(self.addr));
   } else {
     workersStore = std::make_unique<AttemptStore>(AttemptStore::Host::RankZeroWorker, self.addr);
   }
@@ -155,6 +175,7 @@ std::string AgentSession::refusedStoreAdvice() const {
 // 250 ms, and gives up on one that takes a third of that.
 std::unique_ptr<Store> AgentSession::connectWatcherStore() const {
   if (connectWatcher_) return connectWatcher_();
+  if (connectEtcdWatcher_) return connectEtcdWatcher_();
   TcpStoreOptions options = storeOptions;
   options.timeout = fenceDeadline(settings);
   return std::make_unique<TcpStore>(options);

@@ -12,6 +12,7 @@
 
 #include "launcher/agent/elastic_agent.h"
 #include "launcher/net/attempt_store.h"
+#include "launcher/net/peer_link.h"
 #include "launcher/net/rendezvous_host.h"
 #include "launcher/process/event_log.h"
 #include "launcher/process/group_runner.h"
@@ -46,6 +47,8 @@ struct AgentSession {
   GroupSettings groupSettings(int round);
   /// "; what to do" after the store at the endpoint failed the shared-secret handshake.
   std::string refusedStoreAdvice() const;
+  /// Whether the rendezvous is kept in etcd (no agent hosts it).
+  bool onEtcd() const { return settings.backend == RendezvousBackend::Etcd; }
 
   const ElasticJob& job;
   const RendezvousSettings& settings;
@@ -57,13 +60,17 @@ struct AgentSession {
   // agent store), new every round and closed when the round ends, or only its port chosen
   // for rank 0's worker (--no-agent-store).
   std::unique_ptr<AttemptStore> workersStore;
-  TcpStoreOptions storeOptions;
+  TcpStoreOptions storeOptions;  ///< c10d: the rendezvous store's address
+  /// For messages: "the store at HOST:PORT", or "etcd at HOST:PORT,HOST:PORT".
+  std::string storeName;
   std::unique_ptr<Store> store;
   std::unique_ptr<rdzv::ElasticRendezvous> rendezvous;
   RunDirectory directory;
   EventLog events;
   boost::asio::io_context context;
   GroupRunner runner{context};
+  /// etcd: where this agent's ring neighbour links to it each round (peer_link.h).
+  std::unique_ptr<PeerLinkListener> links;
   /// The first stop signal received (0: none); set by the round loop's signal observer.
   int interruptSignal = 0;
   /// What the workers run on: real processes, or the unit tests' fakes.
@@ -71,11 +78,13 @@ struct AgentSession {
 
  private:
   void connect();
+  void connectToEtcd();
   rdzv::NodeDescriptor describeSelf() const;
   void openRendezvous(const rdzv::NodeDescriptor& self);
   void prepareWorkersStore(const rdzv::NodeDescriptor& self);
 
-  std::function<std::unique_ptr<Store>()> connectWatcher_;  ///< empty: a TcpStore
+  std::function<std::unique_ptr<Store>()> connectWatcher_;  ///< empty: a TcpStore, or etcd's
+  std::function<std::unique_ptr<Store>()> connectEtcdWatcher_;
 };
 
 }  // namespace pltrun

@@ -61,12 +61,11 @@ void ElasticAgent::onSignal(int signal) {
 }
 
 int ElasticAgent::run() {
-  spdlog::info("run {}: joining an elastic job of {} node(s) through the store at {}:{} ({} workers here)",
-               session_.job.runId,
+  spdlog::info("run {}: joining an elastic job of {} node(s) through {} ({} workers here)", session_.job.runId,
                session_.settings.minNodes == session_.settings.maxNodes
                    ? std::to_string(session_.settings.maxNodes)
                    : std::to_string(session_.settings.minNodes) + " to " + std::to_string(session_.settings.maxNodes),
-               session_.storeOptions.host, session_.storeOptions.port, session_.job.layout.workerCount);
+               session_.storeName, session_.job.layout.workerCount);
   int status = 1;
   try {
     status = runRounds();
@@ -79,14 +78,13 @@ int ElasticAgent::run() {
     }
     if (error.code() == ErrorCode::Protocol && std::string_view(error.what()).rfind("rendezvous:", 0) == 0) {
       spdlog::error(
-          "the rendezvous state of run {} in the store at {}:{} is not what pltrun writes ({}); is "
+          "the rendezvous state of run {} in {} is not what pltrun writes ({}); is "
           "another job using the same --rdzv-id? This node stops",
-          session_.job.runId, session_.storeOptions.host, session_.storeOptions.port, error.what());
+          session_.job.runId, session_.storeName, error.what());
     } else {
-      spdlog::error(
-          "lost the rendezvous store at {}:{} ({}); the agent that hosted it has ended or cannot be "
-          "reached, so this node stops",
-          session_.storeOptions.host, session_.storeOptions.port, error.what());
+      spdlog::error("lost the rendezvous store, {} ({}); {}, so this node stops", session_.storeName, error.what(),
+                    session_.onEtcd() ? "check that a quorum of its members is up"
+                                      : "the agent that hosted it has ended or cannot be reached");
     }
   }
   session_.events.write("job_finished", {{"status", status}});
@@ -138,9 +136,9 @@ RoundResult ElasticAgent::runRound(const RoundInfo& info) {
       return stopJob(report.outcome);  // while the round's watcher and workers still exist
     case RoundReport::Kind::StoreLost:
       spdlog::error(
-          "lost the rendezvous store at {}:{} ({}); this node's workers were killed at once, before the "
+          "lost the rendezvous store, {} ({}); this node's workers were killed at once, before the "
           "other nodes could re-form without it, and this node stops",
-          session_.storeOptions.host, session_.storeOptions.port, report.storeLost);
+          session_.storeName, report.storeLost);
       return RoundResult{true, 1, std::nullopt};
     case RoundReport::Kind::Ended:
       break;
@@ -209,8 +207,8 @@ int ElasticAgent::endOfClosedJob(const rdzv::JobClosed& closed) {
   const int status = closedJobStatus(end, closed.beforeJoining);
   if (end.reason == Reason::Succeeded) {
     if (closed.beforeJoining) {
-      spdlog::error("run {} has already finished in the store at {}:{}; give this job a new --rdzv-id",
-                    session_.job.runId, session_.storeOptions.host, session_.storeOptions.port);
+      spdlog::error("run {} has already finished in {}; give this job a new --rdzv-id", session_.job.runId,
+                    session_.storeName);
     } else {
       spdlog::info("the job has finished; nothing left to do on this node");
     }

@@ -7,6 +7,7 @@
 
 #include "launcher/plan/text_parsing.h"
 #include "pltrun/error.h"
+#include "rendezvous/store/host_port_text.h"
 #include "rendezvous/store/store_table.h"
 
 namespace pltrun {
@@ -50,6 +51,7 @@ RoundReport RoundRun::run() {
                                          session_.runtime);
   session_.runner.start(*group_, specs);
   watch();
+  linkToPeer();
   const GroupOutcome outcome = session_.runner.waitForGroup();
 
   if (session_.interruptSignal != 0 || outcome.kind == GroupOutcome::Kind::Interrupted) {
@@ -131,6 +133,8 @@ void RoundRun::watch() {
   rdzv::RoundWatcherSettings watchSettings;
   watchSettings.keepAliveInterval = session_.settings.keepAliveInterval;
   watchSettings.keepAliveMaxAttempt = session_.settings.keepAliveMaxAttempt;
+  // etcd without a quorum re-forms nobody: the workers keep running until it is back.
+  if (session_.onEtcd()) watchSettings.outageTolerance = session_.settings.joinTimeout;
   WorkerGroup& group = *group_;
   watcher_ = std::make_unique<rdzv::RoundWatcher>(
       session_.connectWatcherStore(), *session_.rendezvous, info_, watchSettings,
@@ -146,6 +150,48 @@ void RoundRun::watch() {
           group.kill();
         });
       });
+}
+
+// On etcd, the agent of the next slot is watched through a link (peer_link.h): its death
+// ends the round in milliseconds, where its lease would take seconds. A link that cannot be
+// made leaves the peer to the heartbeats and the lease.
+void RoundRun::linkToPeer() {
+  const int nnodes = info_.assignment.nnodes;
+  if (!session_.links || nnodes < 2) return;
+  const std::string peerKey =
+      session_.rendezvous->roundKey(info_.round, "slot/" + std::to_string(info_.slot % nnodes + 1));
+  rdzv::NodeDescriptor peer;
+  try {
+    peer = rdzv::nodeDescriptorFromJson(session_.store->get(peerKey, session_.settings.closeTimeout));
+  } catch (const Error& error) {
+    spdlog::warn("cannot read the next node's description ({}); its loss is noticed by its heartbeats only",
+                 error.what());
+    return;
+  }
+  if (peer.linkPort == 0) return;
+  peerLink_ = std::make_unique<PeerLink>(
+      session_.context, peer.addr, peer.linkPort, peer.agentId,
+      [this, host = peer.host](const std::string& why) { onPeerLost(host, why); },
+      [host = peer.host, addr = peer.addr, port = peer.linkPort](const std::string& why) {
+        spdlog::warn("cannot link to node {} at {} ({}); its loss is noticed by its heartbeats and lease only", host,
+                     rdzv::hostPortText(addr, port), why);
+      });
+}
+
+void RoundRun::onPeerLost(const std::string& peerHost, const std::string& why) {
+  if (end_ || storeLost_) return;
+  RoundEnd lost;
+  lost.reason = Reason::NodeLost;
+  lost.host = peerHost;
+  lost.message = "its agent is gone: " + why + ", seen from " + session_.host;
+  try {
+    end_ = session_.rendezvous->endRound(info_.round, lost);
+  } catch (const Error& error) {
+    storeLost_ = error.what();
+    group_->kill();
+    return;
+  }
+  group_->stop();
 }
 
 // This node's workers all succeeded: it says so, then waits for the round's end (every

@@ -45,6 +45,8 @@ class RoundRun {
   std::optional<NodePlacement> placeThisNode();
   void onRootCause(const WorkerSpec& spec, pid_t pid, const ProcessEnd& end);
   void watch();
+  void linkToPeer();
+  void onPeerLost(const std::string& peerHost, const std::string& why);
   void waitForOtherNodes();
   RoundReport ended() const;
 
@@ -57,6 +59,7 @@ class RoundRun {
   bool reportedHere_ = false;
   std::unique_ptr<WorkerGroup> group_;
   std::unique_ptr<rdzv::RoundWatcher> watcher_;  // after group_: destroyed before it
+  std::unique_ptr<PeerLink> peerLink_;           // etcd: to the next slot of the ring
 };
 
 }  // namespace pltrun

@@ -124,6 +124,10 @@ std::string listenAddressFor(const std::string& host) {
   return "0.0.0.0";
 }
 
+std::string nodeListenAddress(const std::string& addr) {
+  return isLocalHost(addr) ? listenAddressFor(addr) : "0.0.0.0";
+}
+
 std::string localAddressTowards(const std::string& host, int port) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_DGRAM;

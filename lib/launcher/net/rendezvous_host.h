@@ -50,6 +50,11 @@ bool isLocalHost(const std::string& host);
 /// itself, 127.0.0.1 for "localhost", and every interface for other names (as torch does).
 std::string listenAddressFor(const std::string& host);
 
+/// Where this node listens for what its peers reach at `addr` (the address it joined with):
+/// that address when it is this machine's, else every interface (a host name, or an address
+/// behind NAT that this machine does not own).
+std::string nodeListenAddress(const std::string& addr);
+
 /// The local address this machine uses to reach host:port (no packet is sent), e.g. for
 /// MASTER_ADDR when rank 0's node hosts the workers' store. Empty when there is no route.
 std::string localAddressTowards(const std::string& host, int port);

@@ -1,0 +1,188 @@
+#include "rendezvous/etcd/etcd_store.h"
+
+#include <atomic>
+#include <charconv>
+#include <functional>
+
+#include "pltrun/error.h"
+
+namespace pltrun::etcd {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string withDefaultNoticePrefix(const EtcdStoreOptions& options) {
+  return options.noticePrefix.empty() ? options.keyPrefix + "pltrun-notices/" : options.noticePrefix;
+}
+
+std::string keyList(const std::vector<std::string>& keys) {
+  std::string text;
+  for (const std::string& key : keys) text += (text.empty() ? "" : ", ") + key;
+  return text;
+}
+
+std::int64_t storedInteger(const std::string& key, const std::string& text) {
+  std::int64_t value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) {
+    throw Error(ErrorCode::InvalidArgument, "etcd: the value at " + key + " is not an integer");
+  }
+  return value;
+}
+
+}  // namespace
+
+EtcdStore::EtcdStore(EtcdStoreOptions options)
+    : EtcdStore(options,
+                std::make_shared<EtcdLease>(options.client, options.leaseTtl, withDefaultNoticePrefix(options))) {}
+
+EtcdStore::EtcdStore(EtcdStoreOptions options, std::shared_ptr<EtcdLease> lease)
+    : Store(options.timeout), options_(std::move(options)), lease_(std::move(lease)), client_(options_.client) {
+  static std::atomic<int> clients{0};
+  noticeKey_ = lease_->noticePrefix() + std::to_string(lease_->id()) + "/" + std::to_string(clients++);
+}
+
+EtcdStore::~EtcdStore() {
+  try {
+    if (!noticeTarget_.empty()) {
+      client_.create(noticeTarget_, noticeValue_);
+      client_.put(noticeKey_, "", lease_->id());  // parked no more: its lease's end fires nothing
+    }
+    for (const std::string& key : ephemeral_) client_.erase(key);
+  } catch (const Error&) {
+    // etcd is gone: the lease expires by itself; the survivors fire the notice and the
+    // ephemeral keys go with the lease.
+  }
+}
+
+std::unique_ptr<EtcdStore> EtcdStore::connect() const {
+  return std::unique_ptr<EtcdStore>(new EtcdStore(options_, lease_));
+}
+
+EtcdClient& EtcdStore::client() {
+  if (lease_->expired()) {
+    throw Error(ErrorCode::Network,
+                "etcd: this process's lease expired (it could not reach etcd, or was frozen, for longer than its " +
+                    std::to_string(options_.leaseTtl.count()) + " s time to live); the others go on without it");
+  }
+  return client_;
+}
+
+void EtcdStore::set(const std::string& key, const std::string& value) { client().put(etcdKey(key), value); }
+
+std::string EtcdStore::get(const std::string& key, Duration timeout) {
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    if (std::optional<KeyValue> found = client().get(etcdKey(key))) return found->value;
+    wait({key}, std::chrono::duration_cast<Duration>(deadline - Clock::now()));
+  }
+}
+
+std::string EtcdStore::update(const std::string& key, const std::function<std::string(const std::string*)>& change) {
+  for (;;) {
+    const std::optional<KeyValue> now = client().get(key);
+    const std::string next = change(now ? &now->value : nullptr);
+    const TxnResult result = now ? client().swap(key, now->modRevision, next) : client().create(key, next);
+    if (result.succeeded) return next;
+  }
+}
+
+std::int64_t EtcdStore::add(const std::string& key, std::int64_t delta) {
+  const std::string full = etcdKey(key);
+  return storedInteger(full, update(full, [&](const std::string* value) {
+                         return std::to_string((value ? storedInteger(full, *value) : 0) + delta);
+                       }));
+}
+
+void EtcdStore::append(const std::string& key, const std::string& value) {
+  update(etcdKey(key), [&](const std::string* current) { return (current ? *current : "") + value; });
+}
+
+std::string EtcdStore::compareSet(const std::string& key, const std::string& expected, const std::string& desired) {
+  const std::string full = etcdKey(key);
+  for (;;) {
+    const std::optional<KeyValue> now = client().get(full);
+    if (!now && !expected.empty()) return expected;
+    if (now && now->value != expected) return now->value;
+    const TxnResult result = now ? client().swap(full, now->modRevision, desired) : client().create(full, desired);
+    if (result.succeeded) return desired;
+  }
+}
+
+bool EtcdStore::check(const std::vector<std::string>& keys) {
+  for (const std::string& key : keys) {
+    if (!client().get(etcdKey(key))) return false;
+  }
+  return true;
+}
+
+// Reads the keys; while some are missing, watches the smallest range holding them from the
+// revision of that read on, so that no write in between is missed.
+void EtcdStore::wait(const std::vector<std::string>& keys, Duration timeout) {
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    std::int64_t revision = 0;
+    std::string first, last;
+    for (const std::string& key : keys) {
+      const RangeResult read = client().range(etcdKey(key));
+      revision = std::max(revision, read.revision);
+      if (!read.kvs.empty()) continue;
+      if (first.empty() || etcdKey(key) < first) first = etcdKey(key);
+      if (last.empty() || etcdKey(key) > last) last = etcdKey(key);
+    }
+    if (first.empty()) return;
+    const auto left = std::chrono::duration_cast<Duration>(deadline - Clock::now());
+    const WatchMessage changed =
+        left.count() > 0 ? client().watch(first, first == last ? "" : last + '\0', revision + 1, left) : WatchMessage{};
+    if (changed.events.empty() && !changed.canceled && Clock::now() >= deadline) {
+      throw Error(ErrorCode::Timeout, "etcd: timed out after " + std::to_string(timeout.count()) + " ms waiting for " +
+                                          keyList(keys) + " (under " + options_.keyPrefix + ")");
+    }
+  }
+}
+
+bool EtcdStore::deleteKey(const std::string& key) {
+  if (!client().get(etcdKey(key))) return false;
+  client().erase(etcdKey(key));
+  return true;
+}
+
+std::int64_t EtcdStore::numKeys() {
+  std::int64_t count = 0;
+  for (const KeyValue& kv : client().getPrefix(options_.keyPrefix).kvs) {
+    if (kv.key.rfind(lease_->noticePrefix(), 0) != 0) ++count;  // parked notices are not keys of the store
+  }
+  return count;
+}
+
+std::vector<std::string> EtcdStore::multiGet(const std::vector<std::string>& keys, Duration timeout) {
+  const auto deadline = Clock::now() + timeout;
+  std::vector<std::string> values;
+  values.reserve(keys.size());
+  for (const std::string& key : keys) {
+    values.push_back(get(key, std::max(Duration(0), std::chrono::duration_cast<Duration>(deadline - Clock::now()))));
+  }
+  return values;
+}
+
+void EtcdStore::multiSet(const std::vector<std::string>& keys, const std::vector<std::string>& values) {
+  if (keys.size() != values.size())
+    throw Error(ErrorCode::InvalidArgument, "multiSet: keys and values differ in number");
+  for (size_t index = 0; index < keys.size(); ++index) set(keys[index], values[index]);
+}
+
+void EtcdStore::setEphemeral(const std::string& key, const std::string& value) {
+  client().put(etcdKey(key), value, lease_->id());
+  ephemeral_.push_back(etcdKey(key));
+}
+
+// Cleared or replaced, the parked notice is overwritten, never deleted: a DELETE with a
+// notice in it means its owner's lease ended, and fires it.
+void EtcdStore::setCloseNotice(const std::string& key, const std::string& value) {
+  noticeTarget_ = key.empty() ? "" : etcdKey(key);
+  noticeValue_ = key.empty() ? "" : value;
+  client().put(noticeKey_, key.empty() ? "" : parkedNotice(noticeTarget_, noticeValue_), lease_->id());
+}
+
+}  // namespace pltrun::etcd
