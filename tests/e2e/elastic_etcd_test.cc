@@ -119,7 +119,10 @@ TEST_CASE("on etcd, killing any one member of 3 (the leader among them) restarts
   EtcdMeeting etcd(3);
   TempDir dir;
   WorkerSweeper sweeper(dir);
-  ElasticJob job(dir, "2", "members", {}, {testWorker(), "serve", dir.path()});
+  // A keep-alive budget of 10 s, as a real job's (15 s by default) is well above an election:
+  // on a loaded 2-core machine 3 members and 2 agents may stall for seconds.
+  ElasticJob job(dir, "2", "members", {}, {testWorker(), "serve", dir.path()},
+                 "last_call_timeout=1,join_timeout=30,keep_alive_interval=2,keep_alive_max_attempt=5");
   etcd.prepare(job);
   job.start();
   job.start();
@@ -133,6 +136,7 @@ TEST_CASE("on etcd, killing any one member of 3 (the leader among them) restarts
   }
   std::this_thread::sleep_for(2s);
   const Round still = waitForRound(dir, 4, 0);
+  INFO("agent 0:\n" << job.agent(0).stderrSoFar() << "\nagent 1:\n" << job.agent(1).stderrSoFar());
   CHECK(still.restart == first.restart);
   CHECK(pidsOf(still) == pidsOf(first));
   releaseAndCheck(dir, job);
@@ -145,7 +149,8 @@ TEST_CASE("on etcd, losing quorum keeps the workers running and the job goes on 
   EtcdMeeting etcd(3);
   TempDir dir;
   WorkerSweeper sweeper(dir);
-  ElasticJob job(dir, "2", "quorum", {}, {testWorker(), "serve", dir.path()});
+  ElasticJob job(dir, "2", "quorum", {}, {testWorker(), "serve", dir.path()},
+                 "last_call_timeout=1,join_timeout=30,keep_alive_interval=2,keep_alive_max_attempt=5");
   etcd.prepare(job);
   job.start();
   job.start();

@@ -56,9 +56,9 @@ class ElasticJob {
   ChildProcess& start(const std::vector<std::string>& wrapper = {}, const std::string& host = "127.0.0.1") {
     std::vector<std::string> argv = wrapper;
     argv.push_back(PLTRUN_BINARY);
-    std::vector<std::string> args = {"--nnodes",  nnodes_, "--nproc-per-node", "2",
-                                     "--rdzv-id", runId_,  "--rdzv-conf",      conf_,
-                                     "--log-dir", dir_ / "logs", "--term-timeout", "5"};
+    std::vector<std::string> args = {"--nnodes",  nnodes_,       "--nproc-per-node", "2",
+                                     "--rdzv-id", runId_,        "--rdzv-conf",      conf_,
+                                     "--log-dir", dir_ / "logs", "--term-timeout",   "5"};
     if (onEtcd()) {
       args.insert(args.end(), {"--rdzv-backend", "etcd", "--rdzv-endpoint", etcd_});
     } else {

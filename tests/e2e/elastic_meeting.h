@@ -20,7 +20,8 @@ struct EtcdMeeting {
   /// "127.0.0.1:PORT,...", every member.
   std::string endpoints() const {
     std::string text;
-    for (const etcd::EtcdEndpoint& member : cluster.endpoints()) text += (text.empty() ? "" : ",") + endpointText(member);
+    for (const etcd::EtcdEndpoint& member : cluster.endpoints())
+      text += (text.empty() ? "" : ",") + endpointText(member);
     return text;
   }
   EtcdCluster cluster;

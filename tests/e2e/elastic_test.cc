@@ -119,8 +119,7 @@ ChildProcess& startInNamespace(ElasticJob& job, const std::string& ns) {
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("2 and 3 agents meet and every worker gets its global rank", "[elastic]", C10dMeeting,
-                   EtcdMeeting) {
+TEMPLATE_TEST_CASE("2 and 3 agents meet and every worker gets its global rank", "[elastic]", C10dMeeting, EtcdMeeting) {
   TestType meeting;
   for (int nodes : {2, 3}) {
     TempDir dir;
@@ -289,8 +288,7 @@ TEMPLATE_TEST_CASE("kill -9 of one agent: its workers die and the others re-form
   checkNoWorkerLeft(dir);
 }
 
-TEMPLATE_TEST_CASE("a late agent joins a running job, which re-forms with it", "[elastic]", C10dMeeting,
-                   EtcdMeeting) {
+TEMPLATE_TEST_CASE("a late agent joins a running job, which re-forms with it", "[elastic]", C10dMeeting, EtcdMeeting) {
   TestType meeting;
   TempDir dir;
   WorkerSweeper sweeper(dir);

@@ -93,8 +93,8 @@ std::vector<std::string> pltrunArgs(const Cell& cell, const TempDir& dir, const 
   if (cell.layout == Layout::SingleNode) {
     args = {"--nproc-per-node", std::to_string(kWorldSize)};
   } else {
-    args = {"--nnodes",  "2",   "--nproc-per-node", "2", "--rdzv-endpoint", endpoint, "--rdzv-id",
-            runId,       "--rdzv-conf", "join_timeout=60"};
+    args = {"--nnodes", "2",           "--nproc-per-node", "2", "--rdzv-endpoint", endpoint, "--rdzv-id",
+            runId,      "--rdzv-conf", "join_timeout=60"};
     if (cell.layout == Layout::TwoAgentsOnEtcd) args.insert(args.end(), {"--rdzv-backend", "etcd"});
   }
   if (cell.store == WorkersStore::RankZero) args.push_back("--no-agent-store");
