@@ -75,7 +75,7 @@ std::string EtcdStore::get(const std::string& key, Duration timeout) {
   const auto deadline = Clock::now() + timeout;
   for (;;) {
     if (std::optional<KeyValue> found = client().get(etcdKey(key))) return found->value;
-    wait({key}, std::chrono::duration_cast<Duration>(deadline - Clock::now()));
+    wait({key}, std::chrono::ceil<Duration>(deadline - Clock::now()));  // ceil: never short of the timeout
   }
 }
 
@@ -161,7 +161,7 @@ std::vector<std::string> EtcdStore::multiGet(const std::vector<std::string>& key
   std::vector<std::string> values;
   values.reserve(keys.size());
   for (const std::string& key : keys) {
-    values.push_back(get(key, std::max(Duration(0), std::chrono::duration_cast<Duration>(deadline - Clock::now()))));
+    values.push_back(get(key, std::max(Duration(0), std::chrono::ceil<Duration>(deadline - Clock::now()))));
   }
   return values;
 }

@@ -1,13 +1,18 @@
 // One conformance suite for every Store: the in-memory store, the prefix decorator, the TCP
 // client against pltrun's server in both dialects and with a shared secret, and the TCP
-// client against PyTorch's own TCPStore server.
+// client against PyTorch's own TCPStore server. etcd_tests compiles this file again with
+// STORE_FIXTURES naming etcd/etcd_store_fixture.h and STORES = EtcdFixture (real etcd).
 
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <thread>
 
 #include "pltrun/error.h"
+#ifdef STORE_FIXTURES
+#include STORE_FIXTURES
+#else
 #include "store/store_fixtures.h"
+#endif
 
 using namespace pltrun;
 using namespace pltrun::test;
@@ -42,8 +47,10 @@ ErrorCode errorCodeOf(const std::function<void()>& action) {
 
 }  // namespace
 
+#ifndef STORES
 #define STORES \
   InMemoryFixture, PrefixFixture, TcpTorch2Fixture, TcpTorch113Fixture, TcpWithSecretFixture, TorchServerFixture
+#endif
 
 TEMPLATE_TEST_CASE("set and get round-trip any bytes", "[store][conformance]", STORES) {
   TestType fixture;
