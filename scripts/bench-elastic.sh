@@ -21,8 +21,12 @@
 # first agent starts with --rdzv-endpoint 127.0.0.1:0 and hosts the store; the others get
 # the port it prints (no fixed ports).
 #
+# With --backend etcd, (a), (b) and (b2) run on a real etcd member this script starts on
+# loopback (free ports, data in the results directory), and (b) kills node rank 0's agent,
+# the one a c10d job cannot lose when it hosts the store. (c) runs on c10d only.
+#
 #   scripts/bench-elastic.sh [--repeat 10] [--rdzv-repeat 5] [--participants "64 512 4096"]
-#                            [--only a,b,b2,c] [--build-dir DIR] [--no-build]
+#                            [--only a,b,b2,c] [--backend c10d|etcd] [--build-dir DIR] [--no-build]
 #
 # Builds Release into build-bench/ (or --build-dir), prints a table of medians (min, max),
 # and leaves each run's files in a fresh temporary directory (named at the end). Exit
@@ -36,6 +40,7 @@ participants="64 512 4096"
 only="a,b,b2,c"
 build_dir=$PWD/build-bench
 build=1
+backend=c10d
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --repeat) repeat=${2:?--repeat needs a value}; shift 2 ;;
@@ -44,6 +49,7 @@ while [[ $# -gt 0 ]]; do
     --only) only=${2:?--only needs a value}; shift 2 ;;
     --build-dir) build_dir=$(realpath -m "${2:?--build-dir needs a value}"); shift 2 ;;
     --no-build) build=0; shift ;;
+    --backend) backend=${2:?--backend needs a value}; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "bench-elastic.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -54,7 +60,8 @@ done
 for part in ${only//,/ }; do
   [[ $part =~ ^(a|b|b2|c)$ ]] || { echo "bench-elastic.sh: --only: '$part' is not a, b, b2 or c" >&2; exit 2; }
 done
-wants() { [[ ",$only," == *",$1,"* ]]; }
+[[ $backend =~ ^(c10d|etcd)$ ]] || { echo "bench-elastic.sh: --backend: '$backend' is not c10d or etcd" >&2; exit 2; }
+wants() { [[ ",$only," == *",$1,"* ]] && { [[ $backend == c10d ]] || [[ $1 != c ]]; }; }
 
 if [[ $build == 1 ]]; then
   echo "== building Release into $build_dir" >&2
@@ -84,11 +91,35 @@ stop_agents() {
   agents=()
   wrappers=()
 }
-trap stop_agents EXIT
+etcd_pid=""
+stop_all() {
+  stop_agents
+  if [[ -n $etcd_pid ]]; then kill -TERM "$etcd_pid" 2>/dev/null || true; wait "$etcd_pid" 2>/dev/null || true; fi
+}
+trap stop_all EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# --backend etcd: one member on loopback for the whole run; sets `etcd_endpoint`.
+if [[ $backend == etcd ]]; then
+  client_port=$(free_port)
+  peer_port=$(free_port)
+  etcd --name bench --data-dir "$results/etcd" --listen-client-urls "http://127.0.0.1:$client_port" \
+       --advertise-client-urls "http://127.0.0.1:$client_port" --listen-peer-urls "http://127.0.0.1:$peer_port" \
+       --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
+       --initial-cluster "bench=http://127.0.0.1:$peer_port" >"$results/etcd.log" 2>&1 &
+  etcd_pid=$!
+  etcd_endpoint=127.0.0.1:$client_port
+  deadline=$(( $(now_ms) + 30000 ))
+  until ETCDCTL_API=3 etcdctl --endpoints "$etcd_endpoint" endpoint health >/dev/null 2>&1; do
+    (( $(now_ms) < deadline )) || { echo "bench-elastic.sh: etcd did not start; see $results/etcd.log" >&2; exit 1; }
+    sleep 0.1
+  done
+fi
 
 # start_agent FILE_PREFIX PLTRUN_ARGS...: starts pltrun; sets `agent_pid`. Its output goes
 # to PREFIX.out/.err, its exit status to PREFIX.status when it ends.
@@ -147,10 +178,22 @@ restart_run() {
     b2) nnodes=2:3; count=3; flags+=(--rdzv-conf last_call_timeout=0.2) ;;
   esac
   local pids=() prefixes=() i
+  local deadline
+  if [[ $backend == etcd ]]; then
+    for (( i = 1; i <= count; i++ )); do
+      start_agent "$dir/agent$i" --nnodes "$nnodes" "${flags[@]}" --rdzv-backend etcd --rdzv-endpoint "$etcd_endpoint" \
+        "$probe" "$times" "${crash[@]}"
+      pids+=("$agent_pid")
+      prefixes+=("$dir/agent$i")
+    done
+    restart_measure "$kind" "$rep" "$dir" "$times" "$count"
+    return
+  fi
   start_agent "$dir/agent1" --nnodes "$nnodes" "${flags[@]}" --rdzv-endpoint 127.0.0.1:0 "$probe" "$times" "${crash[@]}"
   pids+=("$agent_pid")
   prefixes+=("$dir/agent1")
-  local port="" deadline=$(( $(now_ms) + 10000 ))
+  local port=""
+  deadline=$(( $(now_ms) + 10000 ))
   while [[ -z $port ]] && (( $(now_ms) < deadline )) && kill -0 "${pids[0]}" 2>/dev/null; do
     port=$(sed -n 's/.*rendezvous store for run .* listening on 127\.0\.0\.1:\([0-9][0-9]*\)$/\1/p' "$dir/agent1.err" | head -n 1)
     [[ -n $port ]] || sleep 0.01
@@ -165,7 +208,13 @@ restart_run() {
     pids+=("$agent_pid")
     prefixes+=("$dir/agent$i")
   done
+  restart_measure "$kind" "$rep" "$dir" "$times" "$count"
+}
 
+# restart_measure KIND REP DIR TIMES COUNT: the agents `pids` (files `prefixes`) run; kills
+# one for (b), waits for them all and appends the measurement to $summary.
+restart_measure() {
+  local kind=$1 rep=$2 dir=$3 times=$4 count=$5 deadline victim=2 i
   local expected_status=(0 0 0)
   if [[ $kind != a ]]; then
     # Every worker of all three nodes runs in round 0, then the third agent dies.
@@ -177,8 +226,14 @@ restart_run() {
       return
     fi
     sleep 0.2  # a steady state: every agent's watcher is waiting on the round
-    "$probe" --kill "${pids[2]}" "$times"
-    expected_status=(0 0 137)
+    if [[ $backend == etcd ]]; then  # node rank 0's agent: nothing is special about it on etcd
+      for (( i = 0; i < count; i++ )); do
+        grep -q "round 0: node rank 0 of" "${prefixes[$i]}.err" && victim=$i
+      done
+    fi
+    "$probe" --kill "${pids[$victim]}" "$times"
+    expected_status=(0 0 0)
+    expected_status[$victim]=137
   fi
   wait_for_agents 120 "${prefixes[@]}"
   local got="${statuses[*]}" want="${expected_status[*]:0:$count}"
@@ -225,10 +280,10 @@ if wants c; then
   [[ $failed == 0 ]] || echo "   rendezvous_bench FAILED: $(tr '\n' ' ' <"$results/rendezvous.err" | cut -c1-400)" >&2
 fi
 
-python3 - "$summary" "$rdzv_raw" "$(nproc)" "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo +dirty)" <<'PY' || failed=1
+python3 - "$summary" "$rdzv_raw" "$(nproc)" "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo +dirty)" "$backend" <<'PY' || failed=1
 import json, statistics, sys
 
-summary, rdzv_raw, cpus, commit = sys.argv[1:5]
+summary, rdzv_raw, cpus, commit, backend = sys.argv[1:6]
 runs, failures, loads = {}, [], []
 for line in open(summary):
     kind, rep, status, rest = (line.rstrip("\n").split(" ", 3) + [""])[:4]
@@ -252,13 +307,14 @@ def row(name, values, goal_ms, unit="ms", scale=1.0, digits=1):
     print(f"{name:<58} {med:>10.{digits}f} {lo:>9.{digits}f} {hi:>9.{digits}f} {len(values):>4}  {goal:<11} {verdict}")
 
 print()
-print(f"elastic jobs, loopback, {cpus} CPUs, commit {commit}; median (min, max) of the runs that completed")
+print(f"elastic jobs on {backend}, loopback, {cpus} CPUs, commit {commit}; median (min, max) of the runs that completed")
 if loads:
     print("1-minute load average as each part started: " + ", ".join(loads))
 print(f"{'measurement':<58} {'median':>10} {'min':>9} {'max':>9} {'runs':>4}  goal")
 print("-" * 104)
 row("(a) worker crash -> all 4 workers running again (ms)", runs.get("a", []), 100)
-row("(b) kill -9 of an agent -> survivors' 4 workers (ms)", runs.get("b", []), 1000)
+row("(b) kill -9 of an agent -> survivors' 4 workers (ms)" if backend == "c10d" else
+    "(b) kill -9 of node rank 0's agent -> survivors' 4 workers (ms)", runs.get("b", []), 1000)
 row("(b2) as (b), last_call_timeout=0.2 (50 ms poll) (ms)", runs.get("b2", []), 0)
 
 rdzv = {}

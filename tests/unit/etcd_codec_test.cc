@@ -115,3 +115,45 @@ TEST_CASE("etcd codec: a malformed answer is a one-line protocol error, never a 
   CHECK_THROWS_AS(parseLeaseGrant(R"({"header":{}})"), Error);  // no ID
   CHECK_THROWS_AS(parseKeepAlive(R"({"header":{}})"), Error);
 }
+
+TEST_CASE("etcd codec: a watch request and the stream's messages", "[etcd_codec]") {
+  const json create = json::parse(watchCreateRequest("/a", "/b", 42)).at("create_request");
+  CHECK(create.at("key") == base64Encode("/a"));
+  CHECK(create.at("range_end") == base64Encode("/b"));
+  CHECK(create.at("start_revision") == "42");
+  CHECK(create.at("prev_kv") == true);
+  CHECK_FALSE(json::parse(watchCreateRequest("/a", "", 0)).at("create_request").contains("range_end"));
+
+  // As etcd 3.4's gateway streams them, one per line.
+  const std::string created = R"({"result":{"header":{"revision":"7"},"created":true}})";
+  const WatchMessage first = parseWatchMessage(created);
+  CHECK(first.revision == 7);
+  CHECK(first.events.empty());
+  CHECK_FALSE(first.canceled);
+  const std::string put = R"({"result":{"header":{"revision":"8"},"events":[{"kv":{"key":")" + base64Encode("/a") +
+                          R"(","create_revision":"8","mod_revision":"8","version":"1","value":")" + base64Encode("v") +
+                          R"("}}]}})";
+  const WatchMessage changed = parseWatchMessage(put);
+  REQUIRE(changed.events.size() == 1);
+  CHECK_FALSE(changed.events[0].deleted);
+  CHECK(changed.events[0].kv.value == "v");
+  CHECK(changed.events[0].kv.modRevision == 8);
+  const std::string deleted = R"({"result":{"header":{"revision":"9"},"events":[{"type":"DELETE","kv":{"key":")" +
+                              base64Encode("/a") + R"(","mod_revision":"9"},"prev_kv":{"key":")" + base64Encode("/a") +
+                              R"(","value":")" + base64Encode("notice") + R"("}}]}})";
+  const WatchMessage gone = parseWatchMessage(deleted);
+  REQUIRE(gone.events.size() == 1);
+  CHECK(gone.events[0].deleted);
+  REQUIRE(gone.events[0].prevKv);
+  CHECK(gone.events[0].prevKv->value == "notice");
+  const WatchMessage compacted =
+      parseWatchMessage(R"({"result":{"header":{"revision":"9"},"canceled":true,"compact_revision":"5"}})");
+  CHECK(compacted.canceled);
+  CHECK(compacted.compactRevision == 5);
+  // An error streamed instead of a result, and what is not a message.
+  for (const std::string& bad : {std::string(R"({"error":{"grpc_code":14,"message":"no leader"}})"), std::string("{}"),
+                                 std::string(R"({"result":{"events":"x"}})")}) {
+    INFO(bad);
+    CHECK_THROWS_AS(parseWatchMessage(bad), Error);
+  }
+}
