@@ -26,6 +26,11 @@ struct EndpointFailed {
   std::string reason;
 };
 
+[[noreturn]] void throwNoEndpointAnswered(const std::string& failures) {
+  throw Error(ErrorCode::Network,
+              "etcd: no endpoint answered (" + failures + "); check --rdzv-endpoint and that etcd runs there");
+}
+
 }  // namespace
 
 // One keep-alive HTTP/1.1 connection to one member. Every step runs asynchronously on a
@@ -207,13 +212,17 @@ WatchMessage EtcdClient::watch(const std::string& key, const std::string& rangeE
       });
       return message;  // empty when nothing changed in time
     } catch (const EndpointFailed& failed) {
-      failures += (failures.empty() ? "" : "; ") + endpointText(options_.endpoints[current_]) + ": " + failed.reason;
-      connection_.reset();
-      current_ = (current_ + 1) % options_.endpoints.size();
+      moveToNextEndpoint(failures, failed.reason);
     }
   }
-  throw Error(ErrorCode::Network,
-              "etcd: no endpoint answered (" + failures + "); check --rdzv-endpoint and that etcd runs there");
+  throwNoEndpointAnswered(failures);
+}
+
+// Notes why the current endpoint failed, and goes on with the next.
+void EtcdClient::moveToNextEndpoint(std::string& failures, const std::string& reason) {
+  failures += (failures.empty() ? "" : "; ") + endpointText(options_.endpoints[current_]) + ": " + reason;
+  connection_.reset();
+  current_ = (current_ + 1) % options_.endpoints.size();
 }
 
 RangeResult EtcdClient::range(const std::string& key) { return parseRange(call("/v3/kv/range", keyRangeRequest(key))); }
@@ -224,13 +233,10 @@ std::string EtcdClient::call(const std::string& path, const std::string& body) {
     try {
       return callOnce(path, body);
     } catch (const EndpointFailed& failed) {
-      failures += (failures.empty() ? "" : "; ") + endpointText(options_.endpoints[current_]) + ": " + failed.reason;
-      connection_.reset();
-      current_ = (current_ + 1) % options_.endpoints.size();
+      moveToNextEndpoint(failures, failed.reason);
     }
   }
-  throw Error(ErrorCode::Network,
-              "etcd: no endpoint answered (" + failures + "); check --rdzv-endpoint and that etcd runs there");
+  throwNoEndpointAnswered(failures);
 }
 
 std::optional<KeyValue> EtcdClient::get(const std::string& key) {

@@ -81,6 +81,7 @@ class EtcdClient {
   std::string call(const std::string& path, const std::string& body);
   std::string callOnce(const std::string& path, const std::string& body);
   void authenticate();
+  void moveToNextEndpoint(std::string& failures, const std::string& reason);
 
   EtcdClientOptions options_;
   size_t current_ = 0;  ///< index into options_.endpoints
