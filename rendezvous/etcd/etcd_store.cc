@@ -1,10 +1,10 @@
 #include "rendezvous/etcd/etcd_store.h"
 
 #include <atomic>
-#include <charconv>
 #include <functional>
 
 #include "pltrun/error.h"
+#include "rendezvous/store/store_table.h"
 
 namespace pltrun::etcd {
 
@@ -20,15 +20,6 @@ std::string keyList(const std::vector<std::string>& keys) {
   std::string text;
   for (const std::string& key : keys) text += (text.empty() ? "" : ", ") + key;
   return text;
-}
-
-std::int64_t storedInteger(const std::string& key, const std::string& text) {
-  std::int64_t value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size()) {
-    throw Error(ErrorCode::InvalidArgument, "etcd: the value at " + key + " is not an integer");
-  }
-  return value;
 }
 
 }  // namespace
@@ -89,10 +80,16 @@ std::string EtcdStore::update(const std::string& key, const std::function<std::s
 }
 
 std::int64_t EtcdStore::add(const std::string& key, std::int64_t delta) {
-  const std::string full = etcdKey(key);
-  return storedInteger(full, update(full, [&](const std::string* value) {
-                         return std::to_string((value ? storedInteger(full, *value) : 0) + delta);
-                       }));
+  std::int64_t result = 0;
+  try {
+    update(etcdKey(key), [&](const std::string* value) {
+      result = rdzv::addToStoredInteger(key, value, delta);
+      return std::to_string(result);
+    });
+  } catch (const std::invalid_argument& notInteger) {
+    throw Error(ErrorCode::InvalidArgument, std::string("etcd: ") + notInteger.what());
+  }
+  return result;
 }
 
 void EtcdStore::append(const std::string& key, const std::string& value) {

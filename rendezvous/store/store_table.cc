@@ -131,21 +131,23 @@ std::string StoreTable::compareSet(const std::string& key, const std::string& ex
 }
 
 std::int64_t StoreTable::add(const std::string& key, std::int64_t delta) {
-  std::int64_t current = 0;
   auto found = entries_.find(key);
-  if (found != entries_.end()) {
-    const std::string& text = found->second.value;
-    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), current);
-    if (error != std::errc() || end != text.data() + text.size()) {
+  const std::int64_t result = addToStoredInteger(key, found != entries_.end() ? &found->second.value : nullptr, delta);
+  store(key, std::to_string(result), 0);
+  return result;
+}
+
+std::int64_t addToStoredInteger(const std::string& key, const std::string* current, std::int64_t delta) {
+  std::int64_t value = 0;
+  if (current) {
+    auto [end, error] = std::from_chars(current->data(), current->data() + current->size(), value);
+    if (error != std::errc() || end != current->data() + current->size()) {
       throw std::invalid_argument("the value of key " + printableKey(key) +
                                   " is not an integer, so it cannot be added to");
     }
   }
   // Two's-complement wrap-around, as torch's int64 arithmetic does, without UB.
-  std::int64_t result =
-      static_cast<std::int64_t>(static_cast<std::uint64_t>(current) + static_cast<std::uint64_t>(delta));
-  store(key, std::to_string(result), 0);
-  return result;
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(value) + static_cast<std::uint64_t>(delta));
 }
 
 void StoreTable::append(const std::string& key, const std::string& suffix) {

@@ -34,6 +34,12 @@ struct TableFull : std::length_error {
 /// (control characters, ANSI escapes, bytes of binary keys) as \xNN, at most 80 characters.
 std::string printableKey(const std::string& key);
 
+/// ADD's arithmetic, as torch's: the decimal text `current` holds at `key` (nullptr: a
+/// missing key, 0) plus `delta`, wrapping around as int64 two's complement. Throws
+/// std::invalid_argument naming the key when `current` is not an integer. Every Store that
+/// keeps values as text (this table, EtcdStore) adds with it.
+std::int64_t addToStoredInteger(const std::string& key, const std::string* current, std::int64_t delta);
+
 class StoreTable {
  public:
   using OwnerId = std::uint64_t;  ///< a connection; 0 means "nobody"
