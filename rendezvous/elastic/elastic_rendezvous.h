@@ -58,6 +58,10 @@ struct RoundInfo {
   int failures = 0;  ///< worker failures so far in the job
 };
 
+/// The slot this node watches in a formed round: the next one round the ring (slots are
+/// exactly 1..nnodes), so that every node is watched by exactly one other.
+inline int ringPeerSlot(const RoundInfo& info) { return info.slot % info.assignment.nnodes + 1; }
+
 class ElasticRendezvous {
  public:
   /// Called between waits (every pollInterval at most); may throw to abandon the wait.

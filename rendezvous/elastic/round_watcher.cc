@@ -22,8 +22,7 @@ RoundWatcher::RoundWatcher(std::unique_ptr<Store> store, const ElasticRendezvous
       settings_(settings),
       onEnd_(std::move(onEnd)),
       onStoreLost_(std::move(onStoreLost)) {
-  // Slots of a formed round are exactly 1..nnodes; the peer is the next one round the ring.
-  const int peerSlot = info.slot % nnodes_ + 1;
+  const int peerSlot = ringPeerSlot(info);
   peerBeatKey_ = rendezvous.roundKey(info.round, "beat/" + std::to_string(peerSlot));
   peerSlotKey_ = rendezvous.roundKey(info.round, "slot/" + std::to_string(peerSlot));
   nextBeat_ = Clock::now();

@@ -111,7 +111,7 @@ void AgentSession::connect() {
 void AgentSession::connectToEtcd() {
   std::unique_ptr<etcd::EtcdStore> etcdStore = connectEtcdStore(settings, job.runId);
   storeName = "etcd at " + etcdMembersText(settings.etcd);
-  connectEtcdWatcher_ = [client = etcdStore.get()] { return std::unique_ptr<Store>(client->connect()); };
+  connectWatcher_ = [client = etcdStore.get()] { return std::unique_ptr<Store>(client->connect()); };
   store = std::move(etcdStore);
 }
 
@@ -175,7 +175,6 @@ std::string AgentSession::refusedStoreAdvice() const {
 // 250 ms, and gives up on one that takes a third of that.
 std::unique_ptr<Store> AgentSession::connectWatcherStore() const {
   if (connectWatcher_) return connectWatcher_();
-  if (connectEtcdWatcher_) return connectEtcdWatcher_();
   TcpStoreOptions options = storeOptions;
   options.timeout = fenceDeadline(settings);
   return std::make_unique<TcpStore>(options);

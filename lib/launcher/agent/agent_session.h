@@ -83,8 +83,9 @@ struct AgentSession {
   void openRendezvous(const rdzv::NodeDescriptor& self);
   void prepareWorkersStore(const rdzv::NodeDescriptor& self);
 
-  std::function<std::unique_ptr<Store>()> connectWatcher_;  ///< empty: a TcpStore, or etcd's
-  std::function<std::unique_ptr<Store>()> connectEtcdWatcher_;
+  /// Makes the round watchers' connections: etcd's (a client on this agent's lease) or the
+  /// unit tests'; empty: a TcpStore to the rendezvous store.
+  std::function<std::unique_ptr<Store>()> connectWatcher_;
 };
 
 }  // namespace pltrun

@@ -152,14 +152,14 @@ void RoundRun::watch() {
       });
 }
 
-// On etcd, the agent of the next slot is watched through a link (peer_link.h): its death
+// On etcd, the agent the round watcher watches (the next slot) is also watched through a link (peer_link.h): its death
 // ends the round in milliseconds, where its lease would take seconds. A link that cannot be
 // made leaves the peer to the heartbeats and the lease.
 void RoundRun::linkToPeer() {
   const int nnodes = info_.assignment.nnodes;
   if (!session_.links || nnodes < 2) return;
   const std::string peerKey =
-      session_.rendezvous->roundKey(info_.round, "slot/" + std::to_string(info_.slot % nnodes + 1));
+      session_.rendezvous->roundKey(info_.round, "slot/" + std::to_string(rdzv::ringPeerSlot(info_)));
   rdzv::NodeDescriptor peer;
   try {
     peer = rdzv::nodeDescriptorFromJson(session_.store->get(peerKey, session_.settings.closeTimeout));
