@@ -81,15 +81,16 @@ void declareWorkerAndNodeFlags(FlagDeclarer& declare, RawFlags& raw) {
   declare.valued("rdzv-id", raw.runId, "the job's id, the same on every node; TORCHELASTIC_RUN_ID (default: random)");
   declare.valued("run-id", raw.runIdAlias, "same as --rdzv-id");
   declare.valued("rdzv-backend", raw.rdzvBackend,
-                 "static (fixed node count; --master-addr/--master-port) or c10d (elastic; nodes meet at "
-                 "--rdzv-endpoint). Default: static, c10d with --nnodes MIN:MAX or with --rdzv-endpoint on several "
-                 "nodes");
+                 "static (fixed node count; --master-addr/--master-port), c10d (elastic; nodes meet at "
+                 "--rdzv-endpoint) or etcd (elastic; the rounds kept in etcd, any node may die). Default: static, c10d "
+                 "with --nnodes MIN:MAX or with --rdzv-endpoint on several nodes");
   declare.valued("rdzv-endpoint", raw.rdzvEndpoint,
                  "c10d: HOST[:PORT] where the nodes meet, the same on every node (default port 29400; IPv6 as "
-                 "[ADDR]:PORT); unused on one node");
+                 "[ADDR]:PORT); unused on one node. etcd: the members, HOST[:PORT],... (default port 2379)");
   declare.valued("rdzv-conf", raw.rdzvConf,
                  "c10d settings KEY=VALUE,...: join_timeout, last_call_timeout, close_timeout, keep_alive_interval, "
-                 "read_timeout (seconds), keep_alive_max_attempt, is_host, secret_file (default $PLTRUN_SECRET_FILE)");
+                 "read_timeout (seconds), keep_alive_max_attempt, is_host, secret_file (default $PLTRUN_SECRET_FILE); "
+                 "etcd: also etcd_prefix, user, password_file, protocol");
   declare.valued("local-addr", raw.localAddr, "this node's address as the other nodes reach it (default: detected)");
   declare.valued("role", raw.role, "ROLE_NAME of the workers (default 'default')");
 }
