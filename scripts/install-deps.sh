@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libcli11-dev libboost1.81-dev libboost-filesystem1.81-dev
-  nlohmann-json3-dev libspdlog-dev catch2 libssl-dev
+  nlohmann-json3-dev libspdlog-dev catch2 libssl-dev openssl
   hyperfine time procps python3 iproute2
   openssh-server openssh-client
   clang libclang-rt-14-dev clang-format-14

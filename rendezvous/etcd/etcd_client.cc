@@ -1,30 +1,16 @@
 #include "rendezvous/etcd/etcd_client.h"
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http.hpp>
-#include <functional>
+#include <boost/asio/ssl/context.hpp>
 #include <nlohmann/json.hpp>
 
 #include "pltrun/error.h"
+#include "rendezvous/etcd/etcd_connection.h"
+#include "rendezvous/etcd/etcd_tls.h"
 #include "rendezvous/store/host_port_text.h"
 
 namespace pltrun::etcd {
 
 namespace {
-
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = asio::ip::tcp;
-
-// What went wrong on one endpoint, worth trying the next for.
-struct EndpointFailed {
-  std::string reason;
-};
 
 [[noreturn]] void throwNoEndpointAnswered(const std::string& failures) {
   throw Error(ErrorCode::Network,
@@ -33,139 +19,25 @@ struct EndpointFailed {
 
 }  // namespace
 
-// One keep-alive HTTP/1.1 connection to one member. Every step runs asynchronously on a
-// private io_context for at most the request's timeout, so a member that stops answering
-// (SIGSTOP, a dead link) costs one timeout, never a hang.
-struct EtcdClient::Connection {
-  Connection(const EtcdEndpoint& endpoint, std::chrono::milliseconds timeout) : stream(context) {
-    tcp::resolver resolver(context);
-    boost::system::error_code error;
-    const auto addresses = resolver.resolve(endpoint.host, std::to_string(endpoint.port), error);
-    if (error) throw EndpointFailed{"cannot resolve " + endpoint.host + ": " + error.message()};
-    stream.expires_after(timeout);
-    stream.async_connect(addresses, [&](boost::system::error_code e, const tcp::endpoint&) { error = e; });
-    runFor(timeout, "connecting");
-    if (error) throw EndpointFailed{error.message()};
-    host = endpointText(endpoint);  // also the Host header, which wants an IPv6 address in brackets
-  }
-
-  std::string post(const std::string& path, const std::string& body, std::chrono::milliseconds timeout) {
-    http::request<http::string_body> request{http::verb::post, path, 11};
-    request.set(http::field::host, host);
-    if (!token.empty()) request.set(http::field::authorization, token);
-    request.set(http::field::content_type, "application/json");
-    request.keep_alive(true);
-    request.body() = body;
-    request.prepare_payload();
-    boost::system::error_code error;
-    http::response<http::string_body> response;
-    stream.expires_after(timeout);
-    http::async_write(stream, request, [&](boost::system::error_code e, size_t) {
-      if (e) {
-        error = e;
-        return;
-      }
-      http::async_read(stream, buffer, response, [&](boost::system::error_code r, size_t) { error = r; });
-    });
-    runFor(timeout, "waiting for its answer");
-    if (error) throw EndpointFailed{error.message()};
-    if (response.result() == http::status::not_found) {
-      throw Error(ErrorCode::Protocol, "etcd at " + host + " has no " + path + ": it is not etcd v3.3 or later");
-    }
-    return std::move(response.body());
-  }
-
-  // POSTs to a streaming endpoint (/v3/watch) and hands each line of the answer to `onLine`
-  // until it returns true (then true), or `timeout` passes (then false). The connection
-  // cannot serve anything else afterwards.
-  bool postStreaming(const std::string& path, const std::string& body, std::chrono::milliseconds timeout,
-                     const std::function<bool(std::string_view)>& onLine) {
-    http::request<http::string_body> request{http::verb::post, path, 11};
-    request.set(http::field::host, host);
-    if (!token.empty()) request.set(http::field::authorization, token);
-    request.set(http::field::content_type, "application/json");
-    request.body() = body;
-    request.prepare_payload();
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(boost::none);
-    boost::system::error_code error;
-    bool done = false;
-    size_t consumed = 0;
-    std::function<void()> readMore = [&] {
-      http::async_read_some(stream, buffer, parser, [&](boost::system::error_code e, size_t) {
-        if (e) {
-          error = e;
-          return;
-        }
-        const std::string& text = parser.get().body();
-        for (size_t newline = text.find('\n', consumed); newline != std::string::npos;
-             newline = text.find('\n', consumed)) {
-          const std::string_view line = std::string_view(text).substr(consumed, newline - consumed);
-          consumed = newline + 1;
-          if (!line.empty() && onLine(line)) {
-            done = true;
-            return;
-          }
-        }
-        if (parser.is_done()) {
-          error = http::error::end_of_stream;
-          return;
-        }
-        readMore();
-      });
-    };
-    stream.expires_after(timeout);
-    http::async_write(stream, request, [&](boost::system::error_code e, size_t) {
-      if (e) {
-        error = e;
-        return;
-      }
-      readMore();
-    });
-    context.restart();
-    context.run_for(timeout + std::chrono::milliseconds(100));
-    if (done) return true;
-    if (error == beast::error::timeout || !context.stopped()) return false;
-    throw EndpointFailed{"the watch broke: " + error.message()};
-  }
-
-  void runFor(std::chrono::milliseconds timeout, const char* doing) {
-    context.restart();
-    // The stream's own expiry ends the operation; run_for is the backstop.
-    context.run_for(timeout + std::chrono::milliseconds(100));
-    if (!context.stopped())
-      throw EndpointFailed{std::string("no answer after ") + std::to_string(timeout.count()) + " ms " + doing};
-  }
-
-  asio::io_context context;
-  beast::tcp_stream stream;
-  beast::flat_buffer buffer;
-  std::string host;
-  std::string token;  ///< sent as Authorization when not empty
-};
-
 EtcdClient::EtcdClient(EtcdClientOptions options) : options_(std::move(options)) {
   if (options_.endpoints.empty()) throw Error(ErrorCode::InvalidArgument, "etcd: no endpoint given");
-  if (options_.https) {
-    throw Error(ErrorCode::InvalidArgument,
-                "--rdzv-conf protocol=https: pltrun cannot speak TLS to etcd yet; reach etcd over http on a trusted "
-                "network (or through a local TLS proxy), with user and password_file");
-  }
+  if (options_.https) tls_ = std::make_unique<boost::asio::ssl::context>(tlsContext(options_));
 }
 
 // etcd's authentication: the user's token, sent with every request on every connection.
 void EtcdClient::authenticate() {
+  connection_->setToken("");  // a lapsed one would be refused
   const std::string answer = connection_->post(
       "/v3/auth/authenticate", nlohmann::json{{"name", options_.user}, {"password", options_.password}}.dump(),
       options_.timeout);
   if (std::optional<GatewayError> error = gatewayError(answer)) {
     if (error->code == kUnavailable) throw EndpointFailed{error->message};
-    throw Error(ErrorCode::PermissionDenied, "etcd at " + connection_->host + " refused user '" + options_.user +
+    throw Error(ErrorCode::PermissionDenied, "etcd at " + connection_->host() + " refused user '" + options_.user +
                                                  "': " + error->message + "; check --rdzv-conf user and password_file");
   }
   const nlohmann::json parsed = nlohmann::json::parse(answer, nullptr, false);
   if (!parsed.is_object() || !parsed.contains("token") || !parsed["token"].is_string()) {
-    throw Error(ErrorCode::Protocol, "etcd at " + connection_->host + " answered authentication without a token");
+    throw Error(ErrorCode::Protocol, "etcd at " + connection_->host() + " answered authentication without a token");
   }
   token_ = parsed["token"].get<std::string>();
 }
@@ -173,9 +45,12 @@ void EtcdClient::authenticate() {
 EtcdClient::~EtcdClient() = default;
 
 std::string EtcdClient::callOnce(const std::string& path, const std::string& body) {
-  if (!connection_) connection_ = std::make_unique<Connection>(options_.endpoints[current_], options_.timeout);
+  if (!connection_) {
+    connection_ =
+        std::make_unique<EtcdConnection>(options_.endpoints[current_], options_, tls_.get(), options_.timeout);
+  }
   if (!options_.user.empty() && token_.empty()) authenticate();
-  connection_->token = token_;
+  connection_->setToken(token_);
   std::string answer = connection_->post(path, body, options_.timeout);
   if (std::optional<GatewayError> error = gatewayError(answer)) {
     if (error->code == kUnavailable) throw EndpointFailed{error->message};
@@ -183,7 +58,7 @@ std::string EtcdClient::callOnce(const std::string& path, const std::string& bod
       token_.clear();
       return callOnce(path, body);
     }
-    throw Error(ErrorCode::Protocol, "etcd at " + connection_->host + ": " + error->message);
+    throw Error(ErrorCode::Protocol, "etcd at " + connection_->host() + ": " + error->message);
   }
   return answer;
 }
@@ -199,8 +74,8 @@ WatchMessage EtcdClient::watch(const std::string& key, const std::string& rangeE
     if (left.count() <= 0) return WatchMessage{};
     try {
       // A connection of its own: the stream holds it until it is closed.
-      Connection connection(options_.endpoints[current_], std::min(left, options_.timeout));
-      connection.token = token_;
+      EtcdConnection connection(options_.endpoints[current_], options_, tls_.get(), std::min(left, options_.timeout));
+      connection.setToken(token_);
       WatchMessage message;
       connection.postStreaming("/v3/watch", body, left, [&](std::string_view line) {
         try {

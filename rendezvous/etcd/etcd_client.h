@@ -1,7 +1,8 @@
 #pragma once
 // A blocking client of etcd v3's JSON gateway over HTTP/1.1 (Boost.Beast): the calls the
-// elastic rendezvous needs (range, put, compare-and-set transactions, delete, leases), one
-// keep-alive connection at a time, failing over between the cluster's endpoints.
+// elastic rendezvous needs (range, put, compare-and-set transactions, delete, leases,
+// watches), one keep-alive connection at a time (etcd_connection: http or https), failing
+// over between the cluster's endpoints.
 //
 // Failover: a request that cannot be sent, times out, or meets a member without a leader
 // (gRPC Unavailable) is tried on the next endpoint, once per endpoint; when none answers,
@@ -17,29 +18,20 @@
 #include <vector>
 
 #include "rendezvous/etcd/etcd_codec.h"
+#include "rendezvous/etcd/etcd_options.h"
+
+namespace boost::asio::ssl {
+class context;
+}
 
 namespace pltrun::etcd {
 
-struct EtcdEndpoint {
-  std::string host;  ///< a name or an address; IPv6 without brackets
-  int port = 2379;
-};
-
-struct EtcdClientOptions {
-  std::vector<EtcdEndpoint> endpoints;
-  /// One request, connecting included, on one endpoint.
-  std::chrono::milliseconds timeout{5000};
-  /// etcd's authentication: a token is asked for with these, and asked again when it lapses.
-  std::string user;
-  std::string password;
-  /// protocol=https and its files: refused for now (see EtcdClient's constructor).
-  bool https = false;
-  std::string caFile, certFile, keyFile;
-};
+class EtcdConnection;
 
 class EtcdClient {
  public:
-  /// Connects lazily: the first request finds a member that answers.
+  /// Connects lazily: the first request finds a member that answers. With https, reads the
+  /// CA and client certificate files now: Error(InvalidArgument) names one that cannot be used.
   explicit EtcdClient(EtcdClientOptions options);
   ~EtcdClient();
   EtcdClient(const EtcdClient&) = delete;
@@ -77,19 +69,16 @@ class EtcdClient {
   std::string currentEndpoint() const;
 
  private:
-  struct Connection;
   std::string call(const std::string& path, const std::string& body);
   std::string callOnce(const std::string& path, const std::string& body);
   void authenticate();
   void moveToNextEndpoint(std::string& failures, const std::string& reason);
 
   EtcdClientOptions options_;
-  size_t current_ = 0;  ///< index into options_.endpoints
-  std::unique_ptr<Connection> connection_;
+  std::unique_ptr<boost::asio::ssl::context> tls_;  ///< with https only; every connection's
+  size_t current_ = 0;                              ///< index into options_.endpoints
+  std::unique_ptr<EtcdConnection> connection_;
   std::string token_;  ///< etcd's auth token, when a user is given
 };
-
-/// "host:port", with brackets around an IPv6 address.
-std::string endpointText(const EtcdEndpoint& endpoint);
 
 }  // namespace pltrun::etcd

@@ -15,7 +15,7 @@ std::string url(int port) { return "http://127.0.0.1:" + std::to_string(port); }
 
 }  // namespace
 
-EtcdCluster::EtcdCluster(int members) {
+EtcdCluster::EtcdCluster(int members, EtcdClusterOptions options) : options_(std::move(options)) {
   for (int index = 0; index < members; ++index) {
     Member member;
     member.name = "m" + std::to_string(index);
@@ -38,33 +38,48 @@ EtcdCluster::~EtcdCluster() {
 
 void EtcdCluster::start(int index) {
   Member& member = members_.at(index);
-  member.process = std::make_unique<ChildProcess>(std::vector<std::string>{ETCD_BINARY,
-                                                                           "--name",
-                                                                           member.name,
-                                                                           "--data-dir",
-                                                                           dir_ / member.name,
-                                                                           "--listen-client-urls",
-                                                                           url(member.clientPort),
-                                                                           "--advertise-client-urls",
-                                                                           url(member.clientPort),
-                                                                           "--listen-peer-urls",
-                                                                           url(member.peerPort),
-                                                                           "--initial-advertise-peer-urls",
-                                                                           url(member.peerPort),
-                                                                           "--initial-cluster",
-                                                                           initialCluster_,
-                                                                           "--initial-cluster-state",
-                                                                           "new",
-                                                                           "--initial-cluster-token",
-                                                                           "pltrun-test-" + dir_.path(),
-                                                                           "--heartbeat-interval",
-                                                                           "50",
-                                                                           "--election-timeout",
-                                                                           "500"});
+  std::vector<std::string> argv = {ETCD_BINARY,
+                                   "--name",
+                                   member.name,
+                                   "--data-dir",
+                                   dir_ / member.name,
+                                   "--listen-client-urls",
+                                   clientUrl(member.clientPort),
+                                   "--advertise-client-urls",
+                                   clientUrl(member.clientPort),
+                                   "--listen-peer-urls",
+                                   url(member.peerPort),
+                                   "--initial-advertise-peer-urls",
+                                   url(member.peerPort),
+                                   "--initial-cluster",
+                                   initialCluster_,
+                                   "--initial-cluster-state",
+                                   "new",
+                                   "--initial-cluster-token",
+                                   "pltrun-test-" + dir_.path(),
+                                   "--heartbeat-interval",
+                                   "50",
+                                   "--election-timeout",
+                                   "500"};
+  if (!options_.certFile.empty()) {
+    argv.insert(argv.end(), {"--cert-file", options_.certFile, "--key-file", options_.keyFile, "--trusted-ca-file",
+                             options_.trustedCaFile, "--client-cert-auth"});
+  }
+  member.process = std::make_unique<ChildProcess>(argv);
+}
+
+std::string EtcdCluster::clientUrl(int port) const {
+  return (options_.certFile.empty() ? "http" : "https") + std::string("://127.0.0.1:") + std::to_string(port);
+}
+
+etcd::EtcdClientOptions EtcdCluster::clientOptions() const {
+  etcd::EtcdClientOptions options = options_.client;
+  options.endpoints = endpoints();
+  return options;
 }
 
 void EtcdCluster::waitUntilAnswering(int index) {
-  etcd::EtcdClientOptions options;
+  etcd::EtcdClientOptions options = options_.client;
   options.endpoints = {endpoint(index)};
   options.timeout = 1s;
   const auto deadline = std::chrono::steady_clock::now() + 30s;

@@ -3,7 +3,8 @@
 // client and peer ports found free (bound to port 0 and read back: etcd's gateway cannot
 // listen on port 0 itself), data in a temporary directory, fast elections (50 ms heartbeat,
 // 500 ms election timeout) so that losing the leader costs the tests about a second.
-// Every member is stopped and reaped when the cluster goes away.
+// Every member is stopped and reaped when the cluster goes away. Optionally over https with
+// client certificates (tests/etcd/etcd_certificates makes them).
 
 #include <memory>
 #include <string>
@@ -14,15 +15,27 @@
 
 namespace pltrun::test {
 
+struct EtcdClusterOptions {
+  /// Set: the members serve clients over https with this certificate and key, and accept
+  /// only clients with a certificate signed by `trustedCaFile` (--client-cert-auth).
+  std::string certFile;
+  std::string keyFile;
+  std::string trustedCaFile;
+  /// How the fixture's own clients reach the members (https, CA, client certificate).
+  etcd::EtcdClientOptions client;
+};
+
 class EtcdCluster {
  public:
   /// Starts `members` members and waits (up to 30 s) until each answers.
-  explicit EtcdCluster(int members);
+  explicit EtcdCluster(int members, EtcdClusterOptions options = {});
   ~EtcdCluster();
   EtcdCluster(const EtcdCluster&) = delete;
   EtcdCluster& operator=(const EtcdCluster&) = delete;
 
   std::vector<etcd::EtcdEndpoint> endpoints() const;
+  /// options.client with every member's endpoint.
+  etcd::EtcdClientOptions clientOptions() const;
   etcd::EtcdEndpoint endpoint(int member) const;
   int size() const { return static_cast<int>(members_.size()); }
   /// The member whose client endpoint is `text` ("127.0.0.1:PORT"); -1 if none.
@@ -49,8 +62,10 @@ class EtcdCluster {
     std::unique_ptr<ChildProcess> process;
   };
   void start(int member);
+  std::string clientUrl(int port) const;
 
   TempDir dir_;
+  EtcdClusterOptions options_;
   std::string initialCluster_;
   std::vector<Member> members_;
 };

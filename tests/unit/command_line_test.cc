@@ -394,6 +394,11 @@ TEST_CASE("flag --rdzv-backend etcd: the members and etcd's keys", "[command_lin
   requireInvalid({"--rdzv-backend", "etcd", "--nnodes", "2", "p"}, {"--rdzv-backend etcd", "--rdzv-endpoint"});
   requireInvalid({"--rdzv-backend", "c10d", "--rdzv-endpoint", "n:1", "--nnodes", "2", "--rdzv-conf", "user=u", "p"},
                  {"--rdzv-conf", "need --rdzv-backend etcd"});
+  requireInvalid({"--rdzv-backend", "etcd", "--rdzv-endpoint", "e1", "--rdzv-conf", "cacert=/ca.pem", "p"},
+                 {"--rdzv-conf", "cacert=/ca.pem", "need protocol=https"});
+  CHECK(parseConfig(
+            {"--rdzv-backend", "etcd", "--rdzv-endpoint", "e1", "--rdzv-conf", "protocol=https,cacert=/ca.pem", "p"})
+            .rdzv.etcd.https);
 }
 
 TEST_CASE("c10d on one node keeps the single-node launch", "[command_line]") {

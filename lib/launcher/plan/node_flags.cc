@@ -99,6 +99,18 @@ void applyNodeRank(const RawFlags& raw, LaunchConfig& config) {
   }
 }
 
+// etcd's --rdzv-conf keys only with etcd, and its certificates only over https.
+void checkEtcdConf(const RawFlags& raw, const RendezvousSettings& rdzv) {
+  if (rdzv.backend != RendezvousBackend::Etcd && !(rdzv.etcd == EtcdSettings{})) {
+    throwInvalidFlag("--rdzv-conf", raw.rdzvConf,
+                     "protocol, cacert, cert, key, etcd_prefix, user and password_file need --rdzv-backend etcd");
+  }
+  if (!rdzv.etcd.https && !(rdzv.etcd.caFile.empty() && rdzv.etcd.certFile.empty() && rdzv.etcd.keyFile.empty())) {
+    // Certificates given for a plain connection are a mistake, never a wish to go unencrypted.
+    throwInvalidFlag("--rdzv-conf", raw.rdzvConf, "cacert, cert and key need protocol=https");
+  }
+}
+
 }  // namespace
 
 void applySlurmDefaults(RawFlags& raw, LaunchConfig& config, const Environment& env) {
@@ -135,10 +147,7 @@ void applyNodeFlags(const RawFlags& raw, LaunchConfig& config, const Environment
     auto fromEnvironment = env.find("PLTRUN_SECRET_FILE");
     if (fromEnvironment != env.end()) rdzv.secretFile = fromEnvironment->second;
   }
-  if (rdzv.backend != RendezvousBackend::Etcd && !(rdzv.etcd == EtcdSettings{})) {
-    throwInvalidFlag("--rdzv-conf", raw.rdzvConf,
-                     "protocol, cacert, cert, key, etcd_prefix, user and password_file need --rdzv-backend etcd");
-  }
+  checkEtcdConf(raw, rdzv);
   if (!raw.localAddr.empty()) rdzv.localAddr = raw.localAddr;
   applyNodeRank(raw, config);
   if (raw.standalone) {

@@ -1,0 +1,61 @@
+#include "rendezvous/etcd/etcd_tls.h"
+
+#include "pltrun/error.h"
+
+namespace pltrun::etcd {
+
+namespace {
+
+namespace ssl = boost::asio::ssl;
+
+void require(const boost::system::error_code& error, const std::string& what, const std::string& file) {
+  if (error) {
+    throw Error(ErrorCode::InvalidArgument, "etcd: cannot use " + what + " " + file + ": " + error.message() +
+                                                "; check --rdzv-conf cacert, cert and key");
+  }
+}
+
+bool mentions(const std::string& text, const char* part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+ssl::context tlsContext(const EtcdClientOptions& options) {
+  ssl::context context(ssl::context::tls_client);
+  boost::system::error_code error;
+  if (options.caFile.empty()) {
+    context.set_default_verify_paths(error);
+    require(error, "the system's", "CA certificates");
+  } else {
+    context.load_verify_file(options.caFile, error);
+    require(error, "the CA file", options.caFile);
+  }
+  if (!options.certFile.empty()) {
+    const std::string& keyFile = options.keyFile.empty() ? options.certFile : options.keyFile;
+    context.use_certificate_chain_file(options.certFile, error);
+    require(error, "the client certificate", options.certFile);
+    context.use_private_key_file(keyFile, ssl::context::pem, error);
+    require(error, "the client key", keyFile);
+  }
+  context.set_verify_mode(ssl::verify_peer);
+  return context;
+}
+
+std::string tlsFailureCause(const std::string& reason, const EtcdClientOptions& options) {
+  if (mentions(reason, "certificate verify failed")) {
+    return "its certificate is not signed by " +
+           (options.caFile.empty() ? std::string("a CA this system trusts") : "the CA in " + options.caFile) +
+           ", or does not name the host it was reached at";
+  }
+  if (mentions(reason, "wrong version number") || mentions(reason, "packet length too long") ||
+      mentions(reason, "record layer failure")) {
+    return kServesNoHttps;  // a plain HTTP member's answer to the TLS hello
+  }
+  if (mentions(reason, "certificate required") || mentions(reason, "handshake failure") ||
+      mentions(reason, "bad certificate") || mentions(reason, "unknown ca")) {
+    return options.certFile.empty() ? "it wants a client certificate: give --rdzv-conf cert and key"
+                                    : "it refused the client certificate " + options.certFile;
+  }
+  return "";
+}
+
+}  // namespace pltrun::etcd
