@@ -14,16 +14,18 @@
 #       is that poll.
 #   (c) rendezvous of P participants (tests/bench/rendezvous_bench): the real
 #       ElasticRendezvous in P threads, each with its own store connection, against one
-#       store; from a start barrier to the last join()'s return, with every result checked.
+#       store (c10d: a store thread in the bench; etcd: the member below, each participant
+#       an EtcdStore client); from a start barrier to the last join()'s return, with every
+#       result checked.
 #
 # Every worker writes "start RANK RESTART_COUNT NS" on CLOCK_MONOTONIC, which all processes
 # of a machine share, so (a) and (b) compare times of different processes directly. The
 # first agent starts with --rdzv-endpoint 127.0.0.1:0 and hosts the store; the others get
 # the port it prints (no fixed ports).
 #
-# With --backend etcd, (a), (b) and (b2) run on a real etcd member this script starts on
-# loopback (free ports, data in the results directory), and (b) kills node rank 0's agent,
-# the one a c10d job cannot lose when it hosts the store. (c) runs on c10d only.
+# With --backend etcd, every part runs on a real etcd member this script starts on loopback
+# (free ports, data in the results directory), and (b) kills node rank 0's agent, the one
+# a c10d job cannot lose when it hosts the store.
 #
 #   scripts/bench-elastic.sh [--repeat 10] [--rdzv-repeat 5] [--participants "64 512 4096"]
 #                            [--only a,b,b2,c] [--backend c10d|etcd] [--build-dir DIR] [--no-build]
@@ -61,7 +63,7 @@ for part in ${only//,/ }; do
   [[ $part =~ ^(a|b|b2|c)$ ]] || { echo "bench-elastic.sh: --only: '$part' is not a, b, b2 or c" >&2; exit 2; }
 done
 [[ $backend =~ ^(c10d|etcd)$ ]] || { echo "bench-elastic.sh: --backend: '$backend' is not c10d or etcd" >&2; exit 2; }
-wants() { [[ ",$only," == *",$1,"* ]] && { [[ $backend == c10d ]] || [[ $1 != c ]]; }; }
+wants() { [[ ",$only," == *",$1,"* ]]; }
 
 if [[ $build == 1 ]]; then
   echo "== building Release into $build_dir" >&2
@@ -275,8 +277,10 @@ if wants c; then
   read -ra sizes <<<"$participants"
   echo "== (c) rendezvous of P participants against one store: P = ${sizes[*]}; $rdzv_repeat runs each" >&2
   note_load c
-  "$rdzv_bench" --participants "$(IFS=,; echo "${sizes[*]}")" --repeat "$rdzv_repeat" >"$rdzv_raw" \
-    2>"$results/rendezvous.err" || failed=1
+  store_flags=()
+  [[ $backend == etcd ]] && store_flags=(--etcd "$etcd_endpoint")
+  "$rdzv_bench" --participants "$(IFS=,; echo "${sizes[*]}")" --repeat "$rdzv_repeat" "${store_flags[@]}" \
+    >"$rdzv_raw" 2>"$results/rendezvous.err" || failed=1
   [[ $failed == 0 ]] || echo "   rendezvous_bench FAILED: $(tr '\n' ' ' <"$results/rendezvous.err" | cut -c1-400)" >&2
 fi
 
@@ -333,16 +337,18 @@ if rdzv:
     print()
     print("(c) medians per size: phases from the start barrier (ms): last slot taken and described / round marked")
     print("    complete by the closer (its MULTI_GET of all slots) / last join() returned; requests on the wire per")
-    print("    participant; CPU: whole process (store thread + participants) and the store's thread alone")
+    print("    participant (etcd: store calls, each one or more HTTP requests); CPU: whole process (store thread +")
+    print("    participants; on etcd without etcd's own) and the store's thread alone")
     for p in sorted(rdzv):
         rs = rdzv[p]
         m = lambda f: statistics.median(f(r) for r in rs)
         print(f"    {p:>5}: {m(lambda r: r['phases_ms']['last_slot_described']):8.1f} / "
               f"{m(lambda r: r['phases_ms']['complete']):8.1f} ({m(lambda r: r['phases_ms']['closer_multi_get']):6.1f}) / "
               f"{m(lambda r: r['phases_ms']['last_join_returned']):8.1f} ms; "
-              f"{m(lambda r: r['wire_requests'] / p):5.1f} requests each "
+              f"{m(lambda r: (r['wire_requests'] or r['store_calls']) / p):5.1f} requests each "
               f"({m(lambda r: r['ops'].get('wait_timed_out', {}).get('calls', 0) / p):4.2f} poll timeouts each); "
-              f"CPU {m(lambda r: r['process_cpu_s']):6.2f} s, store {m(lambda r: r['store_thread_cpu_s']):6.2f} s")
+              f"CPU {m(lambda r: r['process_cpu_s']):6.2f} s" +
+              (f", store {m(lambda r: r['store_thread_cpu_s']):6.2f} s" if backend == "c10d" else ""))
 for f in failures:
     print(f"FAILED: {f}")
 sys.exit(1 if failures else 0)

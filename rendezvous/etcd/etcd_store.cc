@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <functional>
+#include <random>
+#include <thread>
 
 #include "pltrun/error.h"
 #include "rendezvous/store/store_table.h"
@@ -21,6 +23,33 @@ std::string keyList(const std::vector<std::string>& keys) {
   for (const std::string& key : keys) text += (text.empty() ? "" : ", ") + key;
   return text;
 }
+
+// What a compare-and-set that lost found in the key instead (its failure branch read it).
+std::optional<KeyValue> foundInstead(TxnResult& lost) {
+  if (lost.kvs.empty()) return std::nullopt;
+  return std::move(lost.kvs.front());
+}
+
+// Pauses a writer that lost a compare-and-set race, for a random time up to a bound that
+// doubles with each loss (1 ms, 2 ms, ... 128 ms). etcd has no atomic increment: when
+// hundreds of agents add to one counter at once (every agent takes a slot in the same
+// round), retrying at once would make every success cost hundreds of failed transactions,
+// each a raft entry; spread out, the writes go through about one per round trip.
+class ContentionBackoff {
+ public:
+  void afterLoss() {
+    const int bound = 1 << std::min(losses_++, 7);
+    std::uniform_int_distribution<int> microseconds(0, bound * 1000);
+    std::this_thread::sleep_for(std::chrono::microseconds(microseconds(random())));
+  }
+
+ private:
+  static std::minstd_rand& random() {
+    thread_local std::minstd_rand generator(std::random_device{}());
+    return generator;
+  }
+  int losses_ = 0;
+};
 
 }  // namespace
 
@@ -71,17 +100,27 @@ std::string EtcdStore::get(const std::string& key, Duration timeout) {
 }
 
 std::string EtcdStore::update(const std::string& key, const std::function<std::string(const std::string*)>& change) {
+  std::optional<KeyValue> now = client().get(key);
+  ContentionBackoff backoff;
   for (;;) {
-    const std::optional<KeyValue> now = client().get(key);
     const std::string next = change(now ? &now->value : nullptr);
-    const TxnResult result = now ? client().swap(key, now->modRevision, next) : client().create(key, next);
+    TxnResult result = now ? client().swap(key, now->modRevision, next) : client().create(key, next);
     if (result.succeeded) return next;
+    now = foundInstead(result);
+    backoff.afterLoss();
   }
 }
 
 std::int64_t EtcdStore::add(const std::string& key, std::int64_t delta) {
   std::int64_t result = 0;
   try {
+    // add(key, 0) is how the rounds read a counter: a read, unless the key must be created,
+    // so that polling agents do not write (each write a raft entry racing the real adds).
+    if (delta == 0) {
+      if (const std::optional<KeyValue> now = client().get(etcdKey(key))) {
+        return rdzv::addToStoredInteger(key, &now->value, 0);
+      }
+    }
     update(etcdKey(key), [&](const std::string* value) {
       result = rdzv::addToStoredInteger(key, value, delta);
       return std::to_string(result);
@@ -98,12 +137,15 @@ void EtcdStore::append(const std::string& key, const std::string& value) {
 
 std::string EtcdStore::compareSet(const std::string& key, const std::string& expected, const std::string& desired) {
   const std::string full = etcdKey(key);
+  std::optional<KeyValue> now = client().get(full);
+  ContentionBackoff backoff;
   for (;;) {
-    const std::optional<KeyValue> now = client().get(full);
     if (!now && !expected.empty()) return expected;
     if (now && now->value != expected) return now->value;
-    const TxnResult result = now ? client().swap(full, now->modRevision, desired) : client().create(full, desired);
+    TxnResult result = now ? client().swap(full, now->modRevision, desired) : client().create(full, desired);
     if (result.succeeded) return desired;
+    now = foundInstead(result);
+    backoff.afterLoss();
   }
 }
 

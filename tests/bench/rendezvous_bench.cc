@@ -2,14 +2,16 @@
 // the code pltrun's agents run) takes to form a job of P nodes against one store. Run by
 // scripts/bench-elastic.sh; prints one JSON line per run on stdout.
 //
-//   rendezvous_bench [--participants 64,512,4096] [--repeat 3] [--port P]
+//   rendezvous_bench [--participants 64,512,4096] [--repeat 3] [--port P | --etcd HOST:PORT]
 //                    [--local-world-size 8] [--stack-kib 256] [--poll-ms 500]
 //
 // Each participant is a light-weight agent: a thread with its own TcpStore connection that
 // calls ElasticRendezvous(...).join(-1, nullopt, {}) with minNodes = maxNodes = P and a
 // descriptor of its own (agent id, host bench-N, addr 127.x.y.z, localWorldSize 8). The
 // store is a StoreServer on a thread of this process (the way an agent hosts it), or,
-// with --port, a running pltrun-store on 127.0.0.1:P.
+// with --port, a running pltrun-store on 127.0.0.1:P, or, with --etcd, an etcd member: then
+// each participant is an EtcdStore client of its own (one connection, watches on others),
+// all on one lease, as the clients of one agent are.
 //
 // Every participant connects first and then waits at a start barrier; the time runs from
 // the barrier's release to the return of the last join(). Each run checks the result:
@@ -49,6 +51,7 @@
 #include "pltrun/error.h"
 #include "pltrun/tcp_store.h"
 #include "rendezvous/elastic/elastic_rendezvous.h"
+#include "rendezvous/etcd/etcd_store.h"
 #include "rendezvous/store/store_server.h"
 #include "store/server_thread.h"
 
@@ -59,7 +62,8 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   std::vector<int> participants{64, 512, 4096};
   int repeat = 3;
-  int port = 0;  ///< 0: a StoreServer on a thread of this process
+  int port = 0;                                    ///< 0: a StoreServer on a thread of this process
+  std::optional<pltrun::etcd::EtcdEndpoint> etcd;  ///< set: the participants meet at this etcd member
   int localWorldSize = 8;
   size_t stackKib = 256;
   int pollMs = 500;  ///< ElasticRendezvousOptions::pollInterval (the agent's default)
@@ -68,10 +72,10 @@ struct Options {
 [[noreturn]] void usageError(const std::string& message) { bench::usageError("rendezvous_bench", message); }
 
 constexpr const char* kHelp =
-    "usage: rendezvous_bench [--participants 64,512,4096] [--repeat 3] [--port P]\n"
+    "usage: rendezvous_bench [--participants 64,512,4096] [--repeat 3] [--port P | --etcd HOST:PORT]\n"
     "                        [--local-world-size 8] [--stack-kib 256] [--poll-ms 500]\n"
     "Forms one elastic rendezvous round of P participants (threads, one store connection each)\n"
-    "against a store on a thread of this process, or a pltrun-store on 127.0.0.1:P (--port).\n"
+    "against a store on a thread of this process, a pltrun-store on 127.0.0.1:P (--port), or etcd.\n"
     "Prints one JSON line per run. Exit status: 0 every run formed correctly, 1 one did not, 2 bad flags.\n";
 
 long parseInteger(const std::string& flag, const std::string& text, long low, long high) {
@@ -95,6 +99,11 @@ Options parseOptions(int argc, char** argv) {
       options.repeat = static_cast<int>(parseInteger(flag, value, 1, 1000));
     } else if (flag == "--port") {
       options.port = static_cast<int>(parseInteger(flag, value, 1, 65535));
+    } else if (flag == "--etcd") {
+      const size_t colon = value.rfind(':');
+      if (colon == std::string::npos) usageError("--etcd expects HOST:PORT, not '" + value + "'");
+      options.etcd = pltrun::etcd::EtcdEndpoint{
+          value.substr(0, colon), static_cast<int>(parseInteger(flag, value.substr(colon + 1), 1, 65535))};
     } else if (flag == "--local-world-size") {
       options.localWorldSize = static_cast<int>(parseInteger(flag, value, 1, 1024));
     } else if (flag == "--stack-kib") {
@@ -180,7 +189,7 @@ void atomicMax(std::atomic<std::int64_t>& target, std::int64_t value) {
 
 class CountingStore : public pltrun::Store {
  public:
-  CountingStore(std::unique_ptr<pltrun::TcpStore> inner, Phases& phases, std::string agentId)
+  CountingStore(std::unique_ptr<pltrun::Store> inner, Phases& phases, std::string agentId)
       : inner_(std::move(inner)), phases_(phases), agentId_(std::move(agentId)) {}
 
   std::array<std::uint64_t, kOps> calls{};
@@ -279,7 +288,7 @@ class CountingStore : public pltrun::Store {
     return ended;
   }
 
-  std::unique_ptr<pltrun::TcpStore> inner_;
+  std::unique_ptr<pltrun::Store> inner_;
   Phases& phases_;
   std::string agentId_;
 };
@@ -296,6 +305,7 @@ struct Participant {
 struct RunContext {
   const Options* options = nullptr;
   int port = 0;
+  const pltrun::etcd::EtcdStore* etcd = nullptr;  ///< set: each participant connects to it instead
   int count = 0;
   std::string runId;
   std::vector<Participant> participants;
@@ -329,14 +339,21 @@ void* participantMain(void* raw) {
   Participant& me = run.participants[static_cast<size_t>(index)];
   const pltrun::rdzv::NodeDescriptor self = descriptorFor(index, run.options->localWorldSize, run.runId);
   try {
-    pltrun::TcpStoreOptions options;
-    options.host = "127.0.0.1";
-    options.port = run.port;
-    options.connectTimeout = std::chrono::seconds(60);
-    options.timeout = std::chrono::seconds(120);
-    auto tcp = std::make_unique<pltrun::TcpStore>(options);
-    tcp->ping();
-    me.store = std::make_unique<CountingStore>(std::move(tcp), run.phases, self.agentId);
+    std::unique_ptr<pltrun::Store> inner;
+    if (run.etcd) {
+      inner = run.etcd->connect();
+      inner->check({"bench-warm-up"});  // connected before the barrier, like the TCP ping
+    } else {
+      pltrun::TcpStoreOptions options;
+      options.host = "127.0.0.1";
+      options.port = run.port;
+      options.connectTimeout = std::chrono::seconds(60);
+      options.timeout = std::chrono::seconds(120);
+      auto tcp = std::make_unique<pltrun::TcpStore>(options);
+      tcp->ping();
+      inner = std::move(tcp);
+    }
+    me.store = std::make_unique<CountingStore>(std::move(inner), run.phases, self.agentId);
   } catch (const std::exception& error) {
     me.error = "participant " + std::to_string(index) + " could not connect: " + error.what();
     run.failedToConnect.fetch_add(1);
@@ -438,10 +455,12 @@ struct ServerCpu {
   }
 };
 
-bool runOnce(const Options& options, int port, const ServerCpu& serverCpu, int count, int rep) {
+bool runOnce(const Options& options, int port, const pltrun::etcd::EtcdStore* etcd, const ServerCpu& serverCpu,
+             int count, int rep) {
   RunContext run;
   run.options = &options;
   run.port = port;
+  run.etcd = etcd;
   run.count = count;
   run.runId = "bench-" + std::to_string(count) + "-" + std::to_string(rep) + "-" + randomHex();
   run.participants.resize(static_cast<size_t>(count));
@@ -533,9 +552,11 @@ bool runOnce(const Options& options, int port, const ServerCpu& serverCpu, int c
   // Requests on the wire, from how TcpStore (torch 2 dialect) makes each call: get and
   // multiGet wait first (WAIT, then GET/MULTI_GET); a wait that times out cancels
   // (CANCEL_WAIT); set, multiSet and the close notice are one-way; the rest one request.
-  const std::uint64_t wire = calls[kSet] + calls[kCloseNotice] + calls[kMultiSet] + 2 * calls[kGet] +
-                             2 * calls[kMultiGet] + calls[kAdd] + calls[kCompareSet] + calls[kCheck] + calls[kWait] +
-                             2 * calls[kWaitTimeout] + calls[kOther];
+  // (On etcd a call is one or more HTTP requests: reported as store calls only.)
+  const std::uint64_t wire = etcd ? 0
+                                  : calls[kSet] + calls[kCloseNotice] + calls[kMultiSet] + 2 * calls[kGet] +
+                                        2 * calls[kMultiGet] + calls[kAdd] + calls[kCompareSet] + calls[kCheck] +
+                                        calls[kWait] + 2 * calls[kWaitTimeout] + calls[kOther];
   auto percentileMs = [&](double fraction) {
     size_t index = static_cast<size_t>(fraction * static_cast<double>(joinNs.size() - 1) + 0.5);
     return static_cast<double>(joinNs[std::min(index, joinNs.size() - 1)]) / 1e6;
@@ -546,14 +567,15 @@ bool runOnce(const Options& options, int port, const ServerCpu& serverCpu, int c
       (usageAfter.ru_nvcsw - usageBefore.ru_nvcsw) + (usageAfter.ru_nivcsw - usageBefore.ru_nivcsw);
 
   std::printf(
-      "{\"participants\":%d,\"rep\":%d,\"run_id\":%s,\"ok\":%s,%s\"local_world_size\":%d,\"connect_s\":%.3f,"
+      "{\"participants\":%d,\"rep\":%d,\"backend\":\"%s\",\"run_id\":%s,\"ok\":%s,%s\"local_world_size\":%d,"
+      "\"connect_s\":%.3f,"
       "\"rendezvous_s\":%.4f,\"join_p50_ms\":%.1f,\"join_p99_ms\":%.1f,"
       "\"phases_ms\":{\"last_slot_described\":%.1f,\"closer_lock\":%.1f,\"closer_multi_get\":%.1f,"
       "\"closer_multi_set\":%.1f,\"complete\":%.1f,\"last_join_returned\":%.1f},"
       "\"store_calls\":%llu,\"wire_requests\":%llu,\"ops\":%s,\"process_cpu_s\":%.3f,\"store_thread_cpu_s\":%.3f,"
       "\"context_switches\":%ld,"
       "\"poll_ms\":%d}\n",
-      count, rep, jsonString(run.runId).c_str(), problem.empty() ? "true" : "false",
+      count, rep, etcd ? "etcd" : "c10d", jsonString(run.runId).c_str(), problem.empty() ? "true" : "false",
       problem.empty() ? "" : ("\"error\":" + jsonString(problem) + ",").c_str(), options.localWorldSize,
       static_cast<double>(connectEnd - connectStart) / 1e9, static_cast<double>(lastReturn - run.releasedNs) / 1e9,
       percentileMs(0.5), percentileMs(0.99), sinceRelease(run.phases.lastSlotDescribedNs.load()),
@@ -575,7 +597,8 @@ int main(int argc, char** argv) {
   const int most = *std::max_element(options.participants.begin(), options.participants.end());
   const std::uint64_t limit = pltrun::rdzv::raiseOpenFileLimit();
   // A client descriptor per participant, and a server one with the store in this process.
-  const std::uint64_t needed = static_cast<std::uint64_t>(most) * (options.port == 0 ? 2 : 1) + 64;
+  // On etcd: a connection per participant, and one more for each watch it waits on.
+  const std::uint64_t needed = static_cast<std::uint64_t>(most) * (options.port == 0 || options.etcd ? 2 : 1) + 64;
   if (limit != 0 && limit < needed) {
     std::fprintf(stderr,
                  "rendezvous_bench: the open-file limit is %llu (hard limit included); %d participants need %llu\n",
@@ -586,7 +609,15 @@ int main(int argc, char** argv) {
   std::unique_ptr<pltrun::test::ServerThread> server;
   int port = options.port;
   ServerCpu serverCpu;
-  if (port == 0) {
+  std::unique_ptr<pltrun::etcd::EtcdStore> etcd;
+  if (options.etcd) {
+    pltrun::etcd::EtcdStoreOptions etcdOptions;
+    etcdOptions.client.endpoints = {*options.etcd};
+    etcdOptions.client.timeout = std::chrono::seconds(60);  // a thousand clients at once on 2 cores
+    etcdOptions.keyPrefix = "/pltrun-bench/";
+    etcdOptions.timeout = std::chrono::seconds(120);
+    etcd = std::make_unique<pltrun::etcd::EtcdStore>(etcdOptions);
+  } else if (port == 0) {
     server = std::make_unique<pltrun::test::ServerThread>();
     port = server->port();
     serverCpu.inProcess = server.get();
@@ -594,7 +625,8 @@ int main(int argc, char** argv) {
   }
   bool ok = true;
   for (int count : options.participants) {
-    for (int rep = 1; rep <= options.repeat; ++rep) ok = runOnce(options, port, serverCpu, count, rep) && ok;
+    for (int rep = 1; rep <= options.repeat; ++rep)
+      ok = runOnce(options, port, etcd.get(), serverCpu, count, rep) && ok;
   }
   return ok ? 0 : 1;
 }

@@ -5,7 +5,11 @@
 //   - an agent that stops answering (SIGSTOP) is found within the keep-alive budget;
 //   - any one member of 3 killed in turn (the leader among them): no worker restarts;
 //   - quorum lost: the workers keep running, and the job goes on once it is back;
-//   - no member reachable at start: one line naming every member.
+//   - no member reachable at start: one line naming every member;
+//   - over https with client certificates (--rdzv-conf protocol=https,cacert,cert,key), and
+//     a member whose certificate another CA signed: one line;
+//   - agents in two network namespaces, etcd in one of them: they meet over the veth pair,
+//     and the node whose link goes down is left out within the keep-alive budget.
 // The rounds every backend shares (crash restart, late joiner, SIGTERM, ...) are the
 // templated tests of elastic_test.cc.
 
@@ -16,7 +20,9 @@
 
 #include "e2e/elastic_job.h"
 #include "e2e/elastic_meeting.h"
+#include "etcd/etcd_certificates.h"
 #include "helpers/child_process.h"
+#include "helpers/network_namespaces.h"
 
 using namespace pltrun::test;
 using namespace std::chrono_literals;
@@ -51,6 +57,11 @@ void releaseAndCheck(const TempDir& dir, ElasticJob& job, std::optional<size_t> 
     CHECK(result.status == 0);
   }
   checkNoWorkerLeft(dir);
+}
+
+// --rdzv-conf's TLS keys for `certificates`, with `caFile` as the trusted CA.
+std::string tlsConf(const TestCertificates& certificates, const std::string& caFile) {
+  return ",protocol=https,cacert=" + caFile + ",cert=" + certificates.clientCert + ",key=" + certificates.clientKey;
 }
 
 }  // namespace
@@ -187,4 +198,81 @@ TEST_CASE("on etcd, no member reachable at start is one line naming every member
   }
   CHECK(contains(result.err, "--rdzv-endpoint"));
   CHECK_FALSE(contains(result.err, "terminate called"));
+}
+
+TEST_CASE("on etcd over https with client certificates, agents meet and restart a crashed worker's round",
+          "[elastic][etcd][tls]") {
+  TempDir dir;
+  const TestCertificates certificates(dir.path(), "job");
+  EtcdCluster cluster(1, httpsWithClientCertificates(certificates));
+  WorkerSweeper sweeper(dir);
+  ElasticJob job(dir, "2", "tls", {"--max-restarts", "1"}, {testWorker(), "serve", dir.path()},
+                 kConf + tlsConf(certificates, certificates.caFile));
+  job.meetAtEtcd(cluster.endpointsText());
+  job.start();
+  job.start();
+  const Round first = waitForRound(dir, 4, 0);
+  kill(first.byRank.at(1).pid(), SIGKILL);
+  const Round second = waitForRound(dir, 4, first.restart + 1);
+  CHECK(second.byRank.at(1).pid() != first.byRank.at(1).pid());
+  releaseAndCheck(dir, job);
+}
+
+TEST_CASE("on etcd over https, a member whose certificate another CA signed is one line naming the cause",
+          "[elastic][etcd][tls]") {
+  TempDir dir;
+  const TestCertificates certificates(dir.path(), "job");
+  const TestCertificates stranger(dir.path(), "stranger");
+  EtcdCluster cluster(1, httpsWithClientCertificates(certificates));
+  Finished result = runPltrun({"--nnodes", "2", "--rdzv-backend", "etcd", "--rdzv-endpoint", cluster.endpointsText(),
+                               "--rdzv-id", "stranger", "--rdzv-conf",
+                               "join_timeout=5" + tlsConf(certificates, stranger.caFile), testWorker(), "exit", "0"});
+  INFO(result.err);
+  CHECK(result.status != 0);
+  CHECK(contains(result.err, "certificate verify failed"));
+  CHECK(contains(result.err, stranger.caFile));
+  CHECK_FALSE(contains(result.err, "terminate called"));
+}
+
+TEST_CASE("on etcd, agents in two network namespaces meet, and the node whose link goes down is left out",
+          "[elastic][etcd][netns]") {
+  NamespacePair namespaces;
+  if (!namespacesReady(namespaces)) return;
+  EtcdClusterOptions inA;  // etcd runs on "host" a, the agent of b reaches it over the veth pair
+  inA.networkNamespace = namespaces.a();
+  inA.address = NamespacePair::kAddressA;
+  EtcdCluster cluster(1, inA);
+  TempDir dir;
+  WorkerSweeper sweeper(dir);
+  // join_timeout bounds how long the cut-off node keeps its workers: it cannot tell a cut
+  // from a lost quorum.
+  ElasticJob job(dir, "1:2", "netns-etcd", {}, {testWorker(), "serve", dir.path()},
+                 "last_call_timeout=1,join_timeout=10,keep_alive_interval=1,keep_alive_max_attempt=3");
+  job.meetAtEtcd(cluster.endpointsText());
+  job.start({"/bin/ip", "netns", "exec", namespaces.a()});
+  ChildProcess& cutOff = job.start({"/bin/ip", "netns", "exec", namespaces.b()});
+  const Round both = waitForRound(dir, 4, 0);
+  const std::string master = both.byRank.at(0).var("MASTER_ADDR");
+  CHECK((master == NamespacePair::kAddressA || master == NamespacePair::kAddressB));
+  for (const auto& [rank, record] : both.byRank) CHECK(record.var("MASTER_ADDR") == master);
+
+  const long long cutNs = monotonicNanoseconds();
+  REQUIRE(namespaces.cutB());
+  const Round alone = waitForRound(dir, 2, both.restart + 1);
+  long long latest = 0;
+  for (const auto& [rank, record] : alone.byRank) {
+    CHECK(record.ppid() != cutOff.pid());
+    latest = std::max(latest, record.startedNs());
+  }
+  const double seconds = static_cast<double>(latest - cutNs) / 1e9;
+  WARN("etcd: the other node's workers running " << seconds << " s after its peer's link went down");
+  CHECK(seconds < 3 * 1.0 + 5.0);  // the keep-alive budget (3 x 1 s), and room for a loaded machine
+
+  // The cut-off node reports, keeps its workers for join_timeout, then stops them and itself.
+  Finished cutOffResult = cutOff.wait(40s);
+  INFO(cutOffResult.err);
+  CHECK(cutOffResult.status == 1);
+  CHECK(contains(cutOffResult.err, "workers keep running while it recovers"));
+  CHECK(contains(cutOffResult.err, "lost the rendezvous store"));
+  releaseAndCheck(dir, job, 1);
 }

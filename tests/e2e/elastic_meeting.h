@@ -16,14 +16,7 @@ struct C10dMeeting {
 
 struct EtcdMeeting {
   explicit EtcdMeeting(int members = 1) : cluster(members) {}
-  void prepare(ElasticJob& job) { job.meetAtEtcd(endpoints()); }
-  /// "127.0.0.1:PORT,...", every member.
-  std::string endpoints() const {
-    std::string text;
-    for (const etcd::EtcdEndpoint& member : cluster.endpoints())
-      text += (text.empty() ? "" : ",") + endpointText(member);
-    return text;
-  }
+  void prepare(ElasticJob& job) { job.meetAtEtcd(cluster.endpointsText()); }
   EtcdCluster cluster;
 };
 

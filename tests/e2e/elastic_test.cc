@@ -32,6 +32,7 @@
 #include "e2e/elastic_job.h"
 #include "e2e/elastic_meeting.h"
 #include "helpers/child_process.h"
+#include "helpers/network_namespaces.h"
 
 using namespace pltrun::test;
 using namespace std::chrono_literals;
@@ -39,77 +40,6 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
-
-// Runs `ip ARGS...` to completion; returns its status and stderr.
-Finished ip(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"/bin/ip"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  ChildProcess command(argv);
-  return command.wait(20s);
-}
-
-// Two network namespaces joined by a veth pair, 10.231.77.1/24 in the first and .2 in the
-// second (private to the namespaces, so parallel runs cannot clash); deleted on every exit.
-class NamespacePair {
- public:
-  NamespacePair() {
-    const std::string stem = "pltrun-e2e-" + std::to_string(getpid()) + "-";
-    a_ = stem + "a";
-    b_ = stem + "b";
-    if (!std::filesystem::exists("/bin/ip")) {
-      error_ = "/bin/ip is missing (Debian package iproute2)";
-      return;
-    }
-    Finished added = ip({"netns", "add", a_});
-    if (added.status != 0) {
-      error_ = "`ip netns add` failed (needs root / CAP_SYS_ADMIN): " + added.err;
-      return;
-    }
-    createdA_ = true;
-    Finished addedB = ip({"netns", "add", b_});
-    if (addedB.status != 0) {
-      error_ = "`ip netns add` failed for the second namespace: " + addedB.err;
-      return;
-    }
-    createdB_ = true;
-    const std::vector<std::vector<std::string>> setup = {
-        {"-n", a_, "link", "add", "veth-a", "type", "veth", "peer", "name", "veth-b", "netns", b_},
-        {"-n", a_, "addr", "add", "10.231.77.1/24", "dev", "veth-a"},
-        {"-n", b_, "addr", "add", "10.231.77.2/24", "dev", "veth-b"},
-        {"-n", a_, "link", "set", "lo", "up"},
-        {"-n", b_, "link", "set", "lo", "up"},
-        {"-n", a_, "link", "set", "veth-a", "up"},
-        {"-n", b_, "link", "set", "veth-b", "up"},
-    };
-    for (const auto& args : setup) {
-      Finished done = ip(args);
-      if (done.status != 0) {
-        std::string command;
-        for (const auto& arg : args) command += " " + arg;
-        error_ = "`ip" + command + "` failed: " + done.err;
-        return;
-      }
-    }
-  }
-  ~NamespacePair() {
-    if (createdA_) ip({"netns", "del", a_});  // takes veth-a, and so its peer, with it
-    if (createdB_) ip({"netns", "del", b_});
-  }
-  const std::string& error() const { return error_; }
-  const std::string& a() const { return a_; }
-  const std::string& b() const { return b_; }
-
- private:
-  std::string a_, b_, error_;
-  bool createdA_ = false, createdB_ = false;
-};
-
-// False (with a warning) where network namespaces cannot be made here: the test skips.
-bool namespacesReady(const NamespacePair& namespaces) {
-  if (namespaces.error().empty()) return true;
-  WARN("skipped: " << namespaces.error());
-  return false;
-}
 
 // An agent of `job` inside network namespace `ns`; the endpoint is namespace a's address,
 // so the agent started there hosts the store.
@@ -489,8 +419,7 @@ TEST_CASE("a node cut off from the store kills its workers before the others re-
     }
   });
   const long long cutNs = monotonicNanoseconds();
-  ChildProcess down({"/bin/ip", "-n", namespaces.b(), "link", "set", "veth-b", "down"});
-  REQUIRE(down.wait(10s).status == 0);
+  REQUIRE(namespaces.cutB());
 
   // The host's side re-forms alone once its heartbeats miss the cut-off node.
   Round alone = waitForRound(dir, 2, both.restart + 1);

@@ -112,8 +112,8 @@ TrainingRun runTraining(const Cell& cell, const TempDir& dir, const std::string&
     run.launchers.push_back(pltrun.wait(150s));
   } else if (cell.layout == Layout::TwoAgentsOnEtcd) {
     EtcdMeeting etcd;
-    ChildProcess first(pltrunCommand(pltrunArgs(cell, dir, runId, fault, etcd.endpoints())), env);
-    ChildProcess second(pltrunCommand(pltrunArgs(cell, dir, runId, fault, etcd.endpoints())), env);
+    ChildProcess first(pltrunCommand(pltrunArgs(cell, dir, runId, fault, etcd.cluster.endpointsText())), env);
+    ChildProcess second(pltrunCommand(pltrunArgs(cell, dir, runId, fault, etcd.cluster.endpointsText())), env);
     run.launchers.push_back(first.wait(150s));
     run.launchers.push_back(second.wait(30s));
   } else {

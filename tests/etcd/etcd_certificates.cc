@@ -44,4 +44,16 @@ TestCertificates::TestCertificates(const std::string& dir, const std::string& na
   clientKey = stem + "-client.key";
 }
 
+EtcdClusterOptions httpsWithClientCertificates(const TestCertificates& certificates) {
+  EtcdClusterOptions options;
+  options.certFile = certificates.serverCert;
+  options.keyFile = certificates.serverKey;
+  options.trustedCaFile = certificates.caFile;
+  options.client.https = true;
+  options.client.caFile = certificates.caFile;
+  options.client.certFile = certificates.clientCert;
+  options.client.keyFile = certificates.clientKey;
+  return options;
+}
+
 }  // namespace pltrun::test

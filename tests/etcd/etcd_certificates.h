@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "etcd/etcd_cluster.h"
+
 namespace pltrun::test {
 
 struct TestCertificates {
@@ -18,5 +20,9 @@ struct TestCertificates {
   std::string clientCert;
   std::string clientKey;
 };
+
+/// Members that serve https only to clients with a certificate `certificates`' CA signed,
+/// and the fixture's own client options to reach them with one.
+EtcdClusterOptions httpsWithClientCertificates(const TestCertificates& certificates);
 
 }  // namespace pltrun::test

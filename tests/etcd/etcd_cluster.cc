@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <filesystem>
 #include <stdexcept>
 #include <thread>
 
@@ -11,56 +12,77 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::string url(int port) { return "http://127.0.0.1:" + std::to_string(port); }
+// A port found free was taken by someone else (an outgoing connection's ephemeral port)
+// before the member bound it: worth another try with other ports.
+struct PortTaken : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 }  // namespace
 
 EtcdCluster::EtcdCluster(int members, EtcdClusterOptions options) : options_(std::move(options)) {
-  for (int index = 0; index < members; ++index) {
-    Member member;
-    member.name = "m" + std::to_string(index);
-    member.clientPort = freeLoopbackPort();
-    member.peerPort = freeLoopbackPort();
-    initialCluster_ += (index ? "," : "") + member.name + "=" + url(member.peerPort);
-    members_.push_back(std::move(member));
+  for (int attempt = 1;; ++attempt) {
+    members_.clear();
+    initialCluster_.clear();
+    for (int index = 0; index < members; ++index) {
+      Member member;
+      member.name = "m" + std::to_string(index);
+      member.clientPort = freeLoopbackPort();
+      member.peerPort = freeLoopbackPort();
+      initialCluster_ += (index ? "," : "") + member.name + "=" + peerUrl(member.peerPort);
+      members_.push_back(std::move(member));
+    }
+    try {
+      for (int index = 0; index < members; ++index) start(index);
+      for (int index = 0; index < members; ++index) waitUntilAnswering(index);
+      return;
+    } catch (const PortTaken&) {
+      if (attempt == 3) throw;
+      stopAll();
+      std::filesystem::remove_all(dir_.path());
+      std::filesystem::create_directories(dir_.path());
+    }
   }
-  for (int index = 0; index < members; ++index) start(index);
-  for (int index = 0; index < members; ++index) waitUntilAnswering(index);
 }
 
-EtcdCluster::~EtcdCluster() {
+EtcdCluster::~EtcdCluster() { stopAll(); }
+
+void EtcdCluster::stopAll() {
   for (Member& member : members_) {
     if (!member.process) continue;
     member.process->signal(SIGTERM);
     member.process->wait(10s);
+    member.process.reset();
   }
 }
 
 void EtcdCluster::start(int index) {
   Member& member = members_.at(index);
-  std::vector<std::string> argv = {ETCD_BINARY,
-                                   "--name",
-                                   member.name,
-                                   "--data-dir",
-                                   dir_ / member.name,
-                                   "--listen-client-urls",
-                                   clientUrl(member.clientPort),
-                                   "--advertise-client-urls",
-                                   clientUrl(member.clientPort),
-                                   "--listen-peer-urls",
-                                   url(member.peerPort),
-                                   "--initial-advertise-peer-urls",
-                                   url(member.peerPort),
-                                   "--initial-cluster",
-                                   initialCluster_,
-                                   "--initial-cluster-state",
-                                   "new",
-                                   "--initial-cluster-token",
-                                   "pltrun-test-" + dir_.path(),
-                                   "--heartbeat-interval",
-                                   "50",
-                                   "--election-timeout",
-                                   "500"};
+  std::vector<std::string> argv;
+  if (!options_.networkNamespace.empty()) argv = {"/bin/ip", "netns", "exec", options_.networkNamespace};
+  argv.insert(argv.end(), {ETCD_BINARY,
+                           "--name",
+                           member.name,
+                           "--data-dir",
+                           dir_ / member.name,
+                           "--listen-client-urls",
+                           clientUrl(member.clientPort),
+                           "--advertise-client-urls",
+                           clientUrl(member.clientPort),
+                           "--listen-peer-urls",
+                           peerUrl(member.peerPort),
+                           "--initial-advertise-peer-urls",
+                           peerUrl(member.peerPort),
+                           "--initial-cluster",
+                           initialCluster_,
+                           "--initial-cluster-state",
+                           "new",
+                           "--initial-cluster-token",
+                           "pltrun-test-" + dir_.path(),
+                           "--heartbeat-interval",
+                           "50",
+                           "--election-timeout",
+                           "500"});
   if (!options_.certFile.empty()) {
     argv.insert(argv.end(), {"--cert-file", options_.certFile, "--key-file", options_.keyFile, "--trusted-ca-file",
                              options_.trustedCaFile, "--client-cert-auth"});
@@ -69,7 +91,12 @@ void EtcdCluster::start(int index) {
 }
 
 std::string EtcdCluster::clientUrl(int port) const {
-  return (options_.certFile.empty() ? "http" : "https") + std::string("://127.0.0.1:") + std::to_string(port);
+  const std::string scheme = options_.certFile.empty() ? "http://" : "https://";
+  return scheme + endpointText(etcd::EtcdEndpoint{options_.address, port});
+}
+
+std::string EtcdCluster::peerUrl(int port) const {
+  return "http://" + endpointText(etcd::EtcdEndpoint{options_.address, port});
 }
 
 etcd::EtcdClientOptions EtcdCluster::clientOptions() const {
@@ -79,23 +106,45 @@ etcd::EtcdClientOptions EtcdCluster::clientOptions() const {
 }
 
 void EtcdCluster::waitUntilAnswering(int index) {
-  etcd::EtcdClientOptions options = options_.client;
-  options.endpoints = {endpoint(index)};
-  options.timeout = 1s;
   const auto deadline = std::chrono::steady_clock::now() + 30s;
   std::string last;
   while (std::chrono::steady_clock::now() < deadline) {
-    try {
-      etcd::EtcdClient client(options);
-      client.get("pltrun-test/health");  // a linearizable read: answered once there is a leader
-      return;
-    } catch (const std::exception& error) {
-      last = error.what();
+    if (answers(index, last)) return;
+    if (log(index).find("address already in use") != std::string::npos) {
+      throw PortTaken("etcd member " + members_.at(index).name + " found its port taken");
     }
     std::this_thread::sleep_for(100ms);
   }
   throw std::runtime_error("etcd member " + members_.at(index).name + " did not answer within 30 s (" + last +
                            "); its log:\n" + log(index));
+}
+
+bool EtcdCluster::answers(int index, std::string& why) const {
+  if (!options_.networkNamespace.empty()) {  // out of this process's reach: etcdctl inside
+    ChildProcess health({"/bin/ip", "netns", "exec", options_.networkNamespace, "/usr/bin/etcdctl", "--endpoints",
+                         clientUrl(members_.at(index).clientPort), "endpoint", "health"},
+                        {"ETCDCTL_API=3"});
+    const Finished finished = health.wait(10s);
+    why = finished.out + finished.err;
+    return finished.status == 0;
+  }
+  etcd::EtcdClientOptions options = options_.client;
+  options.endpoints = {endpoint(index)};
+  options.timeout = 1s;
+  try {
+    etcd::EtcdClient client(options);
+    client.get("pltrun-test/health");  // a linearizable read: answered once there is a leader
+    return true;
+  } catch (const std::exception& error) {
+    why = error.what();
+    return false;
+  }
+}
+
+std::string EtcdCluster::endpointsText() const {
+  std::string text;
+  for (const etcd::EtcdEndpoint& member : endpoints()) text += (text.empty() ? "" : ",") + endpointText(member);
+  return text;
 }
 
 std::vector<etcd::EtcdEndpoint> EtcdCluster::endpoints() const {
@@ -105,7 +154,7 @@ std::vector<etcd::EtcdEndpoint> EtcdCluster::endpoints() const {
 }
 
 etcd::EtcdEndpoint EtcdCluster::endpoint(int member) const {
-  return etcd::EtcdEndpoint{"127.0.0.1", members_.at(member).clientPort};
+  return etcd::EtcdEndpoint{options_.address, members_.at(member).clientPort};
 }
 
 int EtcdCluster::memberAt(const std::string& text) const {

@@ -23,22 +23,29 @@ struct EtcdClusterOptions {
   std::string trustedCaFile;
   /// How the fixture's own clients reach the members (https, CA, client certificate).
   etcd::EtcdClientOptions client;
+  /// Set: the members run inside this network namespace (`ip netns exec`), on `address`
+  /// there, and the fixture checks them with etcdctl run in it too.
+  std::string networkNamespace;
+  std::string address = "127.0.0.1";
 };
 
 class EtcdCluster {
  public:
-  /// Starts `members` members and waits (up to 30 s) until each answers.
+  /// Starts `members` members and waits (up to 30 s) until each answers; starts them again
+  /// on other ports when a port found free was taken before a member bound it.
   explicit EtcdCluster(int members, EtcdClusterOptions options = {});
   ~EtcdCluster();
   EtcdCluster(const EtcdCluster&) = delete;
   EtcdCluster& operator=(const EtcdCluster&) = delete;
 
   std::vector<etcd::EtcdEndpoint> endpoints() const;
+  /// "HOST:PORT,...", every member: what --rdzv-endpoint takes.
+  std::string endpointsText() const;
   /// options.client with every member's endpoint.
   etcd::EtcdClientOptions clientOptions() const;
   etcd::EtcdEndpoint endpoint(int member) const;
   int size() const { return static_cast<int>(members_.size()); }
-  /// The member whose client endpoint is `text` ("127.0.0.1:PORT"); -1 if none.
+  /// The member whose client endpoint is `text` ("ADDRESS:PORT"); -1 if none.
   int memberAt(const std::string& text) const;
 
   /// SIGKILL, and reaped: the member is gone until restart().
@@ -62,7 +69,11 @@ class EtcdCluster {
     std::unique_ptr<ChildProcess> process;
   };
   void start(int member);
+  void stopAll();
   std::string clientUrl(int port) const;
+  std::string peerUrl(int port) const;
+  /// Whether `member` answers a linearizable read now; `why` says why not.
+  bool answers(int member, std::string& why) const;
 
   TempDir dir_;
   EtcdClusterOptions options_;

@@ -23,14 +23,7 @@ struct TlsMember {
   TempDir dir;
   TestCertificates certificates{dir.path(), "good"};
   EtcdCluster cluster{1, [this] {
-                        EtcdClusterOptions options;
-                        options.certFile = certificates.serverCert;
-                        options.keyFile = certificates.serverKey;
-                        options.trustedCaFile = certificates.caFile;
-                        options.client.https = true;
-                        options.client.caFile = certificates.caFile;
-                        options.client.certFile = certificates.clientCert;
-                        options.client.keyFile = certificates.clientKey;
+                        EtcdClusterOptions options = httpsWithClientCertificates(certificates);
                         options.client.timeout = 2s;
                         return options;
                       }()};

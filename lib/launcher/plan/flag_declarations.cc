@@ -90,7 +90,7 @@ void declareWorkerAndNodeFlags(FlagDeclarer& declare, RawFlags& raw) {
   declare.valued("rdzv-conf", raw.rdzvConf,
                  "c10d settings KEY=VALUE,...: join_timeout, last_call_timeout, close_timeout, keep_alive_interval, "
                  "read_timeout (seconds), keep_alive_max_attempt, is_host, secret_file (default $PLTRUN_SECRET_FILE); "
-                 "etcd: also etcd_prefix, user, password_file, protocol");
+                 "etcd: also etcd_prefix, user, password_file, protocol (http or https), cacert, cert, key");
   declare.valued("local-addr", raw.localAddr, "this node's address as the other nodes reach it (default: detected)");
   declare.valued("role", raw.role, "ROLE_NAME of the workers (default 'default')");
 }
