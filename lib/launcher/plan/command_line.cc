@@ -12,6 +12,8 @@
 namespace pltrun {
 namespace {
 
+constexpr size_t kLongestRunId = 128;
+
 constexpr const char* kVersion = "pltrun " PLTRUN_VERSION;  // PLTRUN_VERSION: CMake's project()
 
 void applyProgram(const RawFlags& raw, const std::vector<std::string>& command, LaunchConfig& config) {
@@ -50,6 +52,19 @@ void applySupervisionFlags(const RawFlags& raw, LaunchConfig& config) {
   config.agentStore = !raw.noAgentStore;
 }
 
+// The run id names a directory under --log-dir and the job's keys in the store: a safe
+// alphabet and length only, so that it can never climb out of --log-dir or into another run.
+void checkRunId(const std::string& runId) {
+  const bool safeCharacters = std::all_of(runId.begin(), runId.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+           c == '-';
+  });
+  if (safeCharacters && runId.size() <= kLongestRunId && runId != "." && runId != "..") return;
+  throwInvalidFlag("--rdzv-id", runId,
+                   "expected at most " + std::to_string(kLongestRunId) +
+                       " of the characters A-Z a-z 0-9 . _ - (and not . or ..): it names a directory under --log-dir");
+}
+
 LaunchConfig buildConfig(RawFlags raw, const std::vector<std::string>& command, const Environment& env,
                          const FileReader& readFile) {
   LaunchConfig config;
@@ -64,6 +79,7 @@ LaunchConfig buildConfig(RawFlags raw, const std::vector<std::string>& command, 
   // The first node of a Slurm job hosts the store, whatever its name resolves to.
   if (config.slurmSummary && !config.rdzv.isHost) config.rdzv.isHost = config.rdzv.nodeRankHint == 0;
   applySupervisionFlags(raw, config);
+  checkRunId(raw.runId);
   config.runId = raw.runId;
   if (!raw.role.empty()) config.role = raw.role;
   applyOutputFlags(raw, config);

@@ -1,20 +1,30 @@
 #include "launcher/process/event_log.h"
 
+#include <unistd.h>
+
 #include <chrono>
+
+#include "launcher/process/console_writer.h"
+#include "launcher/process/private_file.h"
 
 namespace pltrun {
 
 EventLog::EventLog(const std::optional<std::string>& path) {
-  if (path) file_.emplace(*path, std::ios::app);
+  if (path) fd_ = openPrivateFile(*path, WriteMode::Append);
+}
+
+EventLog::~EventLog() {
+  if (fd_ >= 0) close(fd_);
 }
 
 void EventLog::write(const std::string& name, nlohmann::json fields) {
-  if (!file_) return;
+  if (fd_ < 0) return;
   const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   nlohmann::json line = {{"event", name}, {"time", now}};
   line.update(fields);
-  *file_ << line.dump() << '\n';
-  file_->flush();
+  // One write per line (O_APPEND): a reader, or a crash, sees every event up to the last.
+  const std::string text = line.dump() + '\n';
+  writeAll(fd_, text.data(), text.size());
 }
 
 }  // namespace pltrun

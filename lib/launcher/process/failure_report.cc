@@ -1,10 +1,10 @@
 #include "launcher/process/failure_report.h"
 
 #include <ctime>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "launcher/process/console_writer.h"
+#include "launcher/process/private_file.h"
 
 namespace pltrun {
 namespace {
@@ -49,9 +49,11 @@ nlohmann::json failureJson(const WorkerFailure& failure) {
 }  // namespace
 
 std::optional<RecordedError> readErrorFile(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) return std::nullopt;
-  nlohmann::json document = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
+  // The worker controls this file: a FIFO, a link to a file it cannot read, or gigabytes
+  // must neither block nor feed pltrun.
+  const std::optional<std::string> text = readRegularFile(path, kErrorFileLimit);
+  if (!text) return std::nullopt;
+  nlohmann::json document = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (!document.is_object() || !document.contains("message")) return std::nullopt;
   RecordedError recorded;
   const nlohmann::json& message = document["message"];
@@ -113,9 +115,9 @@ int printFailureReport(WorkerFailure rootCause, const std::vector<WorkerFailure>
   if (!jsonPath) rootCause.errorFile.clear();  // a temporary file, gone when pltrun exits
   std::string report = formatFailureReport(rootCause, others);
   if (jsonPath) {
-    std::ofstream file(*jsonPath);
-    file << failureReportJson(rootCause, others).dump(2) << "\n";
-    if (file) report += "  report: " + *jsonPath + "\n";
+    if (writePrivateFile(*jsonPath, failureReportJson(rootCause, others).dump(2) + "\n")) {
+      report += "  report: " + *jsonPath + "\n";
+    }
   }
   writeAll(2, report.data(), report.size());
   return rootCause.end.shellStatus();

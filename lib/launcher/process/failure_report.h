@@ -35,8 +35,13 @@ struct WorkerFailure {
   std::vector<std::string> stderrTail;  ///< used when there is no recorded error
 };
 
+/// The most of a worker's error file pltrun reads: a traceback is kilobytes.
+constexpr size_t kErrorFileLimit = 1024 * 1024;
+
 /// Reads torch's error-file format, {"message": {"message": ..., "extraInfo": {"py_callstack":
-/// ..., "timestamp": ...}}}, or {"message": "text"}. Empty when missing or unreadable.
+/// ..., "timestamp": ...}}}, or {"message": "text"}. Empty when missing, unreadable, not a
+/// regular file (a FIFO is never waited on, a symbolic link never followed) or over
+/// kErrorFileLimit.
 std::optional<RecordedError> readErrorFile(const std::string& path);
 
 /// The human-readable report: what failed, where, how, and the error or last stderr lines.

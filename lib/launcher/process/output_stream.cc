@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "launcher/process/private_file.h"
 #include "pltrun/error.h"
 
 namespace pltrun {
@@ -22,10 +23,7 @@ OutputStream::OutputStream(boost::asio::io_context& context, std::string prefix,
                            ConsoleWriter& console)
     : pipe_(context), route_(std::move(route)), console_(console), prefixer_(std::move(prefix)), buffer_(kReadSize) {
   if (!route_.logPath.empty()) {
-    logFd_ = open(route_.logPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (logFd_ < 0) {
-      throw Error(ErrorCode::System, "cannot create log file " + route_.logPath + ": " + strerror(errno));
-    }
+    logFd_ = openPrivateFile(route_.logPath, WriteMode::Truncate);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "launcher/process/private_file.h"
 #include "pltrun/error.h"
 
 namespace pltrun {
@@ -34,10 +35,11 @@ RunDirectory::RunDirectory(const LaunchConfig& config, const std::string& runId,
     logDir = makeTemporaryDirectory("pltrun-logs").string();
   }
   if (logDir) {
+    createDirectories(*logDir);  // the user's, as their umask says; what pltrun adds is private
     root_ = fs::path(*logDir) / runId;
     if (!nodeDirectory.empty()) root_ /= nodeDirectory;
     keepsLogs_ = true;
-    createDirectories(root_);
+    createPrivateDirectories(root_.string());
   } else {
     root_ = makeTemporaryDirectory("pltrun-" + runId);
   }
@@ -55,7 +57,7 @@ std::optional<std::string> RunDirectory::failureReportPath() const {
 
 fs::path RunDirectory::workerDirectory(int attempt, int localRank) const {
   fs::path path = root_ / ("attempt_" + std::to_string(attempt)) / std::to_string(localRank);
-  createDirectories(path);
+  createPrivateDirectories(path.string());
   return path;
 }
 

@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/process/v2/environment.hpp>
 #include <boost/process/v2/process.hpp>
 #include <boost/process/v2/stdio.hpp>
@@ -18,9 +20,18 @@ namespace bp = boost::process::v2;
 
 namespace {
 
+// The soft open-file limit pltrun was started with, read before main() (so before the
+// store raises it to the hard limit): the workers get the user's limit back.
+rlim_t softOpenFileLimit() {
+  rlimit limit{};
+  return getrlimit(RLIMIT_NOFILE, &limit) == 0 ? limit.rlim_cur : 0;
+}
+const rlim_t kOpenFileLimitAtStart = softOpenFileLimit();
+
 // Runs in the child between fork and exec (only async-signal-safe calls here).
 struct JoinOwnGroupAndDieWithLauncher {
   pid_t launcherPid;
+  rlim_t openFileLimit;  ///< the soft limit pltrun was started with; 0: leave as it is
 
   template <typename Launcher>
   bp::error_code on_exec_setup(Launcher&, const bp::filesystem::path&, const char* const*) {
@@ -35,6 +46,12 @@ struct JoinOwnGroupAndDieWithLauncher {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
+    // pltrun raised its own open-file limit for the store; the worker gets the user's.
+    rlimit limit{};
+    if (openFileLimit != 0 && getrlimit(RLIMIT_NOFILE, &limit) == 0) {
+      limit.rlim_cur = std::min(openFileLimit, limit.rlim_max);
+      setrlimit(RLIMIT_NOFILE, &limit);
+    }
     return {};
   }
 };
@@ -89,11 +106,11 @@ WorkerProcess::WorkerProcess(boost::asio::io_context& context, const Launch& lau
       input ? bp::default_process_launcher()(context.get_executor(), error, launch.executable, arguments,
                                              bp::process_stdio{input->readEnd(), stdoutPipe, stderrPipe},
                                              bp::process_environment(launch.environment),
-                                             JoinOwnGroupAndDieWithLauncher{getpid()})
+                                             JoinOwnGroupAndDieWithLauncher{getpid(), kOpenFileLimitAtStart})
             : bp::default_process_launcher()(context.get_executor(), error, launch.executable, arguments,
                                              bp::process_stdio{nullptr, stdoutPipe, stderrPipe},
                                              bp::process_environment(launch.environment),
-                                             JoinOwnGroupAndDieWithLauncher{getpid()});
+                                             JoinOwnGroupAndDieWithLauncher{getpid(), kOpenFileLimitAtStart});
   if (error) {
     throw Error(ErrorCode::System, "cannot start '" + launch.executable + "': " + error.message());
   }
