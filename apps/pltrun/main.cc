@@ -7,6 +7,7 @@
 
 #include "launcher/launcher.h"
 #include "launcher/plan/command_line.h"
+#include "launcher/process/descendant_sweep.h"
 #include "launcher/process/launcher_log.h"
 #include "pltrun/error.h"
 
@@ -27,6 +28,16 @@ int exitStatusFor(pltrun::ErrorCode code) {
       return kLauncherFailure;
   }
 }
+
+// What the workers left behind outside their process groups is killed once the job is over.
+struct SweepWhenDone {
+  ~SweepWhenDone() {
+    if (const int left = pltrun::sweepRemainingChildren()) {
+      std::fprintf(stderr, "pltrun: killed %d process(es) the workers left behind outside their process groups\n",
+                   left);
+    }
+  }
+};
 
 }  // namespace
 
@@ -50,6 +61,8 @@ int main(int argc, char** argv) {
     }
     const auto& config = std::get<pltrun::LaunchConfig>(parsed);
     pltrun::configureLauncherLog(config.quiet);
+    pltrun::adoptOrphanedDescendants();
+    const SweepWhenDone sweep;  // however the launcher ends
     return pltrun::runLauncher(config);
   } catch (const pltrun::Error& error) {
     std::fprintf(stderr, "pltrun: error: %s\n", error.what());

@@ -1,6 +1,7 @@
 // Signals and process lifetime: forwarded signals reach every worker, a stop signal is
 // followed by SIGKILL after the grace period (or at once when repeated), and no worker or
-// grandchild survives pltrun, not even `kill -9 pltrun`.
+// grandchild survives pltrun, not even `kill -9 pltrun`, nor one that left the worker's
+// session (pltrun is its subreaper and sweeps its children when the job is over).
 
 #include <signal.h>
 
@@ -144,6 +145,35 @@ TEST_CASE("a background process left by a finished worker does not outlive the j
   std::vector<pid_t> pids;
   for (int rank = 0; rank < 2; ++rank) pids.push_back(std::stoi(readFile(dir / ("bg_" + std::to_string(rank)))));
   CHECK(waitUntilGone(pids, 5s).empty());
+}
+
+TEST_CASE("a descendant that left the worker's session does not outlive the job", "[signals][lifetime]") {
+  TempDir dir;
+  // setsid: a new session and process group (Popen(start_new_session=True)), out of reach
+  // of the worker's group kill; the worker itself exits at once.
+  SECTION("the job ends normally") {
+    Finished run = runPltrun({"--nproc-per-node", "2", "/bin/sh", "-c",
+                              "setsid sleep 78 & echo $! > " + dir.path() + "/escaped_$RANK; exit 0"});
+    INFO(run.err);
+    CHECK(run.status == 0);
+    CHECK(run.err.find("left behind outside their process groups") != std::string::npos);
+  }
+  SECTION("the job is stopped by SIGTERM, the escaped process's parent still running") {
+    ChildProcess pltrun(pltrunCommand({"--nproc-per-node", "2", "/bin/sh", "-c",
+                                       "setsid sleep 78 & echo $! > " + dir.path() + "/escaped_$RANK; sleep 1000"}));
+    for (int rank = 0; rank < 2; ++rank) REQUIRE(waitForFile(dir / ("escaped_" + std::to_string(rank)), 20s));
+    pltrun.signal(SIGTERM);
+    CHECK(pltrun.wait(30s).status == 128 + SIGTERM);
+  }
+  std::vector<pid_t> escaped;
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string text = readFile(dir / ("escaped_" + std::to_string(rank)));
+    REQUIRE(!text.empty());
+    escaped.push_back(std::stoi(text));
+  }
+  const std::vector<pid_t> survivors = waitUntilGone(escaped, 5s);
+  CHECK(survivors.empty());
+  for (pid_t pid : survivors) kill(pid, SIGKILL);  // never leave them behind, even on failure
 }
 
 TEST_CASE("a stop signal while stopping after a failure ends the job without a restart", "[signals][restart]") {
