@@ -7,6 +7,7 @@
 
 #include "launcher/launcher.h"
 #include "launcher/plan/command_line.h"
+#include "launcher/process/console_writer.h"
 #include "launcher/process/descendant_sweep.h"
 #include "launcher/process/launcher_log.h"
 #include "pltrun/error.h"
@@ -33,8 +34,9 @@ int exitStatusFor(pltrun::ErrorCode code) {
 struct SweepWhenDone {
   ~SweepWhenDone() {
     if (const int left = pltrun::sweepRemainingChildren()) {
-      std::fprintf(stderr, "pltrun: killed %d process(es) the workers left behind outside their process groups\n",
-                   left);
+      pltrun::launcherConsole().write("pltrun: killed " + std::to_string(left) +
+                                          " process(es) the workers left behind outside their process groups\n",
+                                      true);
     }
   }
 };
@@ -65,10 +67,10 @@ int main(int argc, char** argv) {
     const SweepWhenDone sweep;  // however the launcher ends
     return pltrun::runLauncher(config);
   } catch (const pltrun::Error& error) {
-    std::fprintf(stderr, "pltrun: error: %s\n", error.what());
+    pltrun::launcherConsole().write(std::string("pltrun: error: ") + error.what() + "\n", true);
     return exitStatusFor(error.code());
   } catch (const std::exception& error) {
-    std::fprintf(stderr, "pltrun: internal error: %s\n", error.what());
+    pltrun::launcherConsole().write(std::string("pltrun: internal error: ") + error.what() + "\n", true);
     return kLauncherFailure;
   }
 }

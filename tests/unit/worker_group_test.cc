@@ -59,7 +59,7 @@ class GroupFixture {
 
   OrphanGuard guard;  // forks: before the event loop exists
   boost::asio::io_context context;
-  ConsoleWriter console;
+  ConsoleWriter& console = launcherConsole();
   fake::FakeRuntime fakes;
   std::unique_ptr<WorkerGroup> group;
   int doneCalls = 0;

@@ -119,7 +119,7 @@ int printFailureReport(WorkerFailure rootCause, const std::vector<WorkerFailure>
       report += "  report: " + *jsonPath + "\n";
     }
   }
-  writeAll(2, report.data(), report.size());
+  launcherConsole().write(report, true);  // after the workers' last lines, in order
   return rootCause.end.shellStatus();
 }
 

@@ -27,6 +27,9 @@ void GroupRunner::listen(std::function<void(int)> observer) {
 void GroupRunner::waitForSignal() {
   signals_.async_wait([this](boost::system::error_code error, int signal) {
     if (error) return;
+    // Stopped by the user: at exit, the console gets a second to take what is queued, not
+    // as long as a reader that does not read.
+    if (isStopSignal(signal)) console_.limitFinalDrain(std::chrono::seconds(1));
     if (observer_) observer_(signal);
     if (current_ != nullptr) current_->handleSignal(signal);
     waitForSignal();

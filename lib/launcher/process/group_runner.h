@@ -47,7 +47,7 @@ class GroupRunner {
   boost::asio::io_context& context_;
   boost::asio::signal_set signals_;
   std::function<void(int)> observer_;
-  ConsoleWriter console_;
+  ConsoleWriter& console_ = launcherConsole();
   WorkerGroup* current_ = nullptr;
   bool groupDone_ = true;
 };

@@ -21,7 +21,12 @@ constexpr size_t kTailKeep = 64 * 1024;
 
 OutputStream::OutputStream(boost::asio::io_context& context, std::string prefix, OutputRoute route,
                            ConsoleWriter& console)
-    : pipe_(context), route_(std::move(route)), console_(console), prefixer_(std::move(prefix)), buffer_(kReadSize) {
+    : context_(context),
+      pipe_(context),
+      route_(std::move(route)),
+      console_(console),
+      prefixer_(std::move(prefix)),
+      buffer_(kReadSize) {
   if (!route_.logPath.empty()) {
     logFd_ = openPrivateFile(route_.logPath, WriteMode::Truncate);
   }
@@ -37,6 +42,15 @@ void OutputStream::start(std::function<void()> onEnd) {
 }
 
 void OutputStream::readMore() {
+  if (route_.toConsole && !unthrottled_ && !console_.hasRoom()) {
+    // The console is behind: leave the pipe unread (the worker blocks on it) until it
+    // catches up; the event loop goes on meanwhile.
+    parked_ = true;
+    console_.whenRoom(context_, [this, alive = std::weak_ptr<bool>(alive_)] {
+      if (!alive.expired()) resume();
+    });
+    return;
+  }
   pipe_.async_read_some(boost::asio::buffer(buffer_), [this](boost::system::error_code error, size_t size) {
     if (size > 0) deliver(size);
     if (error) {
@@ -77,6 +91,17 @@ void OutputStream::end() {
     console_.write(consoleText_, route_.consoleIsStderr);
   }
   if (onEnd_) onEnd_();
+}
+
+void OutputStream::resume() {
+  if (!parked_) return;
+  parked_ = false;
+  readMore();
+}
+
+void OutputStream::unthrottle() {
+  unthrottled_ = true;
+  resume();
 }
 
 void OutputStream::abandon() {

@@ -33,6 +33,9 @@ class OutputStream {
 
   /// Reads until end of file (every writer closed it), then calls `onEnd` once.
   void start(std::function<void()> onEnd);
+  /// Reads on even when the console is behind: the worker has ended, so what is left in its
+  /// pipe is bounded, and the group must not wait on a console to end.
+  void unthrottle();
   /// Gives up on a pipe that a descendant which escaped its process group keeps open.
   void abandon();
   bool ended() const { return ended_; }
@@ -42,9 +45,11 @@ class OutputStream {
 
  private:
   void readMore();
+  void resume();
   void deliver(size_t size);
   void end();
 
+  boost::asio::io_context& context_;
   boost::asio::readable_pipe pipe_;
   OutputRoute route_;
   ConsoleWriter& console_;
@@ -55,6 +60,9 @@ class OutputStream {
   std::string tail_;
   std::function<void()> onEnd_;
   bool ended_ = false;
+  bool parked_ = false;                                         ///< waiting for the console to have room
+  bool unthrottled_ = false;                                    ///< see unthrottle()
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  ///< for the console's callbacks
 };
 
 }  // namespace pltrun

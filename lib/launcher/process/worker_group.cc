@@ -152,6 +152,11 @@ void WorkerGroup::afterAllEnded() {
   // Whatever is left in a worker's process group has lost its leader: an orphan. Kill it,
   // so nothing a worker started outlives the attempt.
   for (auto& worker : workers_) worker->process->signalGroup(SIGKILL);
+  // The group's end, and so a restart or pltrun's exit, never waits on a slow console.
+  for (auto& worker : workers_) {
+    worker->stdoutStream->unthrottle();
+    worker->stderrStream->unthrottle();
+  }
   if (openStreams_ == 0) {
     finish();
     return;
