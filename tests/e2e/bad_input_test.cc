@@ -76,6 +76,10 @@ TEST_CASE("multi-host mistakes exit 2 with one line saying what to change", "[ba
       {{"--hosts", "127.0.0.1:2", "--network-interface", "nosuch0", "true"}, "nosuch0"},
       {{"--hosts", "127.0.0.1:2", "-x", "PLTRUN_TEST_SURELY_UNSET", "true"}, "PLTRUN_TEST_SURELY_UNSET"},
       {{"-x", "NCCL_DEBUG", "true"}, "--hosts"},
+      // Host names reach ssh's argv and the remote shell: options and shell syntax refused.
+      {{"--hosts", "-oProxyCommand", "true"}, "starts with '-'"},
+      {{"--hosts", "a;b:2", "true"}, "has a ';'"},
+      {{"--hosts", "h$(id)", "true"}, "has a '$'"},
   };
   for (const auto& [arguments, named] : cases) {
     Finished run = runPltrun(arguments);

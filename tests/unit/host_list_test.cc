@@ -93,6 +93,14 @@ TEST_CASE("host list: --hosts rejects malformed text with a one-line error", "[h
   CHECK_THAT(errorOf([] { parseHostList("[::1]x"); }), Contains("after ']'"));
   CHECK_THAT(errorOf([] { parseHostList("[]:2"); }), Contains("empty host name"));
   CHECK_THAT(errorOf([] { parseHostList("a@b:2"); }), Contains("'@'"));
+  // Host names reach ssh's argv and the remote shell: no option, no shell syntax.
+  CHECK_THAT(errorOf([] { parseHostList("-oProxyCommand"); }), Contains("starts with '-'"));
+  CHECK_THAT(errorOf([] { parseHostList("a;b"); }), Contains("has a ';'"));
+  CHECK_THAT(errorOf([] { parseHostList("h$(id):2"); }), Contains("has a '$'"));
+  CHECK_THAT(errorOf([] { parseHostList("`x`"); }), Contains("has a '`'"));
+  CHECK_THAT(errorOf([] { parseHostList("h|x"); }), Contains("has a '|'"));
+  CHECK(parseHostList("[fe80::1%eth0]:2").front().host == "fe80::1%eth0");
+  CHECK(parseHostList("node_7.cluster-a:2").front().host == "node_7.cluster-a");
   CHECK_THAT(errorOf([] {
                parseHostList("h1:4");
                parseHostList("bad:");

@@ -71,11 +71,11 @@ TEST_CASE("shell quoting survives any byte the remote shell could misread", "[re
 TEST_CASE("the remote command: ssh with its options, or a template with {host}", "[remote]") {
   RemoteLaunchSettings remote;
   CHECK(remoteArgv(remote, "h1", "exec env pltrun") ==
-        std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "h1", "exec env pltrun"});
+        std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "--", "h1", "exec env pltrun"});
   remote.sshPort = 2222;
   remote.sshIdentity = "/keys/id";
   CHECK(remoteArgv(remote, "h1", "X") ==
-        std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "-p", "2222", "-i", "/keys/id", "h1", "X"});
+        std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "-p", "2222", "-i", "/keys/id", "--", "h1", "X"});
   remote.remoteCommand = "kubectl exec {host} --";
   CHECK(remoteArgv(remote, "pod-1", "X") == std::vector<std::string>{"kubectl", "exec", "pod-1", "--", "X"});
   remote.remoteCommand = "pdsh  -w {host}";

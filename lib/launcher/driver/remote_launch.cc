@@ -200,7 +200,7 @@ std::vector<std::string> remoteArgv(const RemoteLaunchSettings& remote, const st
     argv = {"ssh", "-o", "BatchMode=yes"};
     if (remote.sshPort) argv.insert(argv.end(), {"-p", std::to_string(*remote.sshPort)});
     if (!remote.sshIdentity.empty()) argv.insert(argv.end(), {"-i", remote.sshIdentity});
-    argv.push_back(host);
+    argv.insert(argv.end(), {"--", host});  // whatever the host is called, never an option
   } else {
     for (std::string_view word : splitText(remote.remoteCommand, ' ')) {
       if (word.empty()) continue;

@@ -27,13 +27,17 @@ struct HostPart {
   std::string problem;
 };
 
+// A host name goes into ssh's argv and the remote shell's command line: letters, digits and
+// . - _ only (and : % inside an IPv6 address's brackets), never a leading '-' that ssh
+// would take for an option.
 std::string hostProblem(const std::string& host) {
   if (host.empty()) return "empty host name";
+  if (host.front() == '-') return "host name '" + host + "' starts with '-' (ssh would read it as an option)";
   for (char c : host) {
     if (isSpace(c) || c == '\r' || c == '\n') return "host name '" + host + "' has a space in it";
-    if (c == ',' || c == '@' || c == '#' || c == '=' || c == '[' || c == ']') {
-      return "host name '" + host + "' has a '" + std::string(1, c) + "' in it";
-    }
+    const bool allowed = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                         c == '-' || c == '_' || c == ':' || c == '%';
+    if (!allowed) return "host name '" + host + "' has a '" + std::string(1, c) + "' in it";
   }
   return "";
 }
