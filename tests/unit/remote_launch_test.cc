@@ -34,6 +34,8 @@ TEST_CASE("the forwarded environment: default prefixes, -x and the env file", "[
   CHECK(forwarded.at("MY_FLAG") == "on");
   CHECK(forwarded.at("EXTRA") == "a b");
 
+  remote.exports = {"BAD-NAME=1"};
+  CHECK_THROWS_WITH(forwardedEnvironment(here, remote), Catch::Contains("'BAD-NAME' is not a variable name"));
   remote.exports = {"NOT_SET_HERE"};
   CHECK_THROWS_WITH(forwardedEnvironment(here, remote), Catch::Contains("-x NOT_SET_HERE: not set here"));
 }
@@ -55,6 +57,21 @@ TEST_CASE("env files: KEY=VALUE lines, comments, export, CRLF, bad lines name th
     file << "A=1\nthis is not an assignment\n";
   }
   CHECK_THROWS_WITH(forwardedEnvironment({}, remote), Catch::Contains(path + ":2: expected KEY=VALUE"));
+  {
+    std::ofstream file(path);
+    file << "export Q=\"two words\"\nS='a \"b\" $c'\nE=\"say \\\"hi\\\" \\$x\"\n";
+  }
+  forwarded = forwardedEnvironment({}, remote);
+  CHECK(forwarded.at("Q") == "two words");
+  CHECK(forwarded.at("S") == "a \"b\" $c");
+  CHECK(forwarded.at("E") == "say \"hi\" $x");
+  for (const auto& [text, error] :
+       std::vector<std::pair<std::string, std::string>>{{"U=\"no end\n", ":1: the value's \" quote is not closed"},
+                                                        {"1X=1\n", ":1: '1X' is not a variable name"},
+                                                        {"A-B=1\n", ":1: 'A-B' is not a variable name"}}) {
+    std::ofstream(path) << text;
+    CHECK_THROWS_WITH(forwardedEnvironment({}, remote), Catch::Contains(path + error));
+  }
   std::remove(path.c_str());
   remote.envFile = "/nonexistent/job.env";
   CHECK_THROWS_WITH(forwardedEnvironment({}, remote), Catch::Contains("cannot be read"));

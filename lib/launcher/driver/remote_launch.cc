@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <fstream>
 
@@ -136,6 +137,42 @@ std::string jobSecret(const RendezvousSettings& settings) {
   return rdzv::toHex(rdzv::randomBytes(32));
 }
 
+// A name the remote shell and `env` take as a variable: a letter or _, then letters, digits, _.
+bool isVariableName(std::string_view name) {
+  if (name.empty() || (name.front() >= '0' && name.front() <= '9')) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+void requireVariableName(const std::string& name, const std::string& where) {
+  if (isVariableName(name)) return;
+  throw Error(ErrorCode::InvalidArgument,
+              where + ": '" + name + "' is not a variable name (a letter or _, then letters, digits or _)");
+}
+
+// An env file's value as a shell reads `K="v"` or `K='v'`: the quotes around it removed
+// (and \" \\ \$ \` unescaped inside double quotes); any other value as it is written.
+std::string unquotedValue(std::string_view value, const std::string& where) {
+  if (value.empty() || (value.front() != '"' && value.front() != '\'')) return std::string(value);
+  const char quote = value.front();
+  if (value.size() < 2 || value.back() != quote) {
+    throw Error(ErrorCode::InvalidArgument, where + ": the value's " + std::string(1, quote) +
+                                                " quote is not closed on its line (one line per variable)");
+  }
+  const std::string_view inside = value.substr(1, value.size() - 2);
+  if (quote == '\'') return std::string(inside);
+  std::string text;
+  for (size_t at = 0; at < inside.size(); ++at) {
+    if (inside[at] == '\\' && at + 1 < inside.size() &&
+        std::string_view("\"\\$`").find(inside[at + 1]) != std::string_view::npos) {
+      ++at;
+    }
+    text += inside[at];
+  }
+  return text;
+}
+
 }  // namespace
 
 Environment forwardedEnvironment(const Environment& inherited, const RemoteLaunchSettings& remote) {
@@ -145,6 +182,7 @@ Environment forwardedEnvironment(const Environment& inherited, const RemoteLaunc
   }
   for (const std::string& item : remote.exports) {
     const size_t equals = item.find('=');
+    requireVariableName(item.substr(0, equals), "-x " + item);
     if (equals != std::string::npos) {
       forwarded[item.substr(0, equals)] = item.substr(equals + 1);
       continue;
@@ -170,7 +208,9 @@ Environment forwardedEnvironment(const Environment& inherited, const RemoteLaunc
         throw Error(ErrorCode::InvalidArgument, *remote.envFile + ":" + std::to_string(number) +
                                                     ": expected KEY=VALUE, got '" + std::string(text) + "'");
       }
-      forwarded[name] = std::string(text.substr(equals + 1));
+      const std::string where = *remote.envFile + ":" + std::to_string(number);
+      requireVariableName(name, where);
+      forwarded[name] = unquotedValue(text.substr(equals + 1), where);
     }
   }
   return forwarded;

@@ -19,6 +19,9 @@ class OrphanGuard {
 
   /// From now on the guard kills this process group if the launcher dies.
   void watchGroup(pid_t groupId);
+  /// Where a child writes its own group id (a pid_t, in one write) to be watched: what
+  /// watchGroup() sends, but from the child before exec, so no window is left open.
+  int registrationFd() const { return writeFd_; }
   /// The group is gone (its members were killed and reaped); forget it so its id, once
   /// reused by the system, is never signalled.
   void forgetGroup(pid_t groupId);

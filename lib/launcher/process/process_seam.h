@@ -27,6 +27,9 @@ struct ProcessLaunch {
   /// What the process reads on stdin, then end of file (a secret handed to a remote
   /// agent without putting it in argv); empty: stdin is /dev/null. At most 64 KiB.
   std::optional<std::string> standardInput;
+  /// The orphan guard's pipe (-1: none): the child registers its own process group there
+  /// before exec, so there is no moment when it runs and `kill -9 pltrun` would miss it.
+  int guardFd = -1;
 };
 
 /// A process that was started, in its own process group.

@@ -49,8 +49,10 @@ void WorkerGroup::start(const std::vector<WorkerSpec>& specs, std::function<void
     worker->spec = spec;
     worker->stdoutStream = std::make_unique<OutputStream>(context_, spec.consolePrefix, spec.stdoutRoute, console_);
     worker->stderrStream = std::make_unique<OutputStream>(context_, spec.consolePrefix, spec.stderrRoute, console_);
+    ProcessLaunch launch = spec.launch;
+    launch.guardFd = guard_.registrationFd();
     worker->process =
-        runtime_.starter.start(context_, spec.launch, worker->stdoutStream->pipe(), worker->stderrStream->pipe());
+        runtime_.starter.start(context_, launch, worker->stdoutStream->pipe(), worker->stderrStream->pipe());
     worker->pid = worker->process->groupId();
     guard_.watchGroup(worker->process->groupId());
     workers_.push_back(std::move(worker));

@@ -32,12 +32,20 @@ const rlim_t kOpenFileLimitAtStart = softOpenFileLimit();
 struct JoinOwnGroupAndDieWithLauncher {
   pid_t launcherPid;
   rlim_t openFileLimit;  ///< the soft limit pltrun was started with; 0: leave as it is
+  int guardFd;           ///< the orphan guard's pipe; -1: none
 
   template <typename Launcher>
   bp::error_code on_exec_setup(Launcher&, const bp::filesystem::path&, const char* const*) {
     // Its own process group: the launcher signals the worker and its children as one, and
     // the terminal's Ctrl-C reaches only the launcher, which decides what to forward.
     if (setpgid(0, 0) != 0) return bp::error_code(errno, bp::system_category());
+    // Watched by the orphan guard from before exec: were the launcher killed right after
+    // this fork, before it could register the group itself, the group would be missed.
+    if (guardFd >= 0) {
+      const pid_t group = getpid();
+      while (::write(guardFd, &group, sizeof group) < 0 && errno == EINTR) {
+      }
+    }
     // Killed if the launcher dies, even by SIGKILL; the check closes the race where the
     // launcher died before prctl took effect.
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return bp::error_code(errno, bp::system_category());
@@ -53,6 +61,17 @@ struct JoinOwnGroupAndDieWithLauncher {
       setrlimit(RLIMIT_NOFILE, &limit);
     }
     return {};
+  }
+
+  // In the launcher when the start failed (exec did not happen): the group the child
+  // registered in on_exec_setup is forgotten, so its id, once reused, is never signalled.
+  // Variadic: Boost 1.81 detects on_error with one argument more than it passes.
+  template <typename Launcher, typename... Rest>
+  void on_error(Launcher& launcher, Rest&&...) {
+    if (guardFd < 0 || launcher.pid <= 0) return;
+    const pid_t forget = -static_cast<pid_t>(launcher.pid);
+    while (::write(guardFd, &forget, sizeof forget) < 0 && errno == EINTR) {
+    }
   }
 };
 
@@ -103,14 +122,15 @@ WorkerProcess::WorkerProcess(boost::asio::io_context& context, const Launch& lau
   // Two calls, not one stdio object filled in: the bindings own descriptors and must not
   // be copied or reassigned.
   bp::process process =
-      input ? bp::default_process_launcher()(context.get_executor(), error, launch.executable, arguments,
-                                             bp::process_stdio{input->readEnd(), stdoutPipe, stderrPipe},
-                                             bp::process_environment(launch.environment),
-                                             JoinOwnGroupAndDieWithLauncher{getpid(), kOpenFileLimitAtStart})
-            : bp::default_process_launcher()(context.get_executor(), error, launch.executable, arguments,
-                                             bp::process_stdio{nullptr, stdoutPipe, stderrPipe},
-                                             bp::process_environment(launch.environment),
-                                             JoinOwnGroupAndDieWithLauncher{getpid(), kOpenFileLimitAtStart});
+      input ? bp::default_process_launcher()(
+                  context.get_executor(), error, launch.executable, arguments,
+                  bp::process_stdio{input->readEnd(), stdoutPipe, stderrPipe},
+                  bp::process_environment(launch.environment),
+                  JoinOwnGroupAndDieWithLauncher{getpid(), kOpenFileLimitAtStart, launch.guardFd})
+            : bp::default_process_launcher()(
+                  context.get_executor(), error, launch.executable, arguments,
+                  bp::process_stdio{nullptr, stdoutPipe, stderrPipe}, bp::process_environment(launch.environment),
+                  JoinOwnGroupAndDieWithLauncher{getpid(), kOpenFileLimitAtStart, launch.guardFd});
   if (error) {
     throw Error(ErrorCode::System, "cannot start '" + launch.executable + "': " + error.message());
   }
