@@ -3,14 +3,20 @@
 //   - the run's directory is private (0700, its files 0600), and a symbolic link planted
 //     where pltrun writes (the run directory, failure.json) is refused, never followed;
 //   - a worker's error file that is a FIFO, or over 1 MiB, neither hangs nor floods pltrun;
-//   - workers get the open-file limit pltrun was started with, not the one it raised.
+//   - workers get the open-file limit pltrun was started with, not the one it raised;
+//   - too low an open-file limit for the workers asked for is one line saying what to do,
+//     and no worker started before it is left running;
+//   - a full disk under --log-dir stops the log files with a warning, while the job and
+//     its console output go on to the end.
 
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "helpers/child_process.h"
 
@@ -124,4 +130,43 @@ TEST_CASE("workers get the open-file limit pltrun was started with", "[files]") 
   INFO(run.err);
   REQUIRE(run.status == 0);
   CHECK(readFile(seen) == "1000\n");
+}
+
+TEST_CASE("too low an open-file limit for the workers is one line, and no worker is left", "[files]") {
+  TempDir dir;
+  // Each worker appends its pid, then sleeps: any that survives pltrun is found.
+  const std::string worker = "echo $$ >> " + dir.path() + "/started; exec sleep 30";
+  ChildProcess pltrun({"/bin/sh", "-c", "ulimit -n 40 && exec \"$0\" \"$@\"", pltrunCommand({})[0], "-q",
+                       "--nproc-per-node", "30", "/bin/sh", "-c", worker});
+  Finished run = pltrun.wait(60s);
+  INFO(run.err);
+  CHECK(run.status == 1);
+  CHECK(contains(run.err, "open-file limit"));
+  CHECK(contains(run.err, "ulimit -n"));
+  CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
+  std::vector<pid_t> started;
+  std::istringstream pids(readFile(dir / "started"));
+  for (pid_t pid = 0; pids >> pid;) started.push_back(pid);
+  const std::vector<pid_t> survivors = waitUntilGone(started, 5s);
+  CHECK(survivors.empty());
+  for (pid_t pid : survivors) kill(pid, SIGKILL);
+}
+
+TEST_CASE("a full disk under --log-dir stops the log files, and the job and its console go on", "[files]") {
+  TempDir dir;
+  const std::string mountPoint = dir / "small";
+  fs::create_directories(mountPoint);
+  ChildProcess mount({"/bin/mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", mountPoint});
+  if (mount.wait(20s).status != 0) {
+    WARN("skipped: cannot mount a tmpfs here (needs root)");
+    return;
+  }
+  Finished run = runPltrun(
+      {"--log-dir", mountPoint, "--rdzv-id", "full", "--nproc-per-node", "2", testWorker(), "flood", "1000000"});
+  ChildProcess({"/bin/umount", mountPoint}).wait(20s);
+  INFO(run.err);
+  CHECK(run.status == 0);
+  CHECK(contains(run.err, "No space left on device"));
+  CHECK(contains(run.err, "stopped writing"));
+  CHECK(run.out.size() >= 2 * 1000000);  // every line still reached the console
 }

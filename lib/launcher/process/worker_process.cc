@@ -28,6 +28,18 @@ rlim_t softOpenFileLimit() {
 }
 const rlim_t kOpenFileLimitAtStart = softOpenFileLimit();
 
+// What to do about a start that failed for want of descriptors or processes.
+std::string startHint(const bp::error_code& error) {
+  if (error.value() == EMFILE || error.value() == ENFILE) {
+    rlimit limit{};
+    getrlimit(RLIMIT_NOFILE, &limit);
+    return "; each worker needs about 4 descriptors (its pipes) and the open-file limit is " +
+           std::to_string(limit.rlim_cur) + ": raise it (ulimit -n) or start fewer workers";
+  }
+  if (error.value() == EAGAIN) return "; the process limit (ulimit -u) is reached: raise it or start fewer workers";
+  return "";
+}
+
 // Runs in the child between fork and exec (only async-signal-safe calls here).
 struct JoinOwnGroupAndDieWithLauncher {
   pid_t launcherPid;
@@ -132,7 +144,7 @@ WorkerProcess::WorkerProcess(boost::asio::io_context& context, const Launch& lau
                   bp::process_stdio{nullptr, stdoutPipe, stderrPipe}, bp::process_environment(launch.environment),
                   JoinOwnGroupAndDieWithLauncher{getpid(), kOpenFileLimitAtStart, launch.guardFd});
   if (error) {
-    throw Error(ErrorCode::System, "cannot start '" + launch.executable + "': " + error.message());
+    throw Error(ErrorCode::System, "cannot start '" + launch.executable + "': " + error.message() + startHint(error));
   }
   pid_ = process.id();
   groupId_ = pid_;
