@@ -55,10 +55,7 @@ void applySupervisionFlags(const RawFlags& raw, LaunchConfig& config) {
 // The run id names a directory under --log-dir and the job's keys in the store: a safe
 // alphabet and length only, so that it can never climb out of --log-dir or into another run.
 void checkRunId(const std::string& runId) {
-  const bool safeCharacters = std::all_of(runId.begin(), runId.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-           c == '-';
-  });
+  const bool safeCharacters = std::all_of(runId.begin(), runId.end(), isNameCharacter);
   if (safeCharacters && runId.size() <= kLongestRunId && runId != "." && runId != "..") return;
   throwInvalidFlag("--rdzv-id", runId,
                    "expected at most " + std::to_string(kLongestRunId) +

@@ -35,9 +35,8 @@ std::string hostProblem(const std::string& host) {
   if (host.front() == '-') return "host name '" + host + "' starts with '-' (ssh would read it as an option)";
   for (char c : host) {
     if (isSpace(c) || c == '\r' || c == '\n') return "host name '" + host + "' has a space in it";
-    const bool allowed = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                         c == '-' || c == '_' || c == ':' || c == '%';
-    if (!allowed) return "host name '" + host + "' has a '" + std::string(1, c) + "' in it";
+    if (!isNameCharacter(c) && c != ':' && c != '%')
+      return "host name '" + host + "' has a '" + std::string(1, c) + "' in it";
   }
   return "";
 }

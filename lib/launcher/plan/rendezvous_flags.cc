@@ -20,10 +20,6 @@ constexpr const char* kConfKeys =
     "keep_alive_max_attempt, read_timeout, is_host, secret_file, use_libuv, store_type; with etcd also protocol, "
     "cacert, cert, key, etcd_prefix, user, password_file";
 
-bool isNameCharacter(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '-' || c == '_';
-}
-
 // A host name or IPv4 address: letters, digits, '.', '-', '_'.
 bool isPlainHost(std::string_view host) {
   return !host.empty() && std::all_of(host.begin(), host.end(), isNameCharacter);

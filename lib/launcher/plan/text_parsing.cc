@@ -8,6 +8,10 @@
 
 namespace pltrun {
 
+bool isNameCharacter(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
+}
+
 std::string_view trimSpaces(std::string_view text) {
   const auto isSpace = [](char c) { return c == ' ' || c == '\t'; };
   while (!text.empty() && isSpace(text.front())) text.remove_prefix(1);

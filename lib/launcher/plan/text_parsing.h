@@ -19,6 +19,10 @@ namespace pltrun {
   throw Error(ErrorCode::InvalidArgument, flag + ": '" + value + "' is not valid: " + accepted);
 }
 
+/// A character of a host name, an IPv4 address or a run id: ASCII letters, digits, '.', '-'
+/// and '_'. Nothing a shell, ssh or a path would read as syntax.
+bool isNameCharacter(char c);
+
 /// Leading and trailing spaces and tabs removed.
 std::string_view trimSpaces(std::string_view text);
 

@@ -76,11 +76,13 @@ OrphanGuard::~OrphanGuard() {
   }
 }
 
-void OrphanGuard::send(pid_t record) {
+void writeGuardRecord(int fd, pid_t record) {
   // A record is 4 bytes, far below PIPE_BUF, so each write is atomic and complete.
-  while (write(writeFd_, &record, sizeof record) < 0 && errno == EINTR) {
+  while (write(fd, &record, sizeof record) < 0 && errno == EINTR) {
   }
 }
+
+void OrphanGuard::send(pid_t record) { writeGuardRecord(writeFd_, record); }
 
 void OrphanGuard::watchGroup(pid_t groupId) { send(groupId); }
 void OrphanGuard::forgetGroup(pid_t groupId) { send(-groupId); }

@@ -8,6 +8,11 @@
 
 namespace pltrun {
 
+/// Writes one record on the guard's pipe `fd`: a group id to watch, or its negation to
+/// forget. One 4-byte write, atomic; async-signal-safe, so a child between fork and exec
+/// may call it.
+void writeGuardRecord(int fd, pid_t record);
+
 class OrphanGuard {
  public:
   /// Forks the guard. Call before any thread or event loop exists.

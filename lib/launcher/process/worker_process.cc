@@ -13,6 +13,7 @@
 #include <boost/process/v2/stdio.hpp>
 #include <cstring>
 
+#include "launcher/process/orphan_guard.h"
 #include "pltrun/error.h"
 
 namespace pltrun {
@@ -53,11 +54,7 @@ struct JoinOwnGroupAndDieWithLauncher {
     if (setpgid(0, 0) != 0) return bp::error_code(errno, bp::system_category());
     // Watched by the orphan guard from before exec: were the launcher killed right after
     // this fork, before it could register the group itself, the group would be missed.
-    if (guardFd >= 0) {
-      const pid_t group = getpid();
-      while (::write(guardFd, &group, sizeof group) < 0 && errno == EINTR) {
-      }
-    }
+    if (guardFd >= 0) writeGuardRecord(guardFd, getpid());
     // Killed if the launcher dies, even by SIGKILL; the check closes the race where the
     // launcher died before prctl took effect.
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return bp::error_code(errno, bp::system_category());
@@ -80,10 +77,7 @@ struct JoinOwnGroupAndDieWithLauncher {
   // Variadic: Boost 1.81 detects on_error with one argument more than it passes.
   template <typename Launcher, typename... Rest>
   void on_error(Launcher& launcher, Rest&&...) {
-    if (guardFd < 0 || launcher.pid <= 0) return;
-    const pid_t forget = -static_cast<pid_t>(launcher.pid);
-    while (::write(guardFd, &forget, sizeof forget) < 0 && errno == EINTR) {
-    }
+    if (guardFd >= 0 && launcher.pid > 0) writeGuardRecord(guardFd, -static_cast<pid_t>(launcher.pid));
   }
 };
 
