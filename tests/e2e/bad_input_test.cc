@@ -20,6 +20,7 @@ TEST_CASE("every unparsable flag value exits 2 with one line naming flag and val
   const std::vector<std::vector<std::string>> cases = {
       {"--nproc-per-node", "four"},
       {"--nproc_per_node", "0"},
+      {"--nproc-per-node", "100000"},  // above 4096: the limit is named
       {"--nnodes", "0"},
       {"--nnodes", "1:4"},
       {"--node-rank", "3"},

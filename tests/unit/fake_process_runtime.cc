@@ -22,6 +22,7 @@ class Handle final : public StartedProcess {
   pid_t groupId() const override { return process_->groupId(); }
   void asyncWaitForEnd(std::function<void(ProcessEnd)> onEnd) override { process_->asyncWaitForEnd(std::move(onEnd)); }
   void signalGroup(int signal) override { process_->signalGroup(signal); }
+  void killGroupAndReap() override { process_->killGroupAndReap(); }
 
  private:
   std::shared_ptr<FakeProcess> process_;
@@ -65,7 +66,16 @@ void FakeProcess::asyncWaitForEnd(std::function<void(ProcessEnd)> onEnd) {
   if (end_) deliverEnd();
 }
 
+void FakeProcess::killGroupAndReap() {
+  signalGroup(SIGKILL);
+  reaped_ = true;
+}
+
 void FakeProcess::signalGroup(int signal) {
+  if (reaped_) {
+    signalsAfterReap_.push_back(signal);
+    return;
+  }
   if (end_) {
     signalsAfterEnd_.push_back(signal);
     return;

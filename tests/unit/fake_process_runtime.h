@@ -45,10 +45,14 @@ class FakeProcess {
   const std::vector<int>& signals() const { return signals_; }
   /// The signals sent to its group after it ended (the group's final SIGKILL sweep).
   const std::vector<int>& signalsAfterEnd() const { return signalsAfterEnd_; }
+  bool reaped() const { return reaped_; }
+  /// Signals sent to its group id after it was reaped: a real one could reach a stranger.
+  const std::vector<int>& signalsAfterReap() const { return signalsAfterReap_; }
 
   // What the group's StartedProcess handle forwards.
   void asyncWaitForEnd(std::function<void(ProcessEnd)> onEnd);
   void signalGroup(int signal);
+  void killGroupAndReap();
 
  private:
   void deliverEnd();
@@ -62,6 +66,8 @@ class FakeProcess {
   std::function<void(ProcessEnd)> onEnd_;
   std::vector<int> signals_;
   std::vector<int> signalsAfterEnd_;
+  bool reaped_ = false;
+  std::vector<int> signalsAfterReap_;
 };
 
 /// Starts FakeProcesses, each with a process group id no real process can have.

@@ -92,7 +92,13 @@ TEST_CASE_METHOD(GroupFixture, "worker group: every worker succeeding is a succe
   for (int rank = 0; rank < 3; ++rank) {
     CHECK(worker(rank).signals().empty());
     CHECK(worker(rank).signalsAfterEnd() == Signals{SIGKILL});  // the sweep for what a worker left behind
+    // Reaped only after that sweep, and never signalled again: its group id may be reused.
+    CHECK(worker(rank).reaped());
+    CHECK(worker(rank).signalsAfterReap().empty());
   }
+  group->handleSignal(SIGTERM);
+  runReady();
+  for (int rank = 0; rank < 3; ++rank) CHECK(worker(rank).signalsAfterReap().empty());
 }
 
 TEST_CASE_METHOD(GroupFixture, "worker group: the first failure is the root cause and the others get SIGTERM",

@@ -18,7 +18,8 @@ WorkerCount parseWorkerCount(const std::string& text) {
   if (text == kAuto) return WorkerCount::of(WorkerCount::Kind::Auto);
   const auto count = parseInteger(trimSpaces(text));
   if (!count || *count < 1 || *count > kMaxWorkersPerNode) {
-    throwInvalidFlag("--nproc-per-node", text, "expected a positive integer, gpu, cpu or auto");
+    throwInvalidFlag("--nproc-per-node", text,
+                     "expected an integer 1.." + std::to_string(kMaxWorkersPerNode) + ", gpu, cpu or auto");
   }
   return WorkerCount::fixed(static_cast<int>(*count));
 }

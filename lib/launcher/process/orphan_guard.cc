@@ -16,8 +16,9 @@ namespace pltrun {
 namespace {
 
 // The guard's whole life: read records (a positive group id to watch, a negative one to
-// forget) until end of file, then kill what is still watched. It never returns.
-[[noreturn]] void runGuard(int readFd) {
+// forget) until end of file, then kill what is still watched and the job's cgroup
+// (cgroupKillFd -1: none), and remove the cgroup. It never returns.
+[[noreturn]] void runGuard(int readFd, int cgroupKillFd, const char* cgroupPath) {
   prctl(PR_SET_NAME, "pltrun-guard");
   // Its own process group: `kill -9 -PGID` of the launcher's group (a shell's kill %1)
   // must not take the guard down with the launcher.
@@ -47,13 +48,17 @@ namespace {
     if (got < 0 && errno == EINTR) continue;
     break;  // end of file (the launcher is gone) or an error: either way, clean up
   }
+  if (cgroupKillFd >= 0) killCgroup(cgroupKillFd);
   for (pid_t group : watched) kill(-group, SIGKILL);
+  // The launcher removes the cgroup when it ends normally; after `kill -9 pltrun` only
+  // the guard is left to do it.
+  if (cgroupPath != nullptr) removeCgroupWhenEmpty(cgroupPath, 200);
   _exit(0);
 }
 
 }  // namespace
 
-OrphanGuard::OrphanGuard() {
+OrphanGuard::OrphanGuard() : cgroup_(JobCgroup::create()) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
     throw Error(ErrorCode::System, std::string("cannot create the orphan guard's pipe: ") + strerror(errno));
@@ -64,7 +69,7 @@ OrphanGuard::OrphanGuard() {
   }
   if (guardPid_ == 0) {
     close(fds[1]);
-    runGuard(fds[0]);
+    runGuard(fds[0], cgroup_ ? cgroup_->killFd() : -1, cgroup_ ? cgroup_->path().c_str() : nullptr);
   }
   close(fds[0]);
   writeFd_ = fds[1];

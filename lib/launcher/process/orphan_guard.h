@@ -3,8 +3,14 @@
 // the launcher through its parent-death signal, but its children do not; so a tiny guard
 // process, forked before anything else, is told every worker process group and kills
 // them all the moment the launcher's end of a pipe closes, however the launcher died.
+// Where the job has a cgroup of its own (job_cgroup.h) the guard also kills the cgroup,
+// which reaches what left its group and session too, and removes it.
 
 #include <sys/types.h>
+
+#include <memory>
+
+#include "launcher/process/job_cgroup.h"
 
 namespace pltrun {
 
@@ -15,9 +21,11 @@ void writeGuardRecord(int fd, pid_t record);
 
 class OrphanGuard {
  public:
-  /// Forks the guard. Call before any thread or event loop exists.
+  /// Makes the job's cgroup where possible, then forks the guard. Call before any thread
+  /// or event loop exists.
   OrphanGuard();
-  /// Closes the pipe: the guard kills the groups still registered and exits; it is reaped here.
+  /// Closes the pipe: the guard kills the groups still registered (and the cgroup) and
+  /// exits; it is reaped here, then the cgroup is removed.
   ~OrphanGuard();
   OrphanGuard(const OrphanGuard&) = delete;
   OrphanGuard& operator=(const OrphanGuard&) = delete;
@@ -31,9 +39,18 @@ class OrphanGuard {
   /// reused by the system, is never signalled.
   void forgetGroup(pid_t groupId);
 
+  /// The job cgroup's cgroup.procs for a child to move itself into; -1 without a cgroup.
+  int cgroupProcsFd() const { return cgroup_ ? cgroup_->procsFd() : -1; }
+  /// Kills everything left in the job's cgroup (nothing without one). Call when every
+  /// worker of an attempt has ended: what is left escaped their process groups.
+  void killStragglers() const {
+    if (cgroup_) cgroup_->killAll();
+  }
+
  private:
   void send(pid_t record);
 
+  std::unique_ptr<JobCgroup> cgroup_;  ///< destroyed after the guard is reaped
   pid_t guardPid_ = -1;
   int writeFd_ = -1;
 };

@@ -30,6 +30,9 @@ struct ProcessLaunch {
   /// The orphan guard's pipe (-1: none): the child registers its own process group there
   /// before exec, so there is no moment when it runs and `kill -9 pltrun` would miss it.
   int guardFd = -1;
+  /// The job cgroup's cgroup.procs (-1: none): the child moves itself in before exec, so
+  /// the cgroup holds everything it ever starts, whatever session or group they take.
+  int cgroupProcsFd = -1;
 };
 
 /// A process that was started, in its own process group.
@@ -43,6 +46,10 @@ class StartedProcess {
   virtual void asyncWaitForEnd(std::function<void(ProcessEnd)> onEnd) = 0;
   /// Sends `signal` to the process's whole group (the process and what it started).
   virtual void signalGroup(int signal) = 0;
+  /// Once the process has ended: kills (SIGKILL) what is left of its group, then reaps it.
+  /// Until then the ended leader stays a zombie, so its group id cannot be handed to
+  /// another process and signalGroup() never reaches a stranger.
+  virtual void killGroupAndReap() = 0;
 };
 
 /// Starts processes whose stdout and stderr are the write ends of `stdoutPipe` and

@@ -51,6 +51,7 @@ void WorkerGroup::start(const std::vector<WorkerSpec>& specs, std::function<void
     worker->stderrStream = std::make_unique<OutputStream>(context_, spec.consolePrefix, spec.stderrRoute, console_);
     ProcessLaunch launch = spec.launch;
     launch.guardFd = guard_.registrationFd();
+    launch.cgroupProcsFd = guard_.cgroupProcsFd();
     worker->process =
         runtime_.starter.start(context_, launch, worker->stdoutStream->pipe(), worker->stderrStream->pipe());
     worker->pid = worker->process->groupId();
@@ -152,8 +153,10 @@ void WorkerGroup::afterAllEnded() {
   killTimer_->cancel();
   failureTimer_->cancel();
   // Whatever is left in a worker's process group has lost its leader: an orphan. Kill it,
-  // so nothing a worker started outlives the attempt.
-  for (auto& worker : workers_) worker->process->signalGroup(SIGKILL);
+  // so nothing a worker started outlives the attempt; only then is the leader reaped.
+  for (auto& worker : workers_) worker->process->killGroupAndReap();
+  // And what left those groups (setsid, a new session): in the job's cgroup, if it has one.
+  guard_.killStragglers();
   // The group's end, and so a restart or pltrun's exit, never waits on a slow console.
   for (auto& worker : workers_) {
     worker->stdoutStream->unthrottle();

@@ -7,17 +7,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <boost/process/v2/environment.hpp>
-#include <boost/process/v2/process.hpp>
-#include <boost/process/v2/stdio.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <cstring>
+#include <optional>
+#include <utility>
+#include <vector>
 
+#include "launcher/process/child_spawn.h"
 #include "launcher/process/orphan_guard.h"
 #include "pltrun/error.h"
 
 namespace pltrun {
-namespace bp = boost::process::v2;
 
 namespace {
 
@@ -30,56 +30,16 @@ rlim_t softOpenFileLimit() {
 const rlim_t kOpenFileLimitAtStart = softOpenFileLimit();
 
 // What to do about a start that failed for want of descriptors or processes.
-std::string startHint(const bp::error_code& error) {
-  if (error.value() == EMFILE || error.value() == ENFILE) {
+std::string startHint(int error) {
+  if (error == EMFILE || error == ENFILE) {
     rlimit limit{};
     getrlimit(RLIMIT_NOFILE, &limit);
     return "; each worker needs about 4 descriptors (its pipes) and the open-file limit is " +
            std::to_string(limit.rlim_cur) + ": raise it (ulimit -n) or start fewer workers";
   }
-  if (error.value() == EAGAIN) return "; the process limit (ulimit -u) is reached: raise it or start fewer workers";
+  if (error == EAGAIN) return "; the process limit (ulimit -u) is reached: raise it or start fewer workers";
   return "";
 }
-
-// Runs in the child between fork and exec (only async-signal-safe calls here).
-struct JoinOwnGroupAndDieWithLauncher {
-  pid_t launcherPid;
-  rlim_t openFileLimit;  ///< the soft limit pltrun was started with; 0: leave as it is
-  int guardFd;           ///< the orphan guard's pipe; -1: none
-
-  template <typename Launcher>
-  bp::error_code on_exec_setup(Launcher&, const bp::filesystem::path&, const char* const*) {
-    // Its own process group: the launcher signals the worker and its children as one, and
-    // the terminal's Ctrl-C reaches only the launcher, which decides what to forward.
-    if (setpgid(0, 0) != 0) return bp::error_code(errno, bp::system_category());
-    // Watched by the orphan guard from before exec: were the launcher killed right after
-    // this fork, before it could register the group itself, the group would be missed.
-    if (guardFd >= 0) writeGuardRecord(guardFd, getpid());
-    // Killed if the launcher dies, even by SIGKILL; the check closes the race where the
-    // launcher died before prctl took effect.
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return bp::error_code(errno, bp::system_category());
-    if (getppid() != launcherPid) _exit(128 + SIGKILL);
-    // The launcher blocks SIGPIPE and signals it waits for; the worker starts clean.
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    // pltrun raised its own open-file limit for the store; the worker gets the user's.
-    rlimit limit{};
-    if (openFileLimit != 0 && getrlimit(RLIMIT_NOFILE, &limit) == 0) {
-      limit.rlim_cur = std::min(openFileLimit, limit.rlim_max);
-      setrlimit(RLIMIT_NOFILE, &limit);
-    }
-    return {};
-  }
-
-  // In the launcher when the start failed (exec did not happen): the group the child
-  // registered in on_exec_setup is forgotten, so its id, once reused, is never signalled.
-  // Variadic: Boost 1.81 detects on_error with one argument more than it passes.
-  template <typename Launcher, typename... Rest>
-  void on_error(Launcher& launcher, Rest&&...) {
-    if (guardFd >= 0 && launcher.pid > 0) writeGuardRecord(guardFd, -static_cast<pid_t>(launcher.pid));
-  }
-};
 
 // The read end of a pipe that already holds all of `bytes` and whose write end is closed:
 // the child reads them, then end of file. They fit the pipe's buffer, so nothing blocks.
@@ -113,65 +73,140 @@ class FilledPipe {
   int readEnd_ = -1;
 };
 
+// A descriptor closed when this goes out of scope, unless released.
+class OwnedFd {
+ public:
+  explicit OwnedFd(int fd = -1) : fd_(fd) {}
+  ~OwnedFd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  OwnedFd(OwnedFd&& other) noexcept : fd_(other.release()) {}
+  OwnedFd(const OwnedFd&) = delete;
+  OwnedFd& operator=(const OwnedFd&) = delete;
+  int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
+};
+
+// A new pipe, both ends close-on-exec (the child gets its end through dup2).
+std::pair<OwnedFd, OwnedFd> makePipe() {
+  int ends[2];
+  if (pipe2(ends, O_CLOEXEC) != 0) {
+    const int error = errno;
+    throw Error(ErrorCode::System,
+                std::string("cannot create a worker's output pipe: ") + std::strerror(error) + startHint(error));
+  }
+  return std::pair<OwnedFd, OwnedFd>(ends[0], ends[1]);
+}
+
+// The null-terminated char* array execve takes, pointing into `strings` (which must outlive it).
+std::vector<char*> nullTerminated(const std::vector<std::string>& strings) {
+  std::vector<char*> pointers;
+  pointers.reserve(strings.size() + 1);
+  for (const std::string& text : strings) pointers.push_back(const_cast<char*>(text.c_str()));
+  pointers.push_back(nullptr);
+  return pointers;
+}
+
+std::string startFailure(const std::string& executable, const SpawnFailure& failure) {
+  std::string message = "cannot start '" + executable + "': " + std::strerror(failure.error);
+  if (std::strcmp(failure.step, "execve") != 0) message += std::string(" (at ") + failure.step + ")";
+  return message + startHint(failure.error);
+}
+
+// The ended process's status, read without reaping it; nullopt if it has not ended.
+std::optional<ProcessEnd> peekEnd(int pidfd) {
+  siginfo_t info{};
+  if (waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
+    // The status is lost (someone else reaped the worker): never report that as success.
+    return ProcessEnd{255, 0};
+  }
+  if (info.si_pid == 0) return std::nullopt;
+  // "killed by signal 3" must not read as "exit code 3".
+  if (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) return ProcessEnd{0, info.si_status};
+  return ProcessEnd{info.si_status, 0};
+}
+
 }  // namespace
 
 struct WorkerProcess::Impl {
-  bp::process process;
+  boost::asio::posix::stream_descriptor pidfd;
 };
 
 WorkerProcess::WorkerProcess(boost::asio::io_context& context, const Launch& launch,
                              boost::asio::readable_pipe& stdoutPipe, boost::asio::readable_pipe& stderrPipe) {
-  std::vector<std::string> arguments(launch.argv.begin() + 1, launch.argv.end());
-  bp::error_code error;
   std::optional<FilledPipe> input;
   if (launch.standardInput) input.emplace(*launch.standardInput);
-  // Two calls, not one stdio object filled in: the bindings own descriptors and must not
-  // be copied or reassigned.
-  bp::process process =
-      input ? bp::default_process_launcher()(
-                  context.get_executor(), error, launch.executable, arguments,
-                  bp::process_stdio{input->readEnd(), stdoutPipe, stderrPipe},
-                  bp::process_environment(launch.environment),
-                  JoinOwnGroupAndDieWithLauncher{getpid(), kOpenFileLimitAtStart, launch.guardFd})
-            : bp::default_process_launcher()(
-                  context.get_executor(), error, launch.executable, arguments,
-                  bp::process_stdio{nullptr, stdoutPipe, stderrPipe}, bp::process_environment(launch.environment),
-                  JoinOwnGroupAndDieWithLauncher{getpid(), kOpenFileLimitAtStart, launch.guardFd});
-  if (error) {
-    throw Error(ErrorCode::System, "cannot start '" + launch.executable + "': " + error.message() + startHint(error));
+  OwnedFd devNull(input ? -1 : ::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  auto [stdoutRead, stdoutWrite] = makePipe();
+  auto [stderrRead, stderrWrite] = makePipe();
+  const std::vector<char*> argv = nullTerminated(launch.argv);
+  const std::vector<char*> environment = nullTerminated(launch.environment);
+
+  ChildSetup setup;
+  setup.executable = launch.executable.c_str();
+  setup.argv = argv.data();
+  setup.envp = environment.data();
+  setup.standardInput = input ? input->readEnd() : devNull.get();
+  setup.standardOutput = stdoutWrite.get();
+  setup.standardError = stderrWrite.get();
+  setup.guardFd = launch.guardFd;
+  setup.cgroupProcsFd = launch.cgroupProcsFd;
+  setup.openFileLimit = kOpenFileLimitAtStart;
+  SpawnFailure failure;
+  const SpawnedChild child = spawnChild(setup, failure);
+  if (child.pid < 0) {
+    // The child registered its group with the guard before it failed: forget it, so the
+    // id, once reused, is never signalled.
+    if (failure.childWasCreated && launch.guardFd >= 0) writeGuardRecord(launch.guardFd, -failure.childPid);
+    throw Error(ErrorCode::System, startFailure(launch.executable, failure));
   }
-  pid_ = process.id();
-  groupId_ = pid_;
-  impl_ = std::make_unique<Impl>(Impl{std::move(process)});
+  groupId_ = child.pid;
+  try {
+    impl_ = std::make_unique<Impl>(Impl{boost::asio::posix::stream_descriptor(context, child.pidfd)});
+  } catch (...) {
+    // Not watched by the event loop, so never to be waited for: end it now.
+    kill(-child.pid, SIGKILL);
+    reapChild(child.pidfd);
+    ::close(child.pidfd);
+    throw;
+  }
+  stdoutPipe.assign(stdoutRead.release());
+  stderrPipe.assign(stderrRead.release());
 }
 
 WorkerProcess::~WorkerProcess() {
-  // The supervisor destroys only ended workers; for one still running (an error path), kill
-  // its whole group, and Boost's destructor reaps the leader.
-  if (pid_ > 0) signalGroup(SIGKILL);
+  // The supervisor reaps every worker it started; on an error path one may still run:
+  // kill its whole group and reap it here.
+  if (!reaped_) killGroupAndReap();
 }
 
 void WorkerProcess::asyncWaitForEnd(std::function<void(ProcessEnd)> onEnd) {
-  // The handle's wait gives the raw wait status; the process's own wait folds a signal
-  // into a bare number, and "killed by signal 3" must not read as "exit code 3".
-  impl_->process.handle().async_wait([this, onEnd = std::move(onEnd)](bp::error_code error, int status) {
-    ProcessEnd end;
-    if (error) {
-      // The status is lost (someone else reaped the worker): never report that as success.
-      end.exitCode = 255;
-    } else if (WIFSIGNALED(status)) {
-      end.signal = WTERMSIG(status);
-    } else {
-      end.exitCode = WEXITSTATUS(status);
-    }
-    pid_ = -1;  // reaped: its pid may be reused from now on
-    onEnd(end);
-  });
+  impl_->pidfd.async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                          [this, onEnd = std::move(onEnd)](const boost::system::error_code& error) mutable {
+                            if (error == boost::asio::error::operation_aborted) return;
+                            std::optional<ProcessEnd> end = peekEnd(impl_->pidfd.native_handle());
+                            if (!end) {  // woken before the end: wait again
+                              asyncWaitForEnd(std::move(onEnd));
+                              return;
+                            }
+                            onEnd(*end);
+                          });
 }
 
 void WorkerProcess::signalGroup(int signal) {
-  // The group outlives its leader while its children run, so the group id stays valid.
-  if (groupId_ > 0) kill(-groupId_, signal);
+  // Until the leader is reaped its group id cannot be reused, even once every member has
+  // ended: the signal reaches this worker's group or nobody.
+  if (!reaped_) kill(-groupId_, signal);
+}
+
+void WorkerProcess::killGroupAndReap() {
+  if (reaped_) return;
+  kill(-groupId_, SIGKILL);
+  reapChild(impl_->pidfd.native_handle());
+  reaped_ = true;
 }
 
 std::unique_ptr<StartedProcess> WorkerProcessStarter::start(boost::asio::io_context& context,

@@ -1,6 +1,8 @@
 #pragma once
 // One running worker: started in its own process group and tied to the launcher's life, so
-// signals reach its whole process tree and nothing it starts can outlive pltrun.
+// signals reach its whole process tree and nothing it starts can outlive pltrun. It is
+// started by child_spawn (clone, vfork-style, with a pidfd from birth) and waited for
+// through that pidfd.
 
 #include <sys/types.h>
 
@@ -30,17 +32,19 @@ class WorkerProcess final : public StartedProcess {
   pid_t groupId() const override { return groupId_; }
 
   /// Calls `onEnd` once, from the event loop, when the process has ended (pidfd readiness,
-  /// not polling).
+  /// not polling). The ended process is not reaped: see killGroupAndReap().
   void asyncWaitForEnd(std::function<void(ProcessEnd)> onEnd) override;
 
   /// Sends `signal` to the worker's whole process group (the worker and what it started).
   void signalGroup(int signal) override;
 
+  void killGroupAndReap() override;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  pid_t pid_ = -1;      ///< -1 once reaped
-  pid_t groupId_ = -1;  ///< the worker's process group; outlives the leader's exit
+  pid_t groupId_ = -1;  ///< the worker's pid and process group
+  bool reaped_ = false;
 };
 
 /// The real ProcessStarter: every process it starts is a WorkerProcess.

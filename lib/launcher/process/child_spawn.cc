@@ -1,0 +1,142 @@
+#include "launcher/process/child_spawn.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "launcher/process/orphan_guard.h"
+
+namespace pltrun {
+namespace {
+
+// The child runs on a stack of its own in the parent's memory until exec; these frames
+// are small (no allocation, no stdio), so 128 KiB is ample.
+constexpr size_t kChildStackSize = 128 * 1024;
+
+// What the child reads and, if a step fails, writes back before it exits: the parent
+// reads it once clone returns, which with CLONE_VFORK is after the child exec'd or exited.
+struct ChildContext {
+  const ChildSetup* setup;
+  pid_t launcherPid;
+  int error;
+  const char* step;
+};
+
+[[noreturn]] void failChild(ChildContext& context, const char* step) {
+  context.error = errno;
+  context.step = step;
+  _exit(127);
+}
+
+// The launcher's signal handlers must never run in the child: it shares the launcher's
+// memory until exec. Handled signals go back to their default (exec would do that too);
+// ignored ones stay ignored, as they would across exec.
+void resetSignalHandlers() {
+  for (int signal = 1; signal < NSIG; ++signal) {
+    struct sigaction current {};
+    if (sigaction(signal, nullptr, &current) != 0) continue;  // glibc's internal signals
+    if (current.sa_handler == SIG_IGN || current.sa_handler == SIG_DFL) continue;
+    struct sigaction fallback {};
+    fallback.sa_handler = SIG_DFL;
+    sigaction(signal, &fallback, nullptr);
+  }
+}
+
+// fds 0, 1 and 2 from the prepared descriptors. Each is first copied above 2, so a source
+// that is itself 0, 1 or 2 (pltrun started with a standard stream closed) is not
+// overwritten before it is used.
+bool installStandardStreams(const ChildSetup& setup) {
+  const int sources[3] = {setup.standardInput, setup.standardOutput, setup.standardError};
+  int copies[3];
+  for (int index = 0; index < 3; ++index) {
+    copies[index] = fcntl(sources[index], F_DUPFD_CLOEXEC, 3);
+    if (copies[index] < 0) return false;
+  }
+  for (int index = 0; index < 3; ++index) {
+    if (dup2(copies[index], index) < 0) return false;  // dup2 clears close-on-exec
+  }
+  return true;
+}
+
+int childMain(void* argument) {
+  auto& context = *static_cast<ChildContext*>(argument);
+  const ChildSetup& setup = *context.setup;
+  resetSignalHandlers();
+  // Its own process group: the launcher signals the worker and its children as one, and
+  // the terminal's Ctrl-C reaches only the launcher, which decides what to forward.
+  if (setpgid(0, 0) != 0) failChild(context, "setpgid");
+  // In the job's cgroup before exec, so everything it ever starts is in it too.
+  if (setup.cgroupProcsFd >= 0 && write(setup.cgroupProcsFd, "0", 1) != 1) failChild(context, "cgroup.procs");
+  // Watched by the orphan guard from before exec: were the launcher killed right after
+  // this clone, before it could register the group itself, the group would be missed.
+  if (setup.guardFd >= 0) writeGuardRecord(setup.guardFd, getpid());
+  // Killed if the launcher dies, even by SIGKILL; the check closes the race where the
+  // launcher died before prctl took effect.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) failChild(context, "prctl");
+  if (getppid() != context.launcherPid) _exit(128 + SIGKILL);
+  // pltrun raised its own open-file limit for the store; the worker gets the user's.
+  rlimit limit{};
+  if (setup.openFileLimit != 0 && getrlimit(RLIMIT_NOFILE, &limit) == 0) {
+    limit.rlim_cur = std::min(setup.openFileLimit, limit.rlim_max);
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+  if (!installStandardStreams(setup)) failChild(context, "dup2");
+  // Nothing else of the launcher's: its own descriptors are close-on-exec, and this also
+  // closes what pltrun inherited from whoever started it (as Popen(close_fds=True) does).
+  close_range(3, ~0U, 0);
+  // The launcher blocks SIGPIPE and the signals it waits for; the worker starts clean.
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  execve(setup.executable, setup.argv, setup.envp);
+  failChild(context, "execve");
+}
+
+}  // namespace
+
+void reapChild(int pidfd) {
+  siginfo_t info{};
+  while (waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, WEXITED) < 0 && errno == EINTR) {
+  }
+}
+
+SpawnedChild spawnChild(const ChildSetup& setup, SpawnFailure& failure) {
+  void* stack = mmap(nullptr, kChildStackSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) {
+    failure = SpawnFailure{errno, "mmap", false, -1};
+    return {};
+  }
+  ChildContext context{&setup, getpid(), 0, ""};
+  // Every signal blocked across clone: a handler must not run in the child before it has
+  // reset them (it unblocks just before exec).
+  sigset_t all;
+  sigset_t previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &previous);
+  int pidfd = -1;
+  const pid_t pid = clone(childMain, static_cast<char*>(stack) + kChildStackSize,
+                          CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, &context, &pidfd);
+  const int cloneError = errno;
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  munmap(stack, kChildStackSize);
+  if (pid < 0) {
+    failure = SpawnFailure{cloneError, "clone", false, -1};
+    return {};
+  }
+  if (context.error != 0) {
+    reapChild(pidfd);
+    close(pidfd);
+    failure = SpawnFailure{context.error, context.step, true, pid};
+    return {};
+  }
+  return SpawnedChild{pid, pidfd};
+}
+
+}  // namespace pltrun
