@@ -7,7 +7,7 @@ set -euo pipefail
 # interoperability tests; it is run by /usr/bin/python3.
 packages=(
   build-essential cmake pkg-config
-  libcli11-dev libboost1.81-dev libboost-filesystem1.81-dev
+  libcli11-dev libboost1.81-dev
   nlohmann-json3-dev libspdlog-dev catch2 libssl-dev openssl
   hyperfine time procps python3 iproute2
   openssh-server openssh-client

@@ -224,11 +224,14 @@ TEST_CASE("after kill -9 of pltrun a descendant that left the worker's session d
   const std::string cgroup = readFile(dir / "cgroup_0");
   INFO("worker's cgroup: " << cgroup);
   REQUIRE(cgroup.find("/pltrun-" + std::to_string(pltrun.pid()) + "-") != std::string::npos);
+  const auto killed = std::chrono::steady_clock::now();
   pltrun.signal(SIGKILL);
   CHECK(pltrun.wait(30s).status == 128 + SIGKILL);
   const std::vector<pid_t> survivors = waitUntilGone(escaped, 5s);
   CHECK(survivors.empty());
   for (pid_t pid : survivors) kill(pid, SIGKILL);  // never leave them behind, even on failure
+  const std::chrono::duration<double, std::milli> gone = std::chrono::steady_clock::now() - killed;
+  WARN("escaped descendants gone " << gone.count() << " ms after kill -9 of pltrun");
   // The guard removed the cgroup once it was empty.
   std::string mount = "/sys/fs/cgroup";
   if (std::filesystem::exists("/sys/fs/cgroup/unified/cgroup.procs")) mount = "/sys/fs/cgroup/unified";
