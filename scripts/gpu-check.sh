@@ -1,0 +1,51 @@
+#!/bin/bash
+# Checks on a GPU machine with torch (CUDA, NCCL): pltrun starts NCCL workers, restarts
+# them after a crash, and after `kill -9 pltrun` leaves neither GPU memory nor a setsid
+# descendant behind. Not run by CI (no GPU there). On the lent machine, with a stripped
+# pltrun and the shared libraries it needs copied into one folder DIR beside this script:
+#   bash scripts/gpu-check.sh DIR        (ONLY_KILL=1: the kill -9 check alone)
+set -u
+cd "${1:?usage: gpu-check.sh DIR_WITH_PLTRUN}"
+export LD_LIBRARY_PATH=$PWD
+./pltrun --version || { ldd ./pltrun; exit 1; }
+nvidia-smi -L
+python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'nccl', torch.cuda.nccl.version())"
+cat > ddp.py <<'PY'
+import os, torch, torch.distributed as dist
+dist.init_process_group("nccl")
+rank, local = dist.get_rank(), int(os.environ["LOCAL_RANK"])
+torch.cuda.set_device(local)
+t = torch.ones(1 << 20, device="cuda") * (rank + 1)
+dist.all_reduce(t)
+torch.cuda.synchronize()
+restart = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", 0))
+cgroup = open("/proc/self/cgroup").read().strip().splitlines()[-1]
+print(f"rank {rank}/{dist.get_world_size()} local {local} sum {t[0].item()} restart {restart} cgroup {cgroup}", flush=True)
+if restart == 0 and os.environ.get("CRASH"):
+    os._exit(3)
+dist.destroy_process_group()
+PY
+if [ -z "${ONLY_KILL:-}" ]; then
+echo "== one worker per GPU (--nproc-per-node gpu), NCCL all_reduce"
+/usr/bin/time -f "wall %e s" ./pltrun --nproc-per-node gpu python3 ddp.py; echo "rc=$?"
+echo "== crash in attempt 0, restart (--max-restarts 1)"
+CRASH=1 ./pltrun --nproc-per-node 1 --max-restarts 1 python3 ddp.py; echo "rc=$?"
+fi
+echo "== kill -9 pltrun while a worker holds the GPU and a setsid child sleeps"
+cat > hold.py <<'PY'
+import os, subprocess, time, torch
+x = torch.ones(1 << 28, device="cuda")
+p = subprocess.Popen(["sleep", "77"], start_new_session=True)
+open("escaped.pid", "w").write(str(p.pid))
+time.sleep(1000)
+PY
+rm -f escaped.pid
+./pltrun --nproc-per-node 1 python3 hold.py & job=$!
+for i in $(seq 300); do [ -s escaped.pid ] && break; sleep 0.1; done
+sleep 1; nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader
+kill -9 $job; wait $job; echo "pltrun rc=$?"
+sleep 1
+e=$(cat escaped.pid); echo "escaped sleep $e: $(cut -d' ' -f1-4 /proc/$e/stat 2>/dev/null || echo 'no such process')"
+if grep -q ') [^Z]' /proc/$e/stat 2>/dev/null; then echo "escaped sleep STILL ALIVE"; kill $e; else echo "escaped sleep gone (dead or a zombie awaiting its reaper)"; fi
+echo "GPU processes after: $(nvidia-smi --query-compute-apps=pid --format=csv,noheader | wc -l)"
+cat /proc/self/cgroup | tail -1; ls /sys/fs/cgroup | grep pltrun || echo "no pltrun cgroup left"
