@@ -11,7 +11,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // Console and log-file routing of one worker's streams, per -r, -t and --local-ranks-filter.
-std::pair<OutputRoute, OutputRoute> outputRoutes(const RunPlan& plan, const fs::path& workerDirectory, int localRank) {
+std::pair<OutputRoute, OutputRoute> outputRoutes(const RunPlan& plan, int attempt, int localRank) {
   const LaunchConfig& config = plan.config;
   bool shown = !config.localRanksFilter ||
                std::count(config.localRanksFilter->begin(), config.localRanksFilter->end(), localRank) > 0;
@@ -22,6 +22,7 @@ std::pair<OutputRoute, OutputRoute> outputRoutes(const RunPlan& plan, const fs::
   err.consoleIsStderr = true;
   err.keepTail = true;
   if (plan.directory.keepsLogs()) {
+    const fs::path workerDirectory = plan.directory.workerDirectory(attempt, localRank);
     out.logPath = (workerDirectory / "stdout.log").string();
     err.logPath = (workerDirectory / "stderr.log").string();
   }
@@ -67,9 +68,8 @@ std::vector<WorkerSpec> workerSpecsFor(const RunPlan& plan, int attempt, const N
                worldSize, plan.host, placement.masterAddr, placement.masterPort);
   std::vector<WorkerSpec> specs;
   for (int localRank = 0; localRank < workers; ++localRank) {
-    fs::path workerDirectory = plan.directory.workerDirectory(attempt, localRank);
     placement.localRank = localRank;
-    placement.errorFile = (workerDirectory / "error.json").string();
+    placement.errorFile = plan.directory.errorFile(attempt, localRank);
     fs::remove(placement.errorFile);  // never report a previous run's error
 
     WorkerSpec spec;
@@ -77,7 +77,7 @@ std::vector<WorkerSpec> workerSpecsFor(const RunPlan& plan, int attempt, const N
     spec.localRank = localRank;
     spec.errorFile = placement.errorFile;
     spec.consolePrefix = plan.config.prefixOutput ? "[rank " + std::to_string(spec.rank) + "] " : "";
-    std::tie(spec.stdoutRoute, spec.stderrRoute) = outputRoutes(plan, workerDirectory, localRank);
+    std::tie(spec.stdoutRoute, spec.stderrRoute) = outputRoutes(plan, attempt, localRank);
     spec.launch.executable = plan.command.executable;
     spec.launch.argv = plan.command.argv;
     for (const auto& [name, value] : buildWorkerEnv(plan.inherited, placement)) {

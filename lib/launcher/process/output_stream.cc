@@ -26,7 +26,7 @@ OutputStream::OutputStream(boost::asio::io_context& context, std::string prefix,
       route_(std::move(route)),
       console_(console),
       prefixer_(std::move(prefix)),
-      buffer_(kReadSize) {
+      buffer_(new char[kReadSize]) {
   if (!route_.logPath.empty()) {
     logFd_ = openPrivateFile(route_.logPath, WriteMode::Truncate);
   }
@@ -51,18 +51,19 @@ void OutputStream::readMore() {
     });
     return;
   }
-  pipe_.async_read_some(boost::asio::buffer(buffer_), [this](boost::system::error_code error, size_t size) {
-    if (size > 0) deliver(size);
-    if (error) {
-      end();  // eof, or the pipe was closed by abandon()
-      return;
-    }
-    readMore();
-  });
+  pipe_.async_read_some(boost::asio::buffer(buffer_.get(), kReadSize),
+                        [this](boost::system::error_code error, size_t size) {
+                          if (size > 0) deliver(size);
+                          if (error) {
+                            end();  // eof, or the pipe was closed by abandon()
+                            return;
+                          }
+                          readMore();
+                        });
 }
 
 void OutputStream::deliver(size_t size) {
-  const char* data = buffer_.data();
+  const char* data = buffer_.get();
   if (logFd_ >= 0 && !writeAll(logFd_, data, size)) {
     // A full disk must not stop the job; say it once and keep the console going.
     close(logFd_);

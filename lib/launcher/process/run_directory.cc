@@ -61,4 +61,9 @@ fs::path RunDirectory::workerDirectory(int attempt, int localRank) const {
   return path;
 }
 
+std::string RunDirectory::errorFile(int attempt, int localRank) const {
+  if (keepsLogs_) return (workerDirectory(attempt, localRank) / "error.json").string();
+  return (root_ / ("attempt_" + std::to_string(attempt) + "." + std::to_string(localRank) + ".error.json")).string();
+}
+
 }  // namespace pltrun
