@@ -243,6 +243,38 @@ TEST_CASE("after kill -9 of pltrun a descendant that left the worker's session d
   CHECK(removed);
 }
 
+TEST_CASE("after kill -9 of pltrun the job cgroup of a pltrun run as its worker is removed with its own",
+          "[signals][lifetime][cgroup]") {
+  TempDir dir;
+  // The worker is a pltrun (a local agent, say) whose job cgroup is inside the outer one's.
+  // The outer guard's cgroup.kill also kills the inner pltrun and its guard, so the inner
+  // cgroup is left for the outer guard to remove before its own.
+  ChildProcess pltrun(pltrunCommand({"--nproc-per-node", "1", pltrunCommand({})[0], "--nproc-per-node", "1", "/bin/sh",
+                                     "-c", "grep ^0:: /proc/self/cgroup > " + dir.path() + "/cgroup; sleep 1000"}),
+                      {"TMPDIR=" + dir.path()});
+  REQUIRE(waitForFile(dir / "cgroup", 20s));
+  std::string cgroup;
+  for (int tries = 0; cgroup.empty() && tries < 200; ++tries, std::this_thread::sleep_for(10ms)) {
+    cgroup = readFile(dir / "cgroup");
+  }
+  INFO("inner worker's cgroup: " << cgroup);
+  const std::string outer = "/pltrun-" + std::to_string(pltrun.pid()) + "-";
+  const size_t outerAt = cgroup.find(outer);
+  REQUIRE(outerAt != std::string::npos);
+  REQUIRE(cgroup.find("/pltrun-", outerAt + outer.size()) != std::string::npos);  // nested
+  pltrun.signal(SIGKILL);
+  CHECK(pltrun.wait(30s).status == 128 + SIGKILL);
+  std::string mount = "/sys/fs/cgroup";
+  if (std::filesystem::exists("/sys/fs/cgroup/unified/cgroup.procs")) mount = "/sys/fs/cgroup/unified";
+  const std::string outerDirectory = mount + cgroup.substr(3, cgroup.find('/', outerAt + 1) - 3);
+  bool removed = false;
+  for (int tries = 0; !removed && tries < 300; ++tries, std::this_thread::sleep_for(10ms)) {
+    removed = !std::filesystem::exists(outerDirectory);
+  }
+  INFO("outer job cgroup: " << outerDirectory);
+  CHECK(removed);
+}
+
 TEST_CASE("with PLTRUN_CGROUP=off the workers stay in pltrun's cgroup and escaped descendants are still swept",
           "[signals][lifetime][cgroup]") {
   TempDir dir;

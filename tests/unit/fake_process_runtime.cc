@@ -22,7 +22,7 @@ class Handle final : public StartedProcess {
   pid_t groupId() const override { return process_->groupId(); }
   void asyncWaitForEnd(std::function<void(ProcessEnd)> onEnd) override { process_->asyncWaitForEnd(std::move(onEnd)); }
   void signalGroup(int signal) override { process_->signalGroup(signal); }
-  void killGroupAndReap() override { process_->killGroupAndReap(); }
+  void reap() override { process_->reap(); }
 
  private:
   std::shared_ptr<FakeProcess> process_;
@@ -66,10 +66,7 @@ void FakeProcess::asyncWaitForEnd(std::function<void(ProcessEnd)> onEnd) {
   if (end_) deliverEnd();
 }
 
-void FakeProcess::killGroupAndReap() {
-  signalGroup(SIGKILL);
-  reaped_ = true;
-}
+void FakeProcess::reap() { reaped_ = true; }
 
 void FakeProcess::signalGroup(int signal) {
   if (reaped_) {

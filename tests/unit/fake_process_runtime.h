@@ -52,7 +52,7 @@ class FakeProcess {
   // What the group's StartedProcess handle forwards.
   void asyncWaitForEnd(std::function<void(ProcessEnd)> onEnd);
   void signalGroup(int signal);
-  void killGroupAndReap();
+  void reap();
 
  private:
   void deliverEnd();

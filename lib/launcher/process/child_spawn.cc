@@ -1,6 +1,7 @@
 #include "launcher/process/child_spawn.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -25,11 +26,13 @@ constexpr size_t kChildStackSize = 128 * 1024;
 struct ChildContext {
   const ChildSetup* setup;
   pid_t launcherPid;
+  bool failed;
   int error;
   const char* step;
 };
 
 [[noreturn]] void failChild(ChildContext& context, const char* step) {
+  context.failed = true;
   context.error = errno;
   context.step = step;
   _exit(127);
@@ -65,6 +68,16 @@ bool installStandardStreams(const ChildSetup& setup) {
   return true;
 }
 
+// Nothing else of the launcher's: its own descriptors are close-on-exec, and this also
+// closes what pltrun inherited from whoever started it (as Popen(close_fds=True) does).
+void closeInheritedDescriptors() {
+  if (close_range(3, ~0U, 0) == 0) return;
+  // Linux before 5.9 has no close_range: close one by one, up to the open-file limit.
+  rlimit limit{};
+  const rlim_t last = getrlimit(RLIMIT_NOFILE, &limit) == 0 ? std::min<rlim_t>(limit.rlim_cur, 1 << 16) : 1024;
+  for (rlim_t fd = 3; fd < last; ++fd) close(static_cast<int>(fd));
+}
+
 int childMain(void* argument) {
   auto& context = *static_cast<ChildContext*>(argument);
   const ChildSetup& setup = *context.setup;
@@ -81,16 +94,16 @@ int childMain(void* argument) {
   // launcher died before prctl took effect.
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) failChild(context, "prctl");
   if (getppid() != context.launcherPid) _exit(128 + SIGKILL);
-  // pltrun raised its own open-file limit for the store; the worker gets the user's.
+  if (!installStandardStreams(setup)) failChild(context, "dup2");
+  closeInheritedDescriptors();
+  // pltrun raised its own open-file limit for the store; the worker gets the user's. Only
+  // now: with the lower limit, the copies above 2 could fail in a launcher that holds
+  // more descriptors than the user's limit allows.
   rlimit limit{};
   if (setup.openFileLimit != 0 && getrlimit(RLIMIT_NOFILE, &limit) == 0) {
     limit.rlim_cur = std::min(setup.openFileLimit, limit.rlim_max);
     setrlimit(RLIMIT_NOFILE, &limit);
   }
-  if (!installStandardStreams(setup)) failChild(context, "dup2");
-  // Nothing else of the launcher's: its own descriptors are close-on-exec, and this also
-  // closes what pltrun inherited from whoever started it (as Popen(close_fds=True) does).
-  close_range(3, ~0U, 0);
   // The launcher blocks SIGPIPE and the signals it waits for; the worker starts clean.
   sigset_t none;
   sigemptyset(&none);
@@ -103,7 +116,13 @@ int childMain(void* argument) {
 
 void reapChild(int pidfd) {
   siginfo_t info{};
-  while (waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, WEXITED) < 0 && errno == EINTR) {
+  while (waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, WEXITED) != 0) {
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN) return;
+    // A non-blocking pidfd (the event loop made it so) of a child still running: wait
+    // until it ends, then reap.
+    pollfd ready{pidfd, POLLIN, 0};
+    poll(&ready, 1, -1);
   }
 }
 
@@ -113,7 +132,7 @@ SpawnedChild spawnChild(const ChildSetup& setup, SpawnFailure& failure) {
     failure = SpawnFailure{errno, "mmap", false, -1};
     return {};
   }
-  ChildContext context{&setup, getpid(), 0, ""};
+  ChildContext context{&setup, getpid(), false, 0, ""};
   // Every signal blocked across clone: a handler must not run in the child before it has
   // reset them (it unblocks just before exec).
   sigset_t all;
@@ -130,10 +149,20 @@ SpawnedChild spawnChild(const ChildSetup& setup, SpawnFailure& failure) {
     failure = SpawnFailure{cloneError, "clone", false, -1};
     return {};
   }
-  if (context.error != 0) {
+  if (context.failed) {
     reapChild(pidfd);
     close(pidfd);
     failure = SpawnFailure{context.error, context.step, true, pid};
+    return {};
+  }
+  if (pidfd < 0) {
+    // A kernel older than 5.2 ignores CLONE_PIDFD: the program runs, but cannot be waited
+    // for the way pltrun does (pidfd waits need 5.4). End it and say so.
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    failure = SpawnFailure{ENOSYS, "CLONE_PIDFD: pltrun needs Linux 5.4 or later", true, pid};
     return {};
   }
   return SpawnedChild{pid, pidfd};

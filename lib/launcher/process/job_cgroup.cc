@@ -1,5 +1,6 @@
 #include "launcher/process/job_cgroup.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
@@ -52,6 +53,25 @@ int openForWriting(const std::string& path) {
   return above;
 }
 
+// Removes the cgroups inside `path`, deepest first: the job cgroup of a pltrun run as a
+// worker (a local agent), whose own cleanup was killed with it by the parent's
+// cgroup.kill. Their processes went with that kill.
+void removeChildCgroups(const std::string& path) {
+  DIR* directory = ::opendir(path.c_str());
+  if (directory == nullptr) return;
+  while (const dirent* entry = ::readdir(directory)) {
+    const std::string name = entry->d_name;
+    if (entry->d_type != DT_DIR || name == "." || name == "..") continue;
+    removeChildCgroups(path + "/" + name);
+    ::rmdir((path + "/" + name).c_str());
+  }
+  ::closedir(directory);
+}
+
+// Processes can join only a "domain" cgroup: one made in a threaded subtree is "domain
+// invalid", and a worker's move into it would fail.
+bool acceptsProcesses(const std::string& path) { return readWhole((path + "/cgroup.type").c_str()) == "domain\n"; }
+
 }  // namespace
 
 std::unique_ptr<JobCgroup> JobCgroup::create() {
@@ -76,8 +96,8 @@ std::unique_ptr<JobCgroup> JobCgroup::create() {
   }
   const int procsFd = openForWriting(path + "/cgroup.procs");
   const int killFd = openForWriting(path + "/cgroup.kill");  // Linux 5.14 and later
-  if (procsFd < 0 || killFd < 0) {
-    spdlog::debug("no job cgroup: cannot open {}/cgroup.procs or cgroup.kill ({})", path, std::strerror(errno));
+  if (procsFd < 0 || killFd < 0 || !acceptsProcesses(path)) {
+    spdlog::debug("no job cgroup: {} has no usable cgroup.procs and cgroup.kill, or is not a domain cgroup", path);
     if (procsFd >= 0) ::close(procsFd);
     if (killFd >= 0) ::close(killFd);
     ::rmdir(path.c_str());
@@ -105,10 +125,12 @@ void killCgroup(int killFd) {
 
 bool removeCgroupWhenEmpty(const char* path, int attempts) {
   // A killed process leaves the cgroup when it exits (a zombie no longer counts), which
-  // takes a moment after cgroup.kill: EBUSY until then.
+  // takes a moment after cgroup.kill: EBUSY until then, or while a cgroup is left inside.
   for (int attempt = 0; attempt < attempts; ++attempt) {
     if (::rmdir(path) == 0 || errno == ENOENT) return true;
     if (errno != EBUSY) return false;
+    removeChildCgroups(path);
+    if (::rmdir(path) == 0) return true;
     const timespec pause{0, 10 * 1000 * 1000};
     nanosleep(&pause, nullptr);
   }

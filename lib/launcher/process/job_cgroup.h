@@ -40,8 +40,8 @@ class JobCgroup {
 /// Writes "1" to cgroup.kill `killFd`; async-signal-safe (the orphan guard calls it).
 void killCgroup(int killFd);
 
-/// Removes the cgroup directory `path` once the processes killed in it have exited,
-/// trying for up to `attempts` x 10 ms; true if it is gone. Allocation-free.
+/// Removes the cgroup directory `path` (and any cgroup left inside it) once the processes
+/// killed in it have exited, trying for up to `attempts` x 10 ms; true if it is gone.
 bool removeCgroupWhenEmpty(const char* path, int attempts);
 
 }  // namespace pltrun

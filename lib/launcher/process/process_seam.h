@@ -46,10 +46,11 @@ class StartedProcess {
   virtual void asyncWaitForEnd(std::function<void(ProcessEnd)> onEnd) = 0;
   /// Sends `signal` to the process's whole group (the process and what it started).
   virtual void signalGroup(int signal) = 0;
-  /// Once the process has ended: kills (SIGKILL) what is left of its group, then reaps it.
-  /// Until then the ended leader stays a zombie, so its group id cannot be handed to
-  /// another process and signalGroup() never reaches a stranger.
-  virtual void killGroupAndReap() = 0;
+  /// Reaps the ended process (waiting for its end if need be). Until then the ended leader
+  /// stays a zombie, so its group id cannot be handed to another process and
+  /// signalGroup() never reaches a stranger: the group kills what is left in the group and
+  /// has the orphan guard forget it first.
+  virtual void reap() = 0;
 };
 
 /// Starts processes whose stdout and stderr are the write ends of `stdoutPipe` and

@@ -20,6 +20,7 @@ struct WorkerGroup::Worker {
   pid_t pid = 0;
   std::optional<ProcessEnd> end;
   std::chrono::system_clock::time_point endTime;
+  bool retired = false;  ///< its group killed and forgotten, the leader reaped
 };
 
 WorkerGroup::WorkerGroup(boost::asio::io_context& context, ConsoleWriter& console, OrphanGuard& guard,
@@ -38,8 +39,18 @@ WorkerGroup::~WorkerGroup() {
   // what is left, and the guard forgets those groups here.
   if (finished_) return;
   for (auto& worker : workers_) {
-    if (worker->process) guard_.forgetGroup(worker->process->groupId());
+    if (worker->process) retire(*worker);
   }
+}
+
+void WorkerGroup::retire(Worker& worker) {
+  if (worker.retired) return;
+  worker.retired = true;
+  // What is left in the group is killed while the ended (or now killed) leader still pins
+  // the group id; the guard forgets the id; only then is the leader reaped and the id free.
+  worker.process->signalGroup(SIGKILL);
+  guard_.forgetGroup(worker.process->groupId());
+  worker.process->reap();
 }
 
 void WorkerGroup::start(const std::vector<WorkerSpec>& specs, std::function<void()> onDone) {
@@ -153,8 +164,8 @@ void WorkerGroup::afterAllEnded() {
   killTimer_->cancel();
   failureTimer_->cancel();
   // Whatever is left in a worker's process group has lost its leader: an orphan. Kill it,
-  // so nothing a worker started outlives the attempt; only then is the leader reaped.
-  for (auto& worker : workers_) worker->process->killGroupAndReap();
+  // so nothing a worker started outlives the attempt.
+  for (auto& worker : workers_) retire(*worker);
   // And what left those groups (setsid, a new session): in the job's cgroup, if it has one.
   guard_.killStragglers();
   // The group's end, and so a restart or pltrun's exit, never waits on a slow console.
@@ -185,7 +196,6 @@ void WorkerGroup::finish() {
   if (finished_) return;
   finished_ = true;
   drainTimer_->cancel();
-  for (auto& worker : workers_) guard_.forgetGroup(worker->process->groupId());
   if (onDone_) onDone_();
 }
 

@@ -91,6 +91,7 @@ class WorkerGroup {
   void killRunningWorkers();
   void signalRunningWorkers(int signal);
   void afterAllEnded();
+  void retire(Worker& worker);
   void onStreamEnd();
   void finish();
   WorkerFailure describeFailure(const Worker& worker) const;

@@ -164,23 +164,33 @@ WorkerProcess::WorkerProcess(boost::asio::io_context& context, const Launch& lau
     throw Error(ErrorCode::System, startFailure(launch.executable, failure));
   }
   groupId_ = child.pid;
+  OwnedFd pidfd(child.pidfd);
   try {
-    impl_ = std::make_unique<Impl>(Impl{boost::asio::posix::stream_descriptor(context, child.pidfd)});
+    auto impl = std::make_unique<Impl>(Impl{boost::asio::posix::stream_descriptor(context)});
+    stdoutPipe.assign(stdoutRead.get());
+    stdoutRead.release();
+    stderrPipe.assign(stderrRead.get());
+    stderrRead.release();
+    impl->pidfd.assign(pidfd.get());  // last: from here on the descriptor owns the pidfd
+    pidfd.release();
+    impl_ = std::move(impl);
   } catch (...) {
-    // Not watched by the event loop, so never to be waited for: end it now.
+    // Not watched by the event loop, so never to be waited for: end it now, forgotten by
+    // the guard before its pid can be reused.
     kill(-child.pid, SIGKILL);
-    reapChild(child.pidfd);
-    ::close(child.pidfd);
+    if (launch.guardFd >= 0) writeGuardRecord(launch.guardFd, -child.pid);
+    reapChild(pidfd.get());
     throw;
   }
-  stdoutPipe.assign(stdoutRead.release());
-  stderrPipe.assign(stderrRead.release());
 }
 
 WorkerProcess::~WorkerProcess() {
   // The supervisor reaps every worker it started; on an error path one may still run:
   // kill its whole group and reap it here.
-  if (!reaped_) killGroupAndReap();
+  if (!reaped_) {
+    signalGroup(SIGKILL);
+    reap();
+  }
 }
 
 void WorkerProcess::asyncWaitForEnd(std::function<void(ProcessEnd)> onEnd) {
@@ -202,9 +212,8 @@ void WorkerProcess::signalGroup(int signal) {
   if (!reaped_) kill(-groupId_, signal);
 }
 
-void WorkerProcess::killGroupAndReap() {
+void WorkerProcess::reap() {
   if (reaped_) return;
-  kill(-groupId_, SIGKILL);
   reapChild(impl_->pidfd.native_handle());
   reaped_ = true;
 }

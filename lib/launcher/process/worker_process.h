@@ -32,13 +32,13 @@ class WorkerProcess final : public StartedProcess {
   pid_t groupId() const override { return groupId_; }
 
   /// Calls `onEnd` once, from the event loop, when the process has ended (pidfd readiness,
-  /// not polling). The ended process is not reaped: see killGroupAndReap().
+  /// not polling). The ended process is not reaped: see reap().
   void asyncWaitForEnd(std::function<void(ProcessEnd)> onEnd) override;
 
   /// Sends `signal` to the worker's whole process group (the worker and what it started).
   void signalGroup(int signal) override;
 
-  void killGroupAndReap() override;
+  void reap() override;
 
  private:
   struct Impl;
