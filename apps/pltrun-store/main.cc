@@ -35,16 +35,15 @@ int serve(pltrun::rdzv::StoreServerOptions options) {
   return 0;
 }
 
-}  // namespace
+// The timeouts as the command line gives them, in seconds.
+struct TimeoutSeconds {
+  double request = 30;
+  double idle = 0;
+  double auth = 5;
+};
 
-int main(int argc, char** argv) {
-  signal(SIGPIPE, SIG_IGN);  // a client that vanished mid-reply is an error code, not a death
-  spdlog::set_pattern("pltrun-store: %v");
-  CLI::App app{"pltrun-store: the rendezvous store (PyTorch TCPStore protocol, torch 1.13 and 2.x clients)",
-               "pltrun-store"};
-  pltrun::rdzv::StoreServerOptions options;
-  double requestTimeoutSeconds = 30, idleTimeoutSeconds = 0, authTimeoutSeconds = 5;
-  std::string secretFile;
+void declareOptions(CLI::App& app, pltrun::rdzv::StoreServerOptions& options, TimeoutSeconds& seconds,
+                    std::string& secretFile) {
   app.add_option("--host", options.host, "address to listen on (default 127.0.0.1)");
   app.add_option("--port", options.port, "port to listen on; 0 picks a free one (default 0)")
       ->check(CLI::Range(0, 65535));
@@ -59,25 +58,39 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--max-keys", options.maxStoreKeys, "keys held at once; a new key past it is refused (default 4 Mi)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--request-timeout", requestTimeoutSeconds,
+  app.add_option("--request-timeout", seconds.request,
                  "seconds a started request may take to arrive whole (default 30)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--idle-timeout", idleTimeoutSeconds, "close connections silent this many seconds (default 0: never)")
+  app.add_option("--idle-timeout", seconds.idle, "close connections silent this many seconds (default 0: never)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--auth-timeout", authTimeoutSeconds,
+  app.add_option("--auth-timeout", seconds.auth,
                  "with --secret-file: seconds a connection has to authenticate (default 5)")
       ->check(CLI::PositiveNumber);
   app.add_option("--secret-file", secretFile,
                  "require pltrun's shared-secret authentication, with the secret in this file, readable by its "
                  "owner only (default: $PLTRUN_SECRET_FILE; torch clients are then refused)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  signal(SIGPIPE, SIG_IGN);  // a client that vanished mid-reply is an error code, not a death
+  spdlog::set_pattern("pltrun-store: %v");
+  CLI::App app{"pltrun-store: the rendezvous store (PyTorch TCPStore protocol, torch 1.13 and 2.x clients)",
+               "pltrun-store"};
+  app.set_version_flag("--version", PLTRUN_VERSION);
+  pltrun::rdzv::StoreServerOptions options;
+  TimeoutSeconds seconds;
+  std::string secretFile;
+  declareOptions(app, options, seconds, secretFile);
   try {
     app.parse(argc, argv);
     const auto milliseconds = [](double seconds) {
       return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
     };
-    options.requestTimeout = milliseconds(requestTimeoutSeconds);
-    options.idleTimeout = milliseconds(idleTimeoutSeconds);
-    options.authTimeout = milliseconds(authTimeoutSeconds);
+    options.requestTimeout = milliseconds(seconds.request);
+    options.idleTimeout = milliseconds(seconds.idle);
+    options.authTimeout = milliseconds(seconds.auth);
     if (!secretFile.empty()) {
       options.secret = pltrun::rdzv::readSecretFile(secretFile, "--secret-file");
     } else if (const char* fromEnvironment = std::getenv("PLTRUN_SECRET_FILE"); fromEnvironment && *fromEnvironment) {
@@ -86,6 +99,9 @@ int main(int argc, char** argv) {
     return serve(std::move(options));
   } catch (const CLI::CallForHelp&) {
     std::fputs(app.help().c_str(), stdout);
+    return 0;
+  } catch (const CLI::CallForVersion&) {
+    std::printf("pltrun-store %s\n", PLTRUN_VERSION);
     return 0;
   } catch (const CLI::ParseError& error) {
     std::fprintf(stderr, "pltrun-store: error: %s (see pltrun-store --help)\n", error.what());

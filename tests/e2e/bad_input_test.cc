@@ -123,7 +123,23 @@ TEST_CASE("flag --help and --version exit 0", "[bad-input]") {
   CHECK(help.status == 0);
   CHECK(help.out.find("--nproc-per-node") != std::string::npos);
   CHECK(help.out.find("--nproc_per_node") != std::string::npos);
+  // One usage line, the flags in sections, and a footer with the exit statuses and the
+  // environment pltrun reads.
+  size_t usageLines = 0;
+  for (size_t at = help.out.find("Usage:"); at != std::string::npos; at = help.out.find("Usage:", at + 1)) ++usageLines;
+  CHECK(usageLines == 1);
+  CHECK(help.out.find("Usage: pltrun [options] PROGRAM [ARGS...]") != std::string::npos);
+  for (const char* section : {"Workers on this node:", "Several nodes (static or elastic):", "Output:",
+                              "Program and supervision:", "Many hosts from one shell (over ssh):"}) {
+    CHECK(help.out.find(section) != std::string::npos);
+  }
+  CHECK(help.out.find("Exit status:") != std::string::npos);
+  CHECK(help.out.find("PLTRUN_SECRET_FILE") != std::string::npos);
   Finished version = runPltrun({"--version"});
   CHECK(version.status == 0);
   CHECK(version.out.find("pltrun") != std::string::npos);
+  ChildProcess store({PLTRUN_STORE_BINARY, "--version"});
+  Finished storeVersion = store.wait(std::chrono::seconds(10));
+  CHECK(storeVersion.status == 0);
+  CHECK(storeVersion.out.rfind("pltrun-store ", 0) == 0);
 }

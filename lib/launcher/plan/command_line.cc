@@ -87,9 +87,7 @@ LaunchConfig buildConfig(RawFlags raw, const std::vector<std::string>& command, 
 
 std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const char* const* argv,
                                                                 const Environment& env, const FileReader& readFile) {
-  CLI::App app{
-      "pltrun: start and supervise the workers of a distributed job.\nUsage: pltrun [options] PROGRAM [ARGS...]",
-      "pltrun"};
+  CLI::App app{"pltrun: start and supervise the workers of a distributed job.", "pltrun"};
   app.prefix_command();  // PROGRAM and everything after it belong to the program
   app.set_version_flag("--version", kVersion);
   RawFlags raw;

@@ -13,6 +13,11 @@ class VariablesInHelp : public CLI::Formatter {
  public:
   explicit VariablesInHelp(std::shared_ptr<const FlagVariables> variables) : variables_(std::move(variables)) {}
 
+  // One usage line, pltrun's, in place of CLI11's "pltrun [OPTIONS]".
+  std::string make_usage(const CLI::App*, std::string) const override {
+    return "Usage: pltrun [options] PROGRAM [ARGS...]\n";
+  }
+
   std::string make_option_opts(const CLI::Option* option) const override {
     std::string text = CLI::Formatter::make_option_opts(option);
     for (const auto& [flag, variable] : *variables_) {
@@ -31,6 +36,9 @@ class FlagDeclarer {
  public:
   FlagDeclarer(CLI::App& app, FlagVariables& variables) : app_(app), variables_(variables) {}
 
+  /// The --help section the flags declared from now on are listed under.
+  void section(const std::string& name) { section_ = name; }
+
   void valued(const std::string& dashed, std::string& target, const std::string& help,
               const std::string& shortName = "") {
     remember(app_.add_option(names(dashed, shortName), target, help), dashed);
@@ -39,6 +47,8 @@ class FlagDeclarer {
   void flag(const std::string& dashed, bool& target, const std::string& help, const std::string& shortName = "") {
     remember(app_.add_flag(names(dashed, shortName), target, help), dashed);
   }
+
+  CLI::Option* inSection(CLI::Option* option) const { return option->group(section_); }
 
   CLI::App& app() { return app_; }
 
@@ -56,6 +66,7 @@ class FlagDeclarer {
   }
 
   void remember(CLI::Option* option, const std::string& dashed) {
+    inSection(option);
     std::string variable = "PET_" + underscored(dashed);
     std::transform(variable.begin(), variable.end(), variable.begin(), ::toupper);
     variables_.emplace_back(option, variable);
@@ -63,12 +74,16 @@ class FlagDeclarer {
 
   CLI::App& app_;
   FlagVariables& variables_;
+  std::string section_ = "Options";
 };
 
 void declareWorkerAndNodeFlags(FlagDeclarer& declare, RawFlags& raw) {
+  declare.section("Workers on this node");
   declare.valued("nproc-per-node", raw.nprocPerNode, "workers on this node: N, gpu, cpu or auto (default 1)");
   declare.valued("devices", raw.devices,
                  "Lightning's devices: 3 = first three GPUs, \"1, 3\" = GPUs 1 and 3, -1 = all, 0 = none");
+  declare.valued("max-restarts", raw.maxRestarts, "restarts of the worker group after a failure (default 0)");
+  declare.section("Several nodes (static or elastic)");
   declare.valued("nnodes", raw.nnodes,
                  "number of nodes: N, or MIN:MAX for an elastic job (c10d rendezvous) (default 1)");
   declare.valued("node-rank", raw.nodeRank,
@@ -77,7 +92,6 @@ void declareWorkerAndNodeFlags(FlagDeclarer& declare, RawFlags& raw) {
                  "static: address of the rank-0 node (default 127.0.0.1); ignored with c10d");
   declare.valued("master-port", raw.masterPort,
                  "static: port of rank 0's store (default: a free port); ignored with c10d");
-  declare.valued("max-restarts", raw.maxRestarts, "restarts of the worker group after a failure (default 0)");
   declare.valued("rdzv-id", raw.runId, "the job's id, the same on every node; TORCHELASTIC_RUN_ID (default: random)");
   declare.valued("run-id", raw.runIdAlias, "same as --rdzv-id");
   declare.valued("rdzv-backend", raw.rdzvBackend,
@@ -96,11 +110,15 @@ void declareWorkerAndNodeFlags(FlagDeclarer& declare, RawFlags& raw) {
 }
 
 void declareOutputAndProgramFlags(FlagDeclarer& declare, RawFlags& raw) {
+  declare.section("Output");
   declare.valued("log-dir", raw.logDir, "keep every worker's output under DIR/RUN_ID/attempt_N/LOCAL_RANK/");
   declare.valued("redirects", raw.redirects,
                  "streams kept out of the console: 0 none, 1 out, 2 err, 3 both, or 0:1,1:2", "-r");
   declare.valued("tee", raw.tee, "streams also written to log files (same values as --redirects)", "-t");
   declare.valued("local-ranks-filter", raw.localRanksFilter, "local ranks whose output reaches the console, e.g. 0,1");
+  declare.flag("no-prefix", raw.noPrefix, "no [rank N] prefix on worker output");
+  declare.flag("quiet", raw.quiet, "only warnings and errors from pltrun itself", "-q");
+  declare.section("Program and supervision");
   declare.valued("term-timeout", raw.termTimeout,
                  "seconds between SIGTERM and SIGKILL when stopping workers (default 30)");
   declare.valued("monitor-interval", raw.monitorInterval,
@@ -110,13 +128,12 @@ void declareOutputAndProgramFlags(FlagDeclarer& declare, RawFlags& raw) {
   declare.flag("standalone", raw.standalone, "single-node job on localhost with a free port and a random run id");
   declare.flag("module", raw.module, "PROGRAM is a Python module (python -m)", "-m");
   declare.flag("no-python", raw.noPython, "execute PROGRAM directly, even if it ends in .py");
-  declare.flag("no-prefix", raw.noPrefix, "no [rank N] prefix on worker output");
   declare.flag("no-agent-store", raw.noAgentStore,
                "rank 0 hosts the workers' TCPStore (torchrun's static behaviour) instead of pltrun");
-  declare.flag("quiet", raw.quiet, "only warnings and errors from pltrun itself", "-q");
 }
 
 void declareRemoteFlags(FlagDeclarer& declare, RawFlags& raw) {
+  declare.section("Many hosts from one shell (over ssh)");
   declare.valued("hosts", raw.hosts, "run on these hosts from here, over ssh: h1:4,h2:4 (HOST:SLOTS)", "-H");
   declare.valued("hostfile", raw.hostfile, "hosts from a file: 'host slots=N' or 'host:N' lines, # comments");
   declare.valued("include", raw.include, "only these hosts/slots (DeepSpeed's form): h1@h2:0,2");
@@ -126,9 +143,9 @@ void declareRemoteFlags(FlagDeclarer& declare, RawFlags& raw) {
   declare.valued("remote-command", raw.remoteCommand,
                  "how to run a command on a host, with {host}: 'ssh -F cfg {host}', 'kubectl exec {host} --'");
   // -x has no PET_ variable: it is CLI11's own option.
-  declare.app()
-      .add_option("-x,--export", raw.exports,
-                  "pass this variable (NAME or NAME=VALUE) to the remote workers; repeatable")
+  declare
+      .inSection(declare.app().add_option("-x,--export", raw.exports,
+                                          "pass this variable (NAME or NAME=VALUE) to the remote workers; repeatable"))
       ->allow_extra_args(false)  // one value per -x: what follows may be PROGRAM
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   declare.valued("env-file", raw.envFile, "KEY=VALUE lines passed to the remote workers");
@@ -148,6 +165,15 @@ std::shared_ptr<const FlagVariables> declareFlags(CLI::App& app, RawFlags& raw) 
   declareOutputAndProgramFlags(declare, raw);
   declareRemoteFlags(declare, raw);
   app.formatter(std::make_shared<VariablesInHelp>(variables));
+  app.footer(
+      "Exit status: 0 when every worker succeeded; otherwise the first failed worker's own\n"
+      "  status (128+N if signal N killed it); 2 for a bad flag or value; 127 when PROGRAM is\n"
+      "  missing or not executable; 128+N when pltrun was stopped by signal N; 1 for any other\n"
+      "  failure (a lost rendezvous, a worker that could not be started).\n"
+      "Environment: PET_<FLAG> gives a flag's default (as torchrun); PLTRUN_SECRET_FILE the\n"
+      "  shared secret; PLTRUN_CGROUP=off no job cgroup; PYTHON_EXEC the interpreter for .py;\n"
+      "  TMPDIR the temporary run directory; CUDA_VISIBLE_DEVICES (or PLTRUN_FAKE_GPUS) the\n"
+      "  GPUs; SLURM_* a Slurm step's nodes, node rank and job id.");
   return variables;
 }
 
