@@ -145,6 +145,29 @@ TEST_CASE("many hosts (--hostfile): a failing remote worker gives its exit statu
   CHECK(noneLeftMentioning("remote-fail", 10s));
 }
 
+TEST_CASE("many hosts (--hostfile): a PBS node file, one line per slot, gives each host the sum of its lines",
+          "[remote][e2e]") {
+  SKIP_WITHOUT_SSHD();
+  Hosts hosts;
+  TempDir directory;
+  {
+    // As $PBS_NODEFILE (and Open MPI's one-slot-per-line files) are written.
+    std::ofstream hostfile(directory / "nodefile");
+    hostfile << "127.0.0.1\n127.0.0.2\n127.0.0.1\n127.0.0.2\n127.0.0.1\n";
+  }
+  ChildProcess driver(
+      hosts.driverArgs("remote-pbs", {testWorker(), "env", directory.path()}, {"--hostfile", directory / "nodefile"}));
+  Finished end = driver.wait(90s);
+  INFO(end.err);
+  REQUIRE(end.status == 0);
+  for (int rank = 0; rank < 5; ++rank) {
+    json env = json::parse(readFile(directory / ("env_" + std::to_string(rank) + ".json")));
+    CHECK(env["WORLD_SIZE"] == "5");
+    CHECK(env["LOCAL_WORLD_SIZE"] == (rank < 3 ? "3" : "2"));  // 127.0.0.1: 3 lines, 127.0.0.2: 2
+  }
+  CHECK(noneLeftMentioning("remote-pbs", 10s));
+}
+
 TEST_CASE("many hosts (--hosts): Ctrl-C on the driver leaves no process on any host", "[remote][e2e]") {
   SKIP_WITHOUT_SSHD();
   Hosts hosts;

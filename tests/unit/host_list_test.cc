@@ -132,12 +132,19 @@ TEST_CASE("Hostfiles read every dialect", "[hosts]") {
     CHECK(hostfile(content) == "h1:4 h2:2 h3:1 h4:0");
   }
   SECTION("the order of the file is kept") { CHECK(hostfile("z\ny\nx\n") == "z:0 y:0 x:0"); }
+  SECTION("Open MPI and PBS: a host on several lines adds up its slots, a bare line being one") {
+    // $PBS_NODEFILE: one line per slot, in the order of the first appearance.
+    CHECK(hostfile("n2\nn1\nn2\nn1\nn2\n") == "n2:3 n1:2");
+    CHECK(hostfile("h1 slots=2\nh2 slots=1\nh1 slots=3\n") == "h1:5 h2:1");
+    CHECK(hostfile("h1\n\n# c\nh1 slots=2\n") == "h1:3");
+    CHECK(hostfile("h1:2\nh1\n") == "h1:3");
+  }
 }
 
 TEST_CASE("Hostfile errors name the file and the line", "[hosts]") {
   auto error = [](const std::string& content) { return errorOf([&] { parseHostfile(content, "hosts.txt"); }); };
   CHECK_THAT(error("h1 slots=4\nh2 foo\n"), StartsWith("hostfile hosts.txt:2: 'h2 foo'") && Contains("key=value"));
-  CHECK_THAT(error("h1\n\n# c\nh1 slots=2\n"), Contains("hosts.txt:4") && Contains("already on line 1"));
+  CHECK_THAT(error("h1 slots=4000\nh1 slots=97\n"), Contains("hosts.txt:2") && Contains("more than 4096 slots"));
   CHECK_THAT(error("h1 slots=\n"), Contains("hosts.txt:1") && Contains("no slot count"));
   CHECK_THAT(error("h1 slots\n"), Contains("hosts.txt:1") && Contains("'slots' is not a key=value"));
   CHECK_THAT(error("h1 slots=0\n"), Contains("from 1 to 4096"));

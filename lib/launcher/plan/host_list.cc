@@ -248,7 +248,7 @@ std::vector<HostSlots> parseHostList(const std::string& text) {
 
 std::vector<HostSlots> parseHostfile(const std::string& content, const std::string& path) {
   std::vector<HostSlots> hosts;
-  std::map<std::string, size_t> lineOf;
+  std::map<std::string, size_t> indexOf;  // host -> its place in `hosts`
   size_t lineNumber = 0;
   for (std::string_view text : splitText(content, '\n')) {
     ++lineNumber;
@@ -256,13 +256,18 @@ std::vector<HostSlots> parseHostfile(const std::string& content, const std::stri
     const HostfileLine line{path, lineNumber, text};
     auto entry = parseHostfileLine(line);
     if (!entry) continue;
-    auto [earlier, fresh] = lineOf.emplace(entry->host, lineNumber);
-    if (!fresh) {
-      line.fail(
-          "host '" + entry->host + "' is already on line " + std::to_string(earlier->second) + "; list each host once",
-          false);
+    auto [earlier, fresh] = indexOf.emplace(entry->host, hosts.size());
+    if (fresh) {
+      hosts.push_back(std::move(*entry));
+      continue;
     }
-    hosts.push_back(std::move(*entry));
+    // A host on several lines (Open MPI's one line per slot, $PBS_NODEFILE): its slots add
+    // up, a line without a count being one slot.
+    HostSlots& host = hosts[earlier->second];
+    host.slots = std::max(host.slots, 1) + std::max(entry->slots, 1);
+    if (host.slots > kMaxSlots) {
+      line.fail("host '" + entry->host + "' adds up to more than " + std::to_string(kMaxSlots) + " slots", false);
+    }
   }
   if (hosts.empty()) {
     throw Error(ErrorCode::InvalidArgument, "hostfile " + path + " names no host; " + kHostfileForm);

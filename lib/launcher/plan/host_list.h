@@ -17,7 +17,8 @@ struct HostSlots {
 std::vector<HostSlots> parseHostList(const std::string& text);
 /// A hostfile's content; `path` names it in errors (with the line number). Lines: "host",
 /// "host slots=N" (also "slots = N", extra keys like max_slots=M ignored), "host:N"; '#' starts a
-/// comment (whole line or trailing); blank lines skipped. Duplicate hosts rejected; no host at all rejected.
+/// comment (whole line or trailing); blank lines skipped. A host on several lines adds up its
+/// slots, a line without a count being one (Open MPI, $PBS_NODEFILE); no host at all rejected.
 std::vector<HostSlots> parseHostfile(const std::string& content, const std::string& path);
 /// Reads a hostfile with `readFile` and parses it; a missing/unreadable file is a one-line
 /// error naming it.
