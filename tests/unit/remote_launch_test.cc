@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "pltrun/error.h"
@@ -19,7 +20,7 @@ TEST_CASE("the forwarded environment: default prefixes, -x and the env file", "[
                       {"CUDA_VISIBLE_DEVICES", "0,1"},
                       {"PYTHONPATH", "/src"},
                       {"OMP_NUM_THREADS", "4"},
-                      {"HOME", "/root"},
+                      {"HOME", "/nonexistent-home"},  // no ~/.deepspeed_env to read
                       {"PATH", "/usr/bin"},
                       {"MY_FLAG", "on"}};
   RemoteLaunchSettings remote;
@@ -38,6 +39,33 @@ TEST_CASE("the forwarded environment: default prefixes, -x and the env file", "[
   CHECK_THROWS_WITH(forwardedEnvironment(here, remote), Catch::Contains("'BAD-NAME' is not a variable name"));
   remote.exports = {"NOT_SET_HERE"};
   CHECK_THROWS_WITH(forwardedEnvironment(here, remote), Catch::Contains("-x NOT_SET_HERE: not set here"));
+}
+
+TEST_CASE("DeepSpeed's .deepspeed_env in HOME is forwarded, and -x and --env-file override it", "[remote]") {
+  const std::filesystem::path home = "/tmp/pltrun-deepspeed-env-test-" + std::to_string(getpid());
+  std::filesystem::create_directories(home);
+  std::ofstream(home / ".deepspeed_env") << "NCCL_SOCKET_IFNAME=eth0\nFROM_DS=ds\nOVERRIDDEN=by ds\n";
+  std::ofstream(home / "renamed_env") << "RENAMED=yes\n";
+  std::ofstream(home / "job.env") << "OVERRIDDEN=by the env file\n";
+  Environment here = {{"HOME", home.string()}, {"NCCL_SOCKET_IFNAME", "ib0"}};
+  RemoteLaunchSettings remote;
+  Environment forwarded = forwardedEnvironment(here, remote);
+  CHECK(forwarded.at("FROM_DS") == "ds");
+  CHECK(forwarded.at("NCCL_SOCKET_IFNAME") == "eth0");  // the file over the inherited prefix, as DeepSpeed
+  remote.exports = {"FROM_DS=from -x"};
+  remote.envFile = (home / "job.env").string();
+  forwarded = forwardedEnvironment(here, remote);
+  CHECK(forwarded.at("FROM_DS") == "from -x");
+  CHECK(forwarded.at("OVERRIDDEN") == "by the env file");
+  // DS_ENV_FILE names another file, as in DeepSpeed.
+  here["DS_ENV_FILE"] = "renamed_env";
+  forwarded = forwardedEnvironment(here, RemoteLaunchSettings{});
+  CHECK(forwarded.at("RENAMED") == "yes");
+  CHECK(forwarded.count("FROM_DS") == 0);
+  std::ofstream(home / "renamed_env") << "not a setting\n";
+  CHECK_THROWS_WITH(forwardedEnvironment(here, RemoteLaunchSettings{}),
+                    Catch::Contains("renamed_env:1") && Catch::Contains("expected KEY=VALUE"));
+  std::filesystem::remove_all(home);
 }
 
 TEST_CASE("env files: KEY=VALUE lines, comments, export, CRLF, bad lines name their number", "[remote]") {

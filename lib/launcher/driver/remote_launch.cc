@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
+#include <filesystem>
 #include <fstream>
 
 #include "launcher/net/host_identity.h"
@@ -173,6 +174,35 @@ std::string unquotedValue(std::string_view value, const std::string& where) {
   return text;
 }
 
+// KEY=VALUE lines (blank lines, # comments, `export K=V` and shell quoting allowed) into
+// `variables`; `path` names the file in errors, with the line number.
+void readEnvFile(std::istream& file, const std::string& path, Environment& variables) {
+  std::string line;
+  for (int number = 1; std::getline(file, line); ++number) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    std::string_view text = trimSpaces(line);
+    if (text.empty() || text.front() == '#') continue;
+    if (text.rfind("export ", 0) == 0) text = trimSpaces(text.substr(7));
+    const size_t equals = text.find('=');
+    std::string name(trimSpaces(text.substr(0, equals == std::string_view::npos ? 0 : equals)));
+    const std::string where = path + ":" + std::to_string(number);
+    if (equals == std::string_view::npos || name.empty() || name.find_first_of(" \t") != std::string::npos) {
+      throw Error(ErrorCode::InvalidArgument, where + ": expected KEY=VALUE, got '" + std::string(text) + "'");
+    }
+    requireVariableName(name, where);
+    variables[name] = unquotedValue(text.substr(equals + 1), where);
+  }
+}
+
+// An env file that is read only when it exists (DeepSpeed's .deepspeed_env).
+void readEnvFileIfPresent(const std::string& path, Environment& variables) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) return;
+  std::ifstream file(path);
+  if (!file) throw Error(ErrorCode::InvalidArgument, path + ": cannot be read");
+  readEnvFile(file, path, variables);
+}
+
 }  // namespace
 
 Environment forwardedEnvironment(const Environment& inherited, const RemoteLaunchSettings& remote) {
@@ -180,6 +210,15 @@ Environment forwardedEnvironment(const Environment& inherited, const RemoteLaunc
   for (const auto& [name, value] : inherited) {
     if (forwardedByDefault(name)) forwarded[name] = value;
   }
+  // DeepSpeed's launcher exports the KEY=VALUE lines of ~/.deepspeed_env, then of
+  // ./.deepspeed_env ($DS_ENV_FILE renames both); pltrun reads them the same way, and lets
+  // -x and --env-file override them.
+  const auto name = inherited.find("DS_ENV_FILE");
+  const std::string deepspeedFile = name != inherited.end() && !name->second.empty() ? name->second : ".deepspeed_env";
+  if (const auto home = inherited.find("HOME"); home != inherited.end() && !home->second.empty()) {
+    readEnvFileIfPresent(home->second + "/" + deepspeedFile, forwarded);
+  }
+  readEnvFileIfPresent(deepspeedFile, forwarded);
   for (const std::string& item : remote.exports) {
     const size_t equals = item.find('=');
     requireVariableName(item.substr(0, equals), "-x " + item);
@@ -196,22 +235,7 @@ Environment forwardedEnvironment(const Environment& inherited, const RemoteLaunc
   if (remote.envFile) {
     std::ifstream file(*remote.envFile);
     if (!file) throw Error(ErrorCode::InvalidArgument, "--env-file " + *remote.envFile + ": cannot be read");
-    std::string line;
-    for (int number = 1; std::getline(file, line); ++number) {
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      std::string_view text = trimSpaces(line);
-      if (text.empty() || text.front() == '#') continue;
-      if (text.rfind("export ", 0) == 0) text = trimSpaces(text.substr(7));
-      const size_t equals = text.find('=');
-      std::string name(trimSpaces(text.substr(0, equals == std::string_view::npos ? 0 : equals)));
-      if (equals == std::string_view::npos || name.empty() || name.find_first_of(" \t") != std::string::npos) {
-        throw Error(ErrorCode::InvalidArgument, *remote.envFile + ":" + std::to_string(number) +
-                                                    ": expected KEY=VALUE, got '" + std::string(text) + "'");
-      }
-      const std::string where = *remote.envFile + ":" + std::to_string(number);
-      requireVariableName(name, where);
-      forwarded[name] = unquotedValue(text.substr(equals + 1), where);
-    }
+    readEnvFile(file, *remote.envFile, forwarded);
   }
   return forwarded;
 }
