@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -166,6 +167,63 @@ TEST_CASE("many hosts (--hostfile): a PBS node file, one line per slot, gives ea
     CHECK(env["LOCAL_WORLD_SIZE"] == (rank < 3 ? "3" : "2"));  // 127.0.0.1: 3 lines, 127.0.0.2: 2
   }
   CHECK(noneLeftMentioning("remote-pbs", 10s));
+}
+
+TEST_CASE("many hosts (--remote-command): a kubectl exec that runs its arguments without a shell starts every agent",
+          "[remote][e2e]") {
+  TempDir directory;
+  // Behaves as `kubectl exec -i POD -- CMD ARGS...` does: CMD runs with ARGS as they are,
+  // with no shell in between (the pod here is this machine).
+  const std::string kubectl = directory / "kubectl";
+  {
+    std::ofstream script(kubectl);
+    script << "#!/bin/sh\n[ \"$1\" = exec ] || exit 2\nshift\n"
+              "while [ \"$#\" -gt 0 ] && [ \"$1\" != -- ]; do shift; done\nshift\nexec \"$@\"\n";
+  }
+  std::filesystem::permissions(kubectl, std::filesystem::perms::owner_all);
+  ChildProcess driver(pltrunCommand({"--hosts", "127.0.0.1:1,127.0.0.2:1", "--remote-command",
+                                     "'" + kubectl + "' exec -i {host} --", "--rdzv-id", "remote-kubectl", "-x",
+                                     "PLTRUN_TEST_EXPORTED", testWorker(), "env", directory.path()}),
+                      {"PLTRUN_TEST_EXPORTED=it's $HOME; `id`"});
+  Finished end = driver.wait(90s);
+  INFO(end.err);
+  REQUIRE(end.status == 0);
+  for (int rank = 0; rank < 2; ++rank) {
+    json env = json::parse(readFile(directory / ("env_" + std::to_string(rank) + ".json")));
+    CHECK(env["WORLD_SIZE"] == "2");
+    CHECK(env["PLTRUN_TEST_EXPORTED"] == "it's $HOME; `id`");
+  }
+  CHECK(noneLeftMentioning("remote-kubectl", 10s));
+}
+
+TEST_CASE("many hosts: forwarded variables reach the workers but no process's command line", "[remote][e2e]") {
+  SKIP_WITHOUT_SSHD();
+  Hosts hosts;
+  TempDir directory;
+  const std::string secret = "tok-" + std::to_string(getpid()) + "-never-in-argv";
+  {
+    std::ofstream envFile(directory / "job.env");
+    envFile << "PLTRUN_TEST_FILE_SECRET=file-" << secret << "\n";
+  }
+  const std::string release = directory / "release";
+  ChildProcess driver(
+      hosts.driverArgs("remote-secret-env",
+                       {"-x", "HF_TOKEN", "--env-file", directory / "job.env", "/bin/sh", "-c",
+                        "printf '%s %s' \"$HF_TOKEN\" \"$PLTRUN_TEST_FILE_SECRET\" > " + directory.path() +
+                            "/seen_$RANK; while [ ! -e " + release + " ]; do sleep 0.05; done"}),
+      {"HF_TOKEN=hf-" + secret});
+  for (int rank = 0; rank < 4; ++rank) REQUIRE(waitForFile(directory / ("seen_" + std::to_string(rank)), 60s));
+  // Every process of the job runs now (ssh, the remote shells, the agents, the workers).
+  const std::vector<pid_t> showing = processesMentioning(secret);
+  std::ofstream(release).close();
+  Finished end = driver.wait(90s);
+  INFO(end.err);
+  CHECK(showing.empty());
+  CHECK(end.status == 0);
+  for (int rank = 0; rank < 4; ++rank) {
+    CHECK(readFile(directory / ("seen_" + std::to_string(rank))) == "hf-" + secret + " file-" + secret);
+  }
+  CHECK(noneLeftMentioning("remote-secret-env", 10s));
 }
 
 TEST_CASE("many hosts (--hosts): Ctrl-C on the driver leaves no process on any host", "[remote][e2e]") {

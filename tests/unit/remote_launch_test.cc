@@ -7,9 +7,11 @@
 
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
+#include "launcher/plan/shell_words.h"
 #include "pltrun/error.h"
 
 using namespace pltrun;
@@ -115,14 +117,62 @@ TEST_CASE("shell quoting survives any byte the remote shell could misread", "[re
 
 TEST_CASE("the remote command: ssh with its options, or a template with {host}", "[remote]") {
   RemoteLaunchSettings remote;
-  CHECK(remoteArgv(remote, "h1", "exec env pltrun") ==
-        std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "--", "h1", "exec env pltrun"});
+  const std::vector<std::string> command = {"sh", "-c", "exec pltrun 'a b'"};
+  const std::string asOneWord = "sh -c 'exec pltrun '\\''a b'\\'''";
+  CHECK(remoteArgv(remote, "h1", command) ==
+        std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "--", "h1", asOneWord});
   remote.sshPort = 2222;
   remote.sshIdentity = "/keys/id";
-  CHECK(remoteArgv(remote, "h1", "X") ==
-        std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "-p", "2222", "-i", "/keys/id", "--", "h1", "X"});
-  remote.remoteCommand = "kubectl exec {host} --";
-  CHECK(remoteArgv(remote, "pod-1", "X") == std::vector<std::string>{"kubectl", "exec", "pod-1", "--", "X"});
+  CHECK(remoteArgv(remote, "h1", command) ==
+        std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "-p", "2222", "-i", "/keys/id", "--", "h1", asOneWord});
+  // kubectl exec runs its arguments without a shell: the command goes as separate words.
+  remote.remoteCommand = "kubectl exec -i {host} --";
+  CHECK(remoteArgv(remote, "pod-1", command) ==
+        std::vector<std::string>{"kubectl", "exec", "-i", "pod-1", "--", "sh", "-c", "exec pltrun 'a b'"});
+  // pdsh and ssh templates hand a shell one line; quotes in the template are a shell's.
   remote.remoteCommand = "pdsh  -w {host}";
-  CHECK(remoteArgv(remote, "n1", "X") == std::vector<std::string>{"pdsh", "-w", "n1", "X"});
+  CHECK(remoteArgv(remote, "n1", command) == std::vector<std::string>{"pdsh", "-w", "n1", asOneWord});
+  remote.remoteCommand = "/usr/bin/ssh -F '/my configs/ssh.cfg' {host}";
+  CHECK(remoteArgv(remote, "n1", command) ==
+        std::vector<std::string>{"/usr/bin/ssh", "-F", "/my configs/ssh.cfg", "n1", asOneWord});
+  // {cmd} puts the command, as one shell word, where the template says.
+  remote.remoteCommand = "mytool --on={host} --run {cmd} --wait";
+  CHECK(remoteArgv(remote, "n1", command) ==
+        std::vector<std::string>{"mytool", "--on=n1", "--run", asOneWord, "--wait"});
+  remote.remoteCommand = "kubectl exec -c 'unclosed {host}";
+  CHECK_THROWS_WITH(remoteArgv(remote, "n1", command),
+                    Catch::Contains("--remote-command") && Catch::Contains("not closed"));
+}
+
+TEST_CASE("shell words: a template is split as a POSIX shell splits a simple command", "[remote]") {
+  using Words = std::vector<std::string>;
+  CHECK(splitShellWords("  a  b\tc ", "t") == Words{"a", "b", "c"});
+  CHECK(splitShellWords("kubectl exec -c 'my container' x", "t") ==
+        Words{"kubectl", "exec", "-c", "my container", "x"});
+  CHECK(splitShellWords(R"(a"b c"d 'e\f' "g\"h" i\ j)", "t") == Words{"ab cd", R"(e\f)", "g\"h", "i j"});
+  CHECK(splitShellWords("'' \"\"", "t") == Words{"", ""});
+  CHECK_THROWS_WITH(splitShellWords("a \"b", "--remote-command"), Catch::Contains("\" quote is not closed"));
+  CHECK_THROWS_WITH(splitShellWords("a\\", "t"), Catch::Contains("lone backslash"));
+}
+
+TEST_CASE("the agent's script sets the forwarded variables from stdin, exactly, and leaves the rest for pltrun",
+          "[remote]") {
+  const std::string tricky = R"(it's $HOME `id` \n "q" ;|&)";
+  const Environment forwarded = {{"PLAIN", "1"}, {"TRICKY", tricky}, {"EMPTY", ""}};
+  const std::string input = forwardedVariablesInput(forwarded);
+  CHECK(input == "EMPTY=\nPLAIN=1\nTRICKY=" + tricky + "\n\n");
+  CHECK_THROWS_WITH(forwardedVariablesInput({{"TWO_LINES", "a\nb"}}), Catch::Contains("TWO_LINES has a line break"));
+  // A real sh runs the script: the values arrive byte for byte, and the secret after the
+  // empty line is still on stdin for the command.
+  const std::string stem = "/tmp/pltrun-agent-script-test-" + std::to_string(getpid());
+  std::ofstream(stem + ".in") << input << "the-secret\n";
+  const std::string script =
+      agentScript({"sh", "-c", R"(printf '%s|%s|%s|' "$PLAIN" "$TRICKY" "${EMPTY-unset}"; cat)"});
+  const std::string shell = "sh -c " + shellQuote(script) + " < " + stem + ".in > " + stem + ".out";
+  REQUIRE(std::system(shell.c_str()) == 0);
+  std::ifstream output(stem + ".out");
+  const std::string text((std::istreambuf_iterator<char>(output)), std::istreambuf_iterator<char>());
+  CHECK(text == "1|" + tricky + "||the-secret\n");
+  std::remove((stem + ".in").c_str());
+  std::remove((stem + ".out").c_str());
 }

@@ -12,6 +12,7 @@
 #include "launcher/net/rendezvous_host.h"
 #include "launcher/plan/program_command.h"
 #include "launcher/plan/rendezvous_flags.h"
+#include "launcher/plan/shell_words.h"
 #include "launcher/plan/text_parsing.h"
 #include "launcher/process/group_runner.h"
 #include "launcher/process/orphan_guard.h"
@@ -257,25 +258,80 @@ std::string shellQuote(const std::string& text) {
   return quoted + "'";
 }
 
+std::string forwardedVariablesInput(const Environment& forwarded) {
+  std::string lines;
+  for (const auto& [name, value] : forwarded) {
+    // A name inherited through a prefix (NCCL_...) may not be one a shell can export.
+    if (!isVariableName(name)) {
+      spdlog::warn("not forwarding {}: not a name a shell can export", name);
+      continue;
+    }
+    if (value.find('\n') != std::string::npos) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "forwarded variable " + name + " has a line break in its value; the hosts get one variable per line");
+    }
+    lines += name + "=" + value + "\n";
+  }
+  return lines + "\n";
+}
+
+std::string agentScript(const std::vector<std::string>& command) {
+  // `export "$line"` sets the variable from the line as it is: no word splitting, no
+  // expansion of what the value holds. `read` takes stdin a byte at a time, so what
+  // follows the empty line (the job secret) is left for pltrun.
+  std::string script =
+      "while IFS= read -r pltrun_variable && [ -n \"$pltrun_variable\" ]; do export \"$pltrun_variable\"; done; "
+      "unset pltrun_variable; exec";
+  for (const std::string& word : command) script += " " + shellQuote(word);
+  return script;
+}
+
+namespace {
+
+// Transports that join their arguments into one command line for a shell on the far side.
+bool runsRemoteShell(const std::string& program) {
+  const std::string name = program.substr(program.rfind('/') + 1);
+  return name == "ssh" || name == "pdsh" || name == "rsh" || name == "oarsh";
+}
+
+std::string oneShellWord(const std::vector<std::string>& command) {
+  std::string line;
+  for (const std::string& word : command) line += (line.empty() ? "" : " ") + shellQuote(word);
+  return line;
+}
+
+}  // namespace
+
 std::vector<std::string> remoteArgv(const RemoteLaunchSettings& remote, const std::string& host,
-                                    const std::string& remoteCommandLine) {
+                                    const std::vector<std::string>& command) {
   std::vector<std::string> argv;
   if (remote.remoteCommand.empty()) {
     argv = {"ssh", "-o", "BatchMode=yes"};
     if (remote.sshPort) argv.insert(argv.end(), {"-p", std::to_string(*remote.sshPort)});
     if (!remote.sshIdentity.empty()) argv.insert(argv.end(), {"-i", remote.sshIdentity});
-    argv.insert(argv.end(), {"--", host});  // whatever the host is called, never an option
-  } else {
-    for (std::string_view word : splitText(remote.remoteCommand, ' ')) {
-      if (word.empty()) continue;
-      std::string expanded(word);
-      for (size_t at = expanded.find("{host}"); at != std::string::npos; at = expanded.find("{host}")) {
-        expanded.replace(at, 6, host);
-      }
-      argv.push_back(expanded);
-    }
+    argv.insert(argv.end(), {"--", host, oneShellWord(command)});  // never an option, whatever its name
+    return argv;
   }
-  argv.push_back(remoteCommandLine);
+  bool placed = false;
+  for (std::string word : splitShellWords(remote.remoteCommand, "--remote-command")) {
+    if (word == "{cmd}") {
+      argv.push_back(oneShellWord(command));
+      placed = true;
+      continue;
+    }
+    for (size_t at = word.find("{host}"); at != std::string::npos; at = word.find("{host}", at + host.size())) {
+      word.replace(at, 6, host);
+    }
+    argv.push_back(word);
+  }
+  if (placed) return argv;
+  // ssh and pdsh hand the far side's shell one command line; kubectl exec, docker exec and
+  // the like execute their arguments as they are.
+  if (!argv.empty() && runsRemoteShell(argv.front())) {
+    argv.push_back(oneShellWord(command));
+  } else {
+    argv.insert(argv.end(), command.begin(), command.end());
+  }
   return argv;
 }
 
@@ -294,17 +350,18 @@ struct AgentLaunch {
 };
 
 // The agent of host `index`, as one "worker" of the driver's group: ssh (or the
-// --remote-command) running `env VARS pltrun AGENT-FLAGS PROGRAM` on the host.
+// --remote-command) running `sh -c SCRIPT` on the host, SCRIPT setting the forwarded
+// variables from stdin and exec'ing `pltrun AGENT-FLAGS PROGRAM`.
 WorkerSpec agentSpec(const AgentLaunch& launch, size_t index) {
   const LaunchConfig& config = launch.config;
   const HostSlots& host = config.remote.hosts[index];
-  std::string line = "exec env";
-  for (const auto& [name, value] : launch.forwarded) line += " " + shellQuote(name + "=" + value);
-  line += " " + shellQuote(launch.remotePltrun);
-  for (const std::string& arg : agentArguments(config, host, index, launch.endpoint, launch.runId)) {
-    line += " " + shellQuote(arg);
+  std::vector<std::string> pltrun = {launch.remotePltrun};
+  for (std::string& arg : agentArguments(config, host, index, launch.endpoint, launch.runId)) {
+    pltrun.push_back(std::move(arg));
   }
-  std::vector<std::string> argv = remoteArgv(config.remote, host.host, line);
+  // Run by sh whether or not the far side starts a shell of its own (kubectl exec does
+  // not); the forwarded variables come on its standard input, never on a command line.
+  std::vector<std::string> argv = remoteArgv(config.remote, host.host, {"sh", "-c", agentScript(pltrun)});
 
   WorkerSpec spec;
   spec.rank = static_cast<int>(index);
@@ -320,8 +377,10 @@ WorkerSpec agentSpec(const AgentLaunch& launch, size_t index) {
   }
   spec.launch.argv = argv;
   spec.launch.environment = launch.environment;
-  // ssh passes it on to the agent's standard input (secret_file=-, see agentArguments).
-  if (driverMakesSecret(config.rdzv)) spec.launch.standardInput = launch.secret + "\n";
+  // ssh passes it on to the agent's standard input: the forwarded variables, an empty
+  // line, then the job's secret for pltrun (secret_file=-, see agentArguments).
+  spec.launch.standardInput = forwardedVariablesInput(launch.forwarded);
+  if (driverMakesSecret(config.rdzv)) *spec.launch.standardInput += launch.secret + "\n";
   return spec;
 }
 

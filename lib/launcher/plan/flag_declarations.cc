@@ -141,7 +141,7 @@ void declareRemoteFlags(FlagDeclarer& declare, RawFlags& raw) {
   declare.valued("ssh-port", raw.sshPort, "the hosts' ssh port");
   declare.valued("ssh-identity", raw.sshIdentity, "the private key ssh uses");
   declare.valued("remote-command", raw.remoteCommand,
-                 "how to run a command on a host, with {host}: 'ssh -F cfg {host}', 'kubectl exec {host} --'");
+                 "how to run a command on a host, with {host}: 'ssh -F cfg {host}', 'kubectl exec -i {host} --'");
   // -x has no PET_ variable: it is CLI11's own option.
   declare
       .inSection(declare.app().add_option("-x,--export", raw.exports,
