@@ -226,6 +226,28 @@ TEST_CASE("many hosts: forwarded variables reach the workers but no process's co
   CHECK(noneLeftMentioning("remote-secret-env", 10s));
 }
 
+TEST_CASE("many hosts: -np N as horovodrun takes it, N workers on this node or the first N slots of the hosts",
+          "[remote][e2e]") {
+  TempDir directory;
+  Finished local = runPltrun({"-np", "3", "/bin/sh", "-c", "echo \"$RANK/$WORLD_SIZE\""});
+  INFO(local.err);
+  REQUIRE(local.status == 0);
+  for (const char* line : {"0/3", "1/3", "2/3"}) CHECK(local.out.find(line) != std::string::npos);
+  SKIP_WITHOUT_SSHD();
+  Hosts hosts;
+  ChildProcess driver(hosts.driverArgs("remote-np", {"-np", "3", testWorker(), "env", directory.path()}));
+  Finished end = driver.wait(90s);
+  INFO(end.err);
+  REQUIRE(end.status == 0);
+  for (int rank = 0; rank < 3; ++rank) {
+    json env = json::parse(readFile(directory / ("env_" + std::to_string(rank) + ".json")));
+    CHECK(env["WORLD_SIZE"] == "3");
+    CHECK(env["LOCAL_WORLD_SIZE"] == (rank < 2 ? "2" : "1"));  // 127.0.0.1: both slots, 127.0.0.2: one
+  }
+  CHECK_FALSE(std::filesystem::exists(directory / "env_3.json"));
+  CHECK(noneLeftMentioning("remote-np", 10s));
+}
+
 TEST_CASE("many hosts (--hosts): Ctrl-C on the driver leaves no process on any host", "[remote][e2e]") {
   SKIP_WITHOUT_SSHD();
   Hosts hosts;

@@ -739,3 +739,29 @@ TEST_CASE("the rendezvous secret file: --rdzv-conf secret_file, else PLTRUN_SECR
           "/home/me/.pltrun/secret");
   }
 }
+
+TEST_CASE("horovodrun and mpirun -np N: N workers on one node, or the first N slots of the hosts", "[command_line]") {
+  LaunchConfig config = parseConfig({"-np", "3", "train.py"});
+  REQUIRE(config.nprocPerNode);
+  CHECK(config.nprocPerNode->kind == WorkerCount::Kind::Fixed);
+  CHECK(config.nprocPerNode->count == 3);
+  CHECK(parseConfig({"--np=2", "train.py"}).nprocPerNode->count == 2);
+  CHECK(parseConfig({"-np", "2", "--nproc-per-node", "2", "train.py"}).nprocPerNode->count == 2);
+  // After PROGRAM, -np is the program's; and the value of an option before it is skipped.
+  config = parseConfig({"--rdzv-id", "-np", "./mpi_app", "-np", "4"});
+  CHECK(config.runId == "-np");
+  CHECK(config.program == "./mpi_app");
+  CHECK(config.programArgs == std::vector<std::string>{"-np", "4"});
+  CHECK_FALSE(config.nprocPerNode);
+  config = parseConfig({"--hosts", "a:2,b:2,c:4", "-np", "3", "train.py"});
+  REQUIRE(config.remote.hosts.size() == 2);
+  CHECK(config.remote.hosts[0].slots == 2);
+  CHECK(config.remote.hosts[1].host == "b");
+  CHECK(config.remote.hosts[1].slots == 1);
+  CHECK(config.nnodes == 2);
+  requireInvalid({"-np", "3", "--nproc-per-node", "2", "train.py"}, {"-np 3", "--nproc-per-node 2", "disagree"});
+  requireInvalid({"-np", "0", "train.py"}, {"-np", "'0'"});
+  requireInvalid({"-np", "4", "--nnodes", "2", "train.py"}, {"--nnodes", "--nproc-per-node instead"});
+  requireInvalid({"--hosts", "a:2,b:2", "-np", "5", "train.py"}, {"-np 5", "offer 4 slots"});
+  requireInvalid({"--hosts", "a,b", "-np", "2", "train.py"}, {"slot count", "a:N"});
+}

@@ -242,3 +242,15 @@ TEST_CASE("host selection: --include and --exclude errors", "[hosts]") {
              Contains("'h1' has no slot count") && Contains("exclude the whole host"));
   CHECK_THAT(errorOf([] { selectHosts(parseHostList("h1"), "::1:0", ""); }), Contains("brackets"));
 }
+
+TEST_CASE("host selection for -np: the first N slots in host order", "[hosts]") {
+  CHECK(describe(firstSlots(parseHostList("a:2,b:2,c:4"), 3)) == "a:2 b:1");
+  CHECK(describe(firstSlots(parseHostList("a:2,b:2"), 4)) == "a:2 b:2");
+  // Slots chosen with --include: the first chosen indices are kept.
+  const auto chosen = firstSlots(selectHosts(parseHostList("a:4,b:4"), "a:1,3@b", ""), 3);
+  REQUIRE(chosen.size() == 2);
+  CHECK(chosen[0].devices == std::vector<int>{1, 3});
+  CHECK(chosen[1].slots == 1);
+  CHECK_THAT(errorOf([] { firstSlots(parseHostList("a:2"), 3); }), Contains("offer 2 slots"));
+  CHECK_THAT(errorOf([] { firstSlots(parseHostList("a,b"), 1); }), Contains("needs every host's slot count"));
+}

@@ -62,12 +62,47 @@ void checkRunId(const std::string& runId) {
                        " of the characters A-Z a-z 0-9 . _ - (and not . or ..): it names a directory under --log-dir");
 }
 
+// horovodrun's and mpirun's "-np N": CLI11 would read "-np" as -n -p, so it becomes --np,
+// but only among pltrun's own options: a "-np" after PROGRAM is the program's.
+void renameSingleDashNp(std::vector<std::string>& args, const CLI::App& app) {
+  for (size_t at = 0; at < args.size(); ++at) {
+    const std::string& arg = args[at];
+    if (arg == "-np") {
+      args[at] = "--np";
+      ++at;  // its value
+      continue;
+    }
+    if (arg == "--" || arg.size() < 2 || arg.front() != '-') return;  // PROGRAM starts here
+    if (arg.find('=') != std::string::npos) continue;
+    const CLI::Option* option = app.get_option_no_throw(arg);
+    if (option != nullptr && option->get_type_size() != 0) ++at;  // the option's value
+  }
+}
+
+// -np N without hosts: N workers on this one node, as horovodrun -np N does on localhost.
+void applyTotalOnOneNode(const RawFlags& raw, LaunchConfig& config) {
+  const int total = parseTotalProcesses(raw.totalProcesses);
+  if (!raw.nnodes.empty() && raw.nnodes != "1") {
+    throw Error(ErrorCode::InvalidArgument,
+                "-np counts workers on one node or over --hosts/--hostfile; with --nnodes "
+                "give --nproc-per-node instead");
+  }
+  if (total > kMaxWorkersPerNode) throwInvalidFlag("-np", raw.totalProcesses, "on one node at most 4096 workers");
+  if (config.nprocPerNode &&
+      !(config.nprocPerNode->kind == WorkerCount::Kind::Fixed && config.nprocPerNode->count == total)) {
+    throw Error(ErrorCode::InvalidArgument, "-np " + raw.totalProcesses + " and --nproc-per-node " + raw.nprocPerNode +
+                                                " disagree; give one of them");
+  }
+  config.nprocPerNode = WorkerCount::fixed(total);
+}
+
 LaunchConfig buildConfig(RawFlags raw, const std::vector<std::string>& command, const Environment& env,
                          const FileReader& readFile) {
   LaunchConfig config;
   applyProgram(raw, command, config);
   // Parsed here, once: the worker layout resolves them against the GPUs without text.
   if (!raw.nprocPerNode.empty()) config.nprocPerNode = parseWorkerCount(raw.nprocPerNode);
+  if (!raw.totalProcesses.empty() && raw.hosts.empty() && raw.hostfile.empty()) applyTotalOnOneNode(raw, config);
   if (!raw.devices.empty()) config.devices = parseDeviceSelection(raw.devices);
   if (!raw.runIdAlias.empty()) raw.runId = raw.runIdAlias;
   if (raw.hosts.empty() && raw.hostfile.empty()) applySlurmDefaults(raw, config, env);
@@ -94,6 +129,7 @@ std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const 
   const std::shared_ptr<const FlagVariables> variables = declareFlags(app, raw);
 
   std::vector<std::string> args(argv + 1, argv + argc);
+  renameSingleDashNp(args, app);
   std::reverse(args.begin(), args.end());  // CLI11 takes the arguments in reverse order
   try {
     app.parse(args);

@@ -83,6 +83,9 @@ void declareWorkerAndNodeFlags(FlagDeclarer& declare, RawFlags& raw) {
   declare.valued("devices", raw.devices,
                  "Lightning's devices: 3 = first three GPUs, \"1, 3\" = GPUs 1 and 3, -1 = all, 0 = none");
   declare.valued("max-restarts", raw.maxRestarts, "restarts of the worker group after a failure (default 0)");
+  declare.valued("np", raw.totalProcesses,
+                 "horovodrun's and mpirun's -np N: N workers in all; on one node, --nproc-per-node N; with "
+                 "--hosts/--hostfile, the first N slots in host order");
   declare.section("Several nodes (static or elastic)");
   declare.valued("nnodes", raw.nnodes,
                  "number of nodes: N, or MIN:MAX for an elastic job (c10d rendezvous) (default 1)");

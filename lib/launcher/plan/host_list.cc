@@ -294,6 +294,30 @@ std::vector<HostSlots> readHostfile(const std::string& path, const FileReader& r
   return parseHostfile(content, path);
 }
 
+std::vector<HostSlots> firstSlots(std::vector<HostSlots> hosts, int count) {
+  std::vector<HostSlots> chosen;
+  int left = count;
+  for (HostSlots& host : hosts) {
+    if (left == 0) break;
+    const std::vector<int> slots = availableSlots(host);
+    if (slots.empty()) {
+      throw Error(ErrorCode::InvalidArgument, "-np " + std::to_string(count) +
+                                                  " needs every host's slot count: write " + host.host +
+                                                  ":N (or 'slots=N' in the hostfile)");
+    }
+    const int taken = std::min(left, static_cast<int>(slots.size()));
+    if (!host.devices.empty()) host.devices.resize(static_cast<size_t>(taken));
+    host.slots = taken;
+    left -= taken;
+    chosen.push_back(std::move(host));
+  }
+  if (left > 0) {
+    throw Error(ErrorCode::InvalidArgument, "-np " + std::to_string(count) + " but the hosts offer " +
+                                                std::to_string(count - left) + " slots; ask for fewer or add hosts");
+  }
+  return chosen;
+}
+
 std::vector<HostSlots> selectHosts(std::vector<HostSlots> hosts, const std::string& include,
                                    const std::string& exclude) {
   const bool including = !trimSpaces(include).empty();

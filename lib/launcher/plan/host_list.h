@@ -31,4 +31,8 @@ std::vector<HostSlots> readHostfile(const std::string& path, const FileReader& r
 /// host has slots 0 (unknown) an index list is accepted as is for include; for exclude it is an error.
 std::vector<HostSlots> selectHosts(std::vector<HostSlots> hosts, const std::string& include,
                                    const std::string& exclude);
+/// horovodrun's and mpirun's -np: the first `count` slots in host order (the last host kept
+/// in part, the hosts after it dropped). Throws Error(InvalidArgument) when a host's slot
+/// count is not given or the hosts offer fewer than `count` slots.
+std::vector<HostSlots> firstSlots(std::vector<HostSlots> hosts, int count);
 }  // namespace pltrun

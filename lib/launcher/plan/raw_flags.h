@@ -11,6 +11,8 @@ namespace pltrun {
 // Validated after CLI11 has split the command line, so each error names the flag, the value
 // and what is accepted, in our words.
 struct RawFlags {
+  /// -np / --np: horovodrun's and mpirun's total process count.
+  std::string totalProcesses;
   std::string nprocPerNode, devices, nnodes, nodeRank, masterAddr, masterPort, maxRestarts;
   std::string runId, role, logDir, redirects, tee, localRanksFilter, termTimeout;
   /// --run-id, --rdzv-id's other name, with a target of its own because the PET_* defaults

@@ -2,6 +2,7 @@
 
 #include "launcher/plan/host_list.h"
 #include "launcher/plan/text_parsing.h"
+#include "launcher/plan/worker_count.h"
 #include "pltrun/error.h"
 
 namespace pltrun {
@@ -38,6 +39,9 @@ void applyDriverFlags(const RawFlags& raw, std::vector<HostSlots> hosts, LaunchC
   RemoteLaunchSettings& remote = config.remote;
   remote.hosts = selectHosts(std::move(hosts), raw.include, raw.exclude);
   if (remote.hosts.empty()) throw Error(ErrorCode::InvalidArgument, "--include/--exclude left no host to run on");
+  if (!raw.totalProcesses.empty()) {
+    remote.hosts = firstSlots(std::move(remote.hosts), parseTotalProcesses(raw.totalProcesses));
+  }
   if (!raw.sshPort.empty()) {
     remote.sshPort =
         static_cast<int>(parseIntegerFlag("--ssh-port", raw.sshPort, 1, 65535, "expected a TCP port 1..65535"));

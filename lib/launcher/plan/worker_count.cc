@@ -24,6 +24,11 @@ WorkerCount parseWorkerCount(const std::string& text) {
   return WorkerCount::fixed(static_cast<int>(*count));
 }
 
+int parseTotalProcesses(const std::string& text) {
+  return static_cast<int>(
+      parseIntegerFlag("-np", std::string(trimSpaces(text)), 1, 1 << 20, "expected a number of workers, 1 or more"));
+}
+
 std::string workerCountText(const WorkerCount& count) {
   switch (count.kind) {
     case WorkerCount::Kind::Gpu:

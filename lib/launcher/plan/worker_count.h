@@ -34,6 +34,9 @@ WorkerCount parseWorkerCount(const std::string& text);
 
 /// The flag text that parses back to `count` ("4", "gpu", "cpu", "auto"): what the driver
 /// forwards to its agents, and what errors quote.
+/// -np's value: workers in all, 1..2^20 (exit 2 otherwise).
+int parseTotalProcesses(const std::string& text);
+
 std::string workerCountText(const WorkerCount& count);
 
 }  // namespace pltrun
