@@ -139,14 +139,6 @@ std::string jobSecret(const RendezvousSettings& settings) {
   return rdzv::toHex(rdzv::randomBytes(32));
 }
 
-// A name the remote shell and `env` take as a variable: a letter or _, then letters, digits, _.
-bool isVariableName(std::string_view name) {
-  if (name.empty() || (name.front() >= '0' && name.front() <= '9')) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-  });
-}
-
 void requireVariableName(const std::string& name, const std::string& where) {
   if (isVariableName(name)) return;
   throw Error(ErrorCode::InvalidArgument,

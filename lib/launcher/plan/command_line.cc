@@ -87,7 +87,10 @@ void applyTotalOnOneNode(const RawFlags& raw, LaunchConfig& config) {
                 "-np counts workers on one node or over --hosts/--hostfile; with --nnodes "
                 "give --nproc-per-node instead");
   }
-  if (total > kMaxWorkersPerNode) throwInvalidFlag("-np", raw.totalProcesses, "on one node at most 4096 workers");
+  if (total > kMaxWorkersPerNode) {
+    throwInvalidFlag("-np", raw.totalProcesses,
+                     "on one node at most " + std::to_string(kMaxWorkersPerNode) + " workers");
+  }
   if (config.nprocPerNode &&
       !(config.nprocPerNode->kind == WorkerCount::Kind::Fixed && config.nprocPerNode->count == total)) {
     throw Error(ErrorCode::InvalidArgument, "-np " + raw.totalProcesses + " and --nproc-per-node " + raw.nprocPerNode +

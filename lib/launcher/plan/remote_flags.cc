@@ -20,10 +20,7 @@ std::vector<HostSlots> hostsGiven(const RawFlags& raw, const FileReader& readFil
 // -x NAME or -x NAME=VALUE: NAME must be a variable's name.
 std::vector<std::string> checkedExports(const std::vector<std::string>& exports) {
   for (const std::string& name : exports) {
-    const std::string variable = name.substr(0, name.find('='));
-    if (variable.empty() ||
-        variable.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
-            std::string::npos) {
+    if (!isVariableName(name.substr(0, name.find('=')))) {
       throwInvalidFlag("-x", name, "expected a variable name, or NAME=VALUE");
     }
   }

@@ -12,6 +12,13 @@ bool isNameCharacter(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
 }
 
+bool isVariableName(std::string_view name) {
+  if (name.empty() || (name.front() >= '0' && name.front() <= '9')) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
 std::string_view trimSpaces(std::string_view text) {
   const auto isSpace = [](char c) { return c == ' ' || c == '\t'; };
   while (!text.empty() && isSpace(text.front())) text.remove_prefix(1);

@@ -23,6 +23,10 @@ namespace pltrun {
 /// and '_'. Nothing a shell, ssh or a path would read as syntax.
 bool isNameCharacter(char c);
 
+/// A name a shell takes as a variable's (and so `export` and `env` accept): a letter or _,
+/// then letters, digits or _.
+bool isVariableName(std::string_view name);
+
 /// Leading and trailing spaces and tabs removed.
 std::string_view trimSpaces(std::string_view text);
 

@@ -25,8 +25,7 @@ WorkerCount parseWorkerCount(const std::string& text) {
 }
 
 int parseTotalProcesses(const std::string& text) {
-  return static_cast<int>(
-      parseIntegerFlag("-np", std::string(trimSpaces(text)), 1, 1 << 20, "expected a number of workers, 1 or more"));
+  return static_cast<int>(parseIntegerFlag("-np", text, 1, 1 << 20, "expected a number of workers, 1 or more"));
 }
 
 std::string workerCountText(const WorkerCount& count) {

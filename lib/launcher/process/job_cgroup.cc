@@ -11,19 +11,17 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "launcher/process/cgroup_paths.h"
+#include "launcher/process/private_file.h"
 
 namespace pltrun {
 namespace {
 
-std::string readWhole(const char* path) {
-  std::ifstream file(path);
-  std::ostringstream text;
-  text << file.rdbuf();
-  return text.str();
+// The small /proc and cgroupfs files this reads; "" when one cannot be read.
+std::string readWhole(const std::string& path) {
+  constexpr size_t kLimit = 1 << 20;  // mountinfo of a container with many mounts stays far below
+  return readRegularFile(path, kLimit).value_or("");
 }
 
 // This process's cgroup v2 directory, or a reason why there is none.
@@ -62,15 +60,16 @@ void removeChildCgroups(const std::string& path) {
   while (const dirent* entry = ::readdir(directory)) {
     const std::string name = entry->d_name;
     if (entry->d_type != DT_DIR || name == "." || name == "..") continue;
-    removeChildCgroups(path + "/" + name);
-    ::rmdir((path + "/" + name).c_str());
+    const std::string child = path + "/" + name;
+    removeChildCgroups(child);
+    ::rmdir(child.c_str());
   }
   ::closedir(directory);
 }
 
 // Processes can join only a "domain" cgroup: one made in a threaded subtree is "domain
 // invalid", and a worker's move into it would fail.
-bool acceptsProcesses(const std::string& path) { return readWhole((path + "/cgroup.type").c_str()) == "domain\n"; }
+bool acceptsProcesses(const std::string& path) { return readWhole(path + "/cgroup.type") == "domain\n"; }
 
 }  // namespace
 

@@ -35,8 +35,8 @@ WorkerGroup::WorkerGroup(boost::asio::io_context& context, ConsoleWriter& consol
       failureTimer_(runtime.timers.makeTimer(context)) {}
 
 WorkerGroup::~WorkerGroup() {
-  // Normally finish() has run. On an error path the workers' destructors kill and reap
-  // what is left, and the guard forgets those groups here.
+  // Normally finish() has run and every worker is retired. On an error path those still
+  // running are retired here: killed, forgotten by the guard, reaped.
   if (finished_) return;
   for (auto& worker : workers_) {
     if (worker->process) retire(*worker);

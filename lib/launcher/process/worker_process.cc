@@ -41,38 +41,6 @@ std::string startHint(int error) {
   return "";
 }
 
-// The read end of a pipe that already holds all of `bytes` and whose write end is closed:
-// the child reads them, then end of file. They fit the pipe's buffer, so nothing blocks.
-class FilledPipe {
- public:
-  explicit FilledPipe(const std::string& bytes) {
-    constexpr size_t kPipeBuffer = 64 * 1024;  // Linux's default pipe capacity
-    if (bytes.size() > kPipeBuffer) throw Error(ErrorCode::InvalidArgument, "standard input over 64 KiB");
-    int ends[2];
-    if (pipe2(ends, O_CLOEXEC) != 0) throw Error(ErrorCode::System, std::string("pipe: ") + std::strerror(errno));
-    readEnd_ = ends[0];
-    size_t written = 0;
-    while (written < bytes.size()) {
-      const ssize_t count = ::write(ends[1], bytes.data() + written, bytes.size() - written);
-      if (count < 0 && errno == EINTR) continue;
-      if (count < 0) {
-        const int error = errno;
-        ::close(ends[1]);
-        throw Error(ErrorCode::System, std::string("writing a child's stdin: ") + std::strerror(error));
-      }
-      written += static_cast<size_t>(count);
-    }
-    ::close(ends[1]);
-  }
-  ~FilledPipe() { ::close(readEnd_); }  // the child has its own copy once started
-  FilledPipe(const FilledPipe&) = delete;
-  FilledPipe& operator=(const FilledPipe&) = delete;
-  int readEnd() const { return readEnd_; }
-
- private:
-  int readEnd_ = -1;
-};
-
 // A descriptor closed when this goes out of scope, unless released.
 class OwnedFd {
  public:
@@ -89,6 +57,26 @@ class OwnedFd {
  private:
   int fd_;
 };
+
+// What the worker reads on stdin: /dev/null, or the read end of a pipe that already holds
+// all of `bytes` and whose write end is closed (the child reads them, then end of file;
+// they fit the pipe's buffer, so nothing blocks).
+OwnedFd standardInputFor(const std::optional<std::string>& bytes) {
+  if (!bytes) return OwnedFd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  constexpr size_t kPipeBuffer = 64 * 1024;  // Linux's default pipe capacity
+  if (bytes->size() > kPipeBuffer) throw Error(ErrorCode::InvalidArgument, "standard input over 64 KiB");
+  int ends[2];
+  if (pipe2(ends, O_CLOEXEC) != 0) throw Error(ErrorCode::System, std::string("pipe: ") + std::strerror(errno));
+  OwnedFd readEnd(ends[0]);
+  const OwnedFd writeEnd(ends[1]);
+  for (size_t written = 0; written < bytes->size();) {
+    const ssize_t count = ::write(writeEnd.get(), bytes->data() + written, bytes->size() - written);
+    if (count < 0 && errno == EINTR) continue;
+    if (count < 0) throw Error(ErrorCode::System, std::string("writing a child's stdin: ") + std::strerror(errno));
+    written += static_cast<size_t>(count);
+  }
+  return readEnd;
+}
 
 // A new pipe, both ends close-on-exec (the child gets its end through dup2).
 std::pair<OwnedFd, OwnedFd> makePipe() {
@@ -137,9 +125,7 @@ struct WorkerProcess::Impl {
 
 WorkerProcess::WorkerProcess(boost::asio::io_context& context, const Launch& launch,
                              boost::asio::readable_pipe& stdoutPipe, boost::asio::readable_pipe& stderrPipe) {
-  std::optional<FilledPipe> input;
-  if (launch.standardInput) input.emplace(*launch.standardInput);
-  OwnedFd devNull(input ? -1 : ::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  const OwnedFd input = standardInputFor(launch.standardInput);  // the child has its own copy once started
   auto [stdoutRead, stdoutWrite] = makePipe();
   auto [stderrRead, stderrWrite] = makePipe();
   const std::vector<char*> argv = nullTerminated(launch.argv);
@@ -149,7 +135,7 @@ WorkerProcess::WorkerProcess(boost::asio::io_context& context, const Launch& lau
   setup.executable = launch.executable.c_str();
   setup.argv = argv.data();
   setup.envp = environment.data();
-  setup.standardInput = input ? input->readEnd() : devNull.get();
+  setup.standardInput = input.get();
   setup.standardOutput = stdoutWrite.get();
   setup.standardError = stderrWrite.get();
   setup.guardFd = launch.guardFd;
