@@ -13,6 +13,7 @@ packages=(
   openssh-server openssh-client
   clang libclang-rt-14-dev clang-format-14
   etcd-server etcd-client  # the etcd rendezvous backend's tests start real members (issue 13)
+  slurmctld slurmd slurm-client munge  # the real-Slurm tests start a two-node cluster (issue 15)
 )
 for argument in "$@"; do
   case "$argument" in

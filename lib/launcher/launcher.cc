@@ -106,6 +106,7 @@ int runLauncher(const LaunchConfig& config) {
   options.termTimeout = config.termTimeout;
   options.host = plan.host;
   options.reportPath = directory.failureReportPath();
+  options.slurmSignalReach = config.slurmSignalReach;
   return Supervisor(context, options, guard).run([&attempts](int attempt) { return attempts.workersOf(attempt); });
 }
 

@@ -3,6 +3,8 @@
 // loopback addresses ("127.0.0.[1-2]"), so the first "node" is this machine; the job id is
 // chosen so that the port derived from it (10000 + id mod 50000) is one the kernel just
 // reported free.
+//
+// The same against a real Slurm cluster (srun, salloc, sbatch, scancel): tests/slurm/.
 
 #include <signal.h>
 
@@ -33,8 +35,17 @@ int freePortForSlurm() {
 }
 
 std::vector<std::string> slurmTask(int jobId, int nodeId) {
-  return {"SLURM_JOB_ID=" + std::to_string(jobId), "SLURM_NNODES=2", "SLURM_NODEID=" + std::to_string(nodeId),
-          "SLURM_JOB_NODELIST=127.0.0.[1-2]", "SLURM_PROCID=" + std::to_string(nodeId)};
+  return {"SLURM_JOB_ID=" + std::to_string(jobId),
+          "SLURM_STEP_ID=0",
+          "SLURM_NNODES=2",
+          "SLURM_NODEID=" + std::to_string(nodeId),
+          "SLURM_JOB_NODELIST=127.0.0.[1-2]",
+          "SLURM_STEP_NODELIST=127.0.0.[1-2]",
+          "SLURM_STEP_NUM_NODES=2",
+          "SLURM_STEP_NUM_TASKS=2",
+          "SLURM_LOCALID=0",
+          "SLURM_PROCID=" + std::to_string(nodeId),
+          "SLURM_CONF=/nonexistent/slurm.conf"};
 }
 
 }  // namespace
@@ -51,7 +62,8 @@ TEST_CASE("under srun, pltrun needs no node flag: Slurm's variables place every 
   INFO(firstEnd.err << secondEnd.err);
   REQUIRE(firstEnd.status == 0);
   REQUIRE(secondEnd.status == 0);
-  const std::string detected = "Slurm job " + std::to_string(jobId) + ": 2 nodes (first 127.0.0.1), this is node ";
+  const std::string detected =
+      "Slurm job " + std::to_string(jobId) + " (step 0): 2 nodes (first 127.0.0.1), this is node ";
   CHECK_THAT(firstEnd.err, Catch::Contains(detected + "0"));
   CHECK_THAT(secondEnd.err, Catch::Contains(detected + "1"));
   CHECK_THAT(firstEnd.err, Catch::Contains("listening on 127.0.0.1:" + std::to_string(port)));

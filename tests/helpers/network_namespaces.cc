@@ -22,6 +22,19 @@ Finished ip(const std::vector<std::string>& args) {
   return command.wait(20s);
 }
 
+// Runs each `ip` command in order; the first failure's description, or empty.
+std::string runAll(const std::vector<std::vector<std::string>>& commands) {
+  for (const auto& args : commands) {
+    Finished done = ip(args);
+    if (done.status != 0) {
+      std::string command;
+      for (const auto& arg : args) command += " " + arg;
+      return "`ip" + command + "` failed: " + done.err;
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 NamespacePair::NamespacePair() {
@@ -53,15 +66,7 @@ NamespacePair::NamespacePair() {
       {"-n", a_, "link", "set", "veth-a", "up"},
       {"-n", b_, "link", "set", "veth-b", "up"},
   };
-  for (const auto& args : setup) {
-    Finished done = ip(args);
-    if (done.status != 0) {
-      std::string command;
-      for (const auto& arg : args) command += " " + arg;
-      error_ = "`ip" + command + "` failed: " + done.err;
-      return;
-    }
-  }
+  error_ = runAll(setup);
 }
 
 NamespacePair::~NamespacePair() {
@@ -70,6 +75,42 @@ NamespacePair::~NamespacePair() {
 }
 
 bool NamespacePair::cutB() const { return ip({"-n", b_, "link", "set", "veth-b", "down"}).status == 0; }
+
+BridgedNamespaces::BridgedNamespaces(int spokes) {
+  if (!std::filesystem::exists("/bin/ip")) {
+    error_ = "/bin/ip is missing (Debian package iproute2)";
+    return;
+  }
+  const std::string stem = "pltrun-br-" + std::to_string(getpid()) + "-";
+  for (int index = 0; index <= spokes; ++index) {
+    const std::string name = stem + (index == 0 ? std::string("hub") : std::to_string(index));
+    Finished added = ip({"netns", "add", name});
+    if (added.status != 0) {
+      error_ = "`ip netns add` failed (needs root / CAP_SYS_ADMIN): " + added.err;
+      return;
+    }
+    names_.push_back(name);
+  }
+  std::vector<std::vector<std::string>> setup = {
+      {"-n", hub(), "link", "set", "lo", "up"},
+      {"-n", hub(), "link", "add", "br0", "type", "bridge"},
+      {"-n", hub(), "addr", "add", std::string(kHubAddress) + "/24", "dev", "br0"},
+      {"-n", hub(), "link", "set", "br0", "up"},
+  };
+  for (int index = 0; index < spokes; ++index) {
+    const std::string port = "port" + std::to_string(index);
+    setup.push_back({"-n", hub(), "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", spoke(index)});
+    setup.push_back({"-n", hub(), "link", "set", port, "master", "br0", "up"});
+    setup.push_back({"-n", spoke(index), "addr", "add", spokeAddress(index) + "/24", "dev", "eth0"});
+    setup.push_back({"-n", spoke(index), "link", "set", "eth0", "up"});
+    setup.push_back({"-n", spoke(index), "link", "set", "lo", "up"});
+  }
+  error_ = runAll(setup);
+}
+
+BridgedNamespaces::~BridgedNamespaces() {
+  for (const std::string& name : names_) ip({"netns", "del", name});  // takes its veth ends with it
+}
 
 bool namespacesReady(const NamespacePair& namespaces) {
   if (namespaces.error().empty()) return true;

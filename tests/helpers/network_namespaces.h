@@ -5,6 +5,7 @@
 // iproute2; where they are missing the tests that use it skip with a warning.
 
 #include <string>
+#include <vector>
 
 namespace pltrun::test {
 
@@ -28,6 +29,30 @@ class NamespacePair {
  private:
   std::string a_, b_, error_;
   bool createdA_ = false, createdB_ = false;
+};
+
+/// A hub network namespace holding a bridge at 10.231.78.254/24, and `spokes` namespaces
+/// plugged into it by veth pairs, at 10.231.78.1, .2, ...: hosts on one switch, as a
+/// cluster's nodes and its controller are. Addresses private to the namespaces; every
+/// namespace is deleted on every exit. Needs root and iproute2, like NamespacePair.
+class BridgedNamespaces {
+ public:
+  explicit BridgedNamespaces(int spokes);
+  ~BridgedNamespaces();
+  BridgedNamespaces(const BridgedNamespaces&) = delete;
+  BridgedNamespaces& operator=(const BridgedNamespaces&) = delete;
+
+  /// Why the namespaces could not be made; empty when they were.
+  const std::string& error() const { return error_; }
+  const std::string& hub() const { return names_.front(); }
+  /// Spoke `index` (0-based) and its address.
+  const std::string& spoke(int index) const { return names_.at(index + 1); }
+  static std::string spokeAddress(int index) { return "10.231.78." + std::to_string(index + 1); }
+  static constexpr const char* kHubAddress = "10.231.78.254";
+
+ private:
+  std::vector<std::string> names_;  ///< the hub first, then the spokes; each one made
+  std::string error_;
 };
 
 /// False (with a warning) where network namespaces cannot be made here: the test skips.

@@ -3,9 +3,11 @@
 
 #include "launcher/plan/slurm.h"
 
+#include <array>
 #include <catch2/catch.hpp>
 
 #include "launcher/plan/command_line.h"
+#include "launcher/plan/slurm_signals.h"
 #include "pltrun/error.h"
 
 using namespace pltrun;
@@ -14,10 +16,12 @@ namespace {
 
 using Hosts = std::vector<std::string>;
 
-// `env`: the environment srun gave the task. No test here reads a file.
+// `env`: the environment srun gave the task. No file exists (so no slurm.conf either).
 LaunchConfig parse(std::vector<const char*> args, const Environment& env) {
   args.insert(args.begin(), "pltrun");
-  auto noFiles = [](const std::string&) -> std::string { throw std::logic_error("no file is read here"); };
+  auto noFiles = [](const std::string& path) -> std::string {
+    throw FileReadError(FileReadError::Reason::CannotOpen, path + ": no such file");
+  };
   auto parsed = parseCommandLine(static_cast<int>(args.size()), args.data(), env, noFiles);
   return std::get<LaunchConfig>(parsed);
 }
@@ -58,35 +62,109 @@ TEST_CASE("the rendezvous port comes from the job id, with a fallback", "[slurm]
   CHECK(slurmRendezvousPort("") == 29400);
 }
 
-TEST_CASE("srun's variables are read, anything missing means no Slurm", "[slurm]") {
-  Environment env = {
-      {"SLURM_JOB_ID", "777"}, {"SLURM_NNODES", "3"}, {"SLURM_NODEID", "2"}, {"SLURM_JOB_NODELIST", "gpu[07-09]"}};
-  std::optional<SlurmJob> job = detectSlurm(env);
+// What srun 22.05 gives a task of `srun -N3 --ntasks-per-node=1` in a job of 3 nodes.
+Environment srunTask(const std::string& nodeId) {
+  return {{"SLURM_JOB_ID", "777"},
+          {"SLURM_STEP_ID", "0"},
+          {"SLURM_NNODES", "3"},
+          {"SLURM_NODEID", nodeId},
+          {"SLURM_JOB_NODELIST", "gpu[07-09]"},
+          {"SLURM_NODELIST", "gpu[07-09]"},
+          {"SLURM_STEP_NUM_NODES", "3"},
+          {"SLURM_STEP_NODELIST", "gpu[07-09]"},
+          {"SLURM_STEP_NUM_TASKS", "3"},
+          {"SLURM_LOCALID", "0"}};
+}
+
+TEST_CASE("srun's variables place the task, and without SLURM_JOB_ID there is no Slurm", "[slurm]") {
+  std::optional<SlurmJob> job = detectSlurm(srunTask("2"));
   REQUIRE(job);
+  CHECK(job->inStep());
   CHECK(job->nnodes == 3);
   CHECK(job->nodeRank == 2);
   CHECK(job->hosts == Hosts{"gpu07", "gpu08", "gpu09"});
   CHECK(job->port == 10777);
-  CHECK_THAT(job->describe(), Catch::Contains("Slurm job 777: 3 nodes") && Catch::Contains("gpu07:10777"));
-
-  Environment older = {
-      {"SLURM_JOBID", "5"}, {"SLURM_JOB_NUM_NODES", "2"}, {"SLURM_NODEID", "0"}, {"SLURM_NODELIST", "a,b"}};
-  REQUIRE(detectSlurm(older));
-  env.erase("SLURM_NODEID");  // salloc's shell, not an srun task
-  CHECK_FALSE(detectSlurm(env));
+  CHECK(slurmMisuse(*job).empty());
+  CHECK(job->describe() ==
+        "Slurm job 777 (step 0): 3 nodes (first gpu07), this is node 2; rendezvous at "
+        "gpu07:10777, run id 777");
   CHECK_FALSE(detectSlurm({}));
 
-  Environment mismatch = {
-      {"SLURM_JOB_ID", "1"}, {"SLURM_NNODES", "3"}, {"SLURM_NODEID", "0"}, {"SLURM_JOB_NODELIST", "n[1-2]"}};
+  Environment older = {{"SLURM_JOBID", "5"},
+                       {"SLURM_STEPID", "1"},
+                       {"SLURM_NNODES", "2"},
+                       {"SLURM_NODEID", "0"},
+                       {"SLURM_NODELIST", "a,b"}};
+  REQUIRE(detectSlurm(older));
+  CHECK(detectSlurm(older)->hosts == Hosts{"a", "b"});
+
+  Environment mismatch = srunTask("0");
+  mismatch["SLURM_STEP_NODELIST"] = "n[1-2]";
   CHECK_THROWS_WITH(detectSlurm(mismatch), Catch::Contains("3 nodes but its node list 'n[1-2]' names 2"));
-  Environment outOfRange = {
-      {"SLURM_JOB_ID", "1"}, {"SLURM_NNODES", "2"}, {"SLURM_NODEID", "2"}, {"SLURM_JOB_NODELIST", "n[1-2]"}};
-  CHECK_THROWS_WITH(detectSlurm(outOfRange), Catch::Contains("SLURM_NODEID=2"));
+  CHECK_THROWS_WITH(detectSlurm(srunTask("3")), Catch::Contains("SLURM_NODEID=3"));
+}
+
+TEST_CASE("a step on part of the allocation is read from the step's variables, not the job's", "[slurm]") {
+  // salloc -N2 srun -N1 -w node2: SLURM_NODELIST and SLURM_JOB_NODELIST name the job's nodes.
+  Environment env = {{"SLURM_JOB_ID", "3"},           {"SLURM_STEP_ID", "0"},
+                     {"SLURM_NNODES", "1"},           {"SLURM_JOB_NUM_NODES", "2"},
+                     {"SLURM_NODEID", "0"},           {"SLURM_JOB_NODELIST", "node[1-2]"},
+                     {"SLURM_NODELIST", "node[1-2]"}, {"SLURM_STEP_NODELIST", "node2"},
+                     {"SLURM_STEP_NUM_NODES", "1"},   {"SLURM_STEP_NUM_TASKS", "1"}};
+  std::optional<SlurmJob> job = detectSlurm(env);
+  REQUIRE(job);
+  CHECK(job->nnodes == 1);
+  CHECK(job->hosts == Hosts{"node2"});
+  CHECK(job->describe() == "Slurm job 3 (step 0): 1 node (node2), run id 3");
+}
+
+TEST_CASE("a batch script or salloc's shell is not a step: one node runs, more are refused", "[slurm]") {
+  Environment batch = {{"SLURM_JOB_ID", "8"},
+                       {"SLURM_NNODES", "2"},
+                       {"SLURM_JOB_NUM_NODES", "2"},
+                       {"SLURM_NODEID", "0"},
+                       {"SLURM_JOB_NODELIST", "node[1-2]"},
+                       {"SLURM_TASKS_PER_NODE", "2(x2)"}};
+  std::optional<SlurmJob> job = detectSlurm(batch);
+  REQUIRE(job);
+  CHECK_FALSE(job->inStep());
+  CHECK(job->nnodes == 2);
+  CHECK_THAT(slurmMisuse(*job), Catch::Contains("started by its batch script, not by srun") &&
+                                    Catch::Contains("srun --ntasks-per-node=1 pltrun"));
+  CHECK_THROWS_WITH(parse({"train.py"}, batch), Catch::Contains("not by srun"));
+  CHECK(parse({"--nnodes", "1", "train.py"}, batch).nnodes == 1);  // a node flag: Slurm left alone
+
+  // Slurm's own numbers for the batch, extern and interactive steps are not srun steps.
+  for (const char* special : {"4294967291", "4294967292", "4294967290", "batch"}) {
+    batch["SLURM_STEP_ID"] = special;
+    CHECK_FALSE(detectSlurm(batch)->inStep());
+  }
+  batch.erase("SLURM_STEP_ID");
+  batch["SLURM_NNODES"] = batch["SLURM_JOB_NUM_NODES"] = "1";
+  batch["SLURM_JOB_NODELIST"] = "node1";
+  LaunchConfig single = parse({"train.py"}, batch);
+  CHECK(single.nnodes == 1);
+  CHECK(single.runId == "8");
+  CHECK(single.slurmSummary == std::optional<std::string>("Slurm job 8 (batch script): 1 node (node1), run id 8"));
+}
+
+TEST_CASE("several tasks per node are refused with the srun line to use", "[slurm]") {
+  Environment env = srunTask("1");
+  env["SLURM_STEP_NUM_TASKS"] = "6";
+  env["SLURM_LOCALID"] = "1";
+  CHECK_THROWS_WITH(parse({"train.py"}, env), Catch::Contains("srun started 6 tasks on 3 nodes (2 per node)") &&
+                                                  Catch::Contains("srun --ntasks-per-node=1 pltrun"));
+  env["SLURM_STEP_NUM_TASKS"] = "4";
+  CHECK_THROWS_WITH(parse({"train.py"}, env), Catch::Contains("(uneven)"));
+  env["SLURM_STEP_NUM_TASKS"] = "3";  // as many tasks as nodes, but this one is a second on its node
+  CHECK_THROWS_WITH(parse({"train.py"}, env), Catch::Contains("one task per node"));
 }
 
 TEST_CASE("under srun the node flags come from Slurm unless given", "[slurm]") {
-  Environment env = {
-      {"SLURM_JOB_ID", "4242"}, {"SLURM_NNODES", "2"}, {"SLURM_NODEID", "1"}, {"SLURM_JOB_NODELIST", "node[01-02]"}};
+  Environment env = srunTask("1");
+  env["SLURM_JOB_ID"] = "4242";
+  env["SLURM_NNODES"] = env["SLURM_STEP_NUM_NODES"] = env["SLURM_STEP_NUM_TASKS"] = "2";
+  env["SLURM_STEP_NODELIST"] = "node[01-02]";
 
   LaunchConfig config = parse({"--nproc-per-node", "4", "train.py"}, env);
   CHECK(config.rdzv.backend == RendezvousBackend::C10d);
@@ -110,12 +188,50 @@ TEST_CASE("under srun the node flags come from Slurm unless given", "[slurm]") {
     CHECK_FALSE(parse({"--standalone", "train.py"}, env).slurmSummary);
   }
   SECTION("--rdzv-id wins over the job id") { CHECK(parse({"--rdzv-id", "mine", "train.py"}, env).runId == "mine"); }
-  SECTION("a one-node allocation is a single-node run") {
-    env["SLURM_NNODES"] = "1";
-    env["SLURM_JOB_NODELIST"] = "node01";
+  SECTION("a one-node step is a single-node run with the job id as run id") {
+    env["SLURM_STEP_NUM_NODES"] = env["SLURM_STEP_NUM_TASKS"] = "1";
+    env["SLURM_STEP_NODELIST"] = "node01";
     env["SLURM_NODEID"] = "0";
     LaunchConfig single = parse({"train.py"}, env);
     CHECK(single.nnodes == 1);
-    CHECK_FALSE(single.slurmSummary);
+    CHECK(single.runId == "4242");
+    CHECK(single.slurmSummary == std::optional<std::string>("Slurm job 4242 (step 0): 1 node (node01), run id 4242"));
   }
+}
+
+TEST_CASE("ProctrackType says whom Slurm's own signals reach", "[slurm]") {
+  CHECK(proctrackTypeIn("ClusterName=c\nProctrackType=proctrack/linuxproc\n") == "proctrack/linuxproc");
+  CHECK(proctrackTypeIn("  proctracktype = proctrack/pgid  # comment\n") == "proctrack/pgid");
+  CHECK(proctrackTypeIn("#ProctrackType=proctrack/pgid\nProctrackType=proctrack/cgroup\n") == "proctrack/cgroup");
+  CHECK_FALSE(proctrackTypeIn("ClusterName=c\n"));
+
+  CHECK(signalReachOf(std::string("proctrack/pgid")) == SlurmSignalReach::TaskGroup);
+  CHECK(signalReachOf(std::string("proctrack/linuxproc")) == SlurmSignalReach::Descendants);
+  CHECK(signalReachOf(std::string("proctrack/cgroup")) == SlurmSignalReach::TaskCgroups);
+  CHECK(signalReachOf(std::nullopt) == SlurmSignalReach::TaskCgroups);  // Slurm's default
+  CHECK(signalReachOf(std::string("proctrack/unknown")) == SlurmSignalReach::TaskGroup);
+
+  CHECK_FALSE(slurmSignalsReachWorkers(SlurmSignalReach::TaskGroup, false));
+  CHECK(slurmSignalsReachWorkers(SlurmSignalReach::Descendants, true));
+  CHECK(slurmSignalsReachWorkers(SlurmSignalReach::TaskCgroups, false));
+  // Workers moved into pltrun's job cgroup are below the task's cgroup, where Slurm does not look.
+  CHECK_FALSE(slurmSignalsReachWorkers(SlurmSignalReach::TaskCgroups, true));
+}
+
+TEST_CASE("under srun, slurm.conf is read from SLURM_CONF, and a missing one means forwarding", "[slurm]") {
+  std::vector<std::string> read;
+  FileReader reader = [&read](const std::string& path) -> std::string {
+    read.push_back(path);
+    if (path == "/etc/slurm/slurm.conf") throw FileReadError(FileReadError::Reason::CannotOpen, "missing");
+    return "ProctrackType=proctrack/linuxproc\n";
+  };
+  CHECK(readSlurmSignalReach({{"SLURM_CONF", "/tmp/c/slurm.conf"}}, reader) == SlurmSignalReach::Descendants);
+  CHECK(readSlurmSignalReach({}, reader) == SlurmSignalReach::TaskGroup);
+  CHECK(read == std::vector<std::string>{"/tmp/c/slurm.conf", "/etc/slurm/slurm.conf"});
+
+  Environment env = srunTask("0");
+  env["SLURM_CONF"] = "/tmp/c/slurm.conf";
+  std::array<const char*, 2> args{"pltrun", "train.py"};
+  auto parsed = parseCommandLine(static_cast<int>(args.size()), args.data(), env, reader);
+  CHECK(std::get<LaunchConfig>(parsed).slurmSignalReach == SlurmSignalReach::Descendants);
 }

@@ -5,6 +5,7 @@
 #include "launcher/agent/agent_decisions.h"
 #include "launcher/agent/agent_session.h"
 #include "launcher/agent/round_run.h"
+#include "launcher/plan/slurm_signals.h"
 #include "pltrun/error.h"
 
 // The round loop of one agent: join a round, run it (round_run.cc), then decide with
@@ -48,7 +49,9 @@ class ElasticAgent {
 };
 
 ElasticAgent::ElasticAgent(AgentSession& session) : session_(session) {
-  session_.runner.listen([this](int signal) { onSignal(signal); });
+  const bool slurmReachesWorkers =
+      slurmSignalsReachWorkers(session_.job.config.slurmSignalReach, session_.guard.cgroupProcsFd() >= 0);
+  session_.runner.listen([this](int signal) { onSignal(signal); }, slurmReachesWorkers);
 }
 
 // Stop signals stop the job on every node (the runner then passes them to the running

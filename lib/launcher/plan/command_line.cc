@@ -108,11 +108,12 @@ LaunchConfig buildConfig(RawFlags raw, const std::vector<std::string>& command, 
   if (!raw.totalProcesses.empty() && raw.hosts.empty() && raw.hostfile.empty()) applyTotalOnOneNode(raw, config);
   if (!raw.devices.empty()) config.devices = parseDeviceSelection(raw.devices);
   if (!raw.runIdAlias.empty()) raw.runId = raw.runIdAlias;
-  if (raw.hosts.empty() && raw.hostfile.empty()) applySlurmDefaults(raw, config, env);
+  if (raw.hosts.empty() && raw.hostfile.empty()) applySlurmDefaults(raw, config, env, readFile);
   applyNodeFlags(raw, config, env);
   applyRemoteFlags(raw, config, readFile);
   // The first node of a Slurm job hosts the store, whatever its name resolves to.
-  if (config.slurmSummary && !config.rdzv.isHost) config.rdzv.isHost = config.rdzv.nodeRankHint == 0;
+  if (config.slurmSummary && config.rdzv.nodeRankHint && !config.rdzv.isHost)
+    config.rdzv.isHost = config.rdzv.nodeRankHint == 0;
   applySupervisionFlags(raw, config);
   checkRunId(raw.runId);
   config.runId = raw.runId;

@@ -9,6 +9,7 @@
 
 #include "launcher/plan/device_selection.h"
 #include "launcher/plan/host_list.h"
+#include "launcher/plan/slurm_signals.h"
 #include "launcher/plan/stream_selection.h"
 #include "launcher/plan/worker_count.h"
 
@@ -119,8 +120,11 @@ struct LaunchConfig {
   /// Started by a driver: end (SIGTERM, as a stop signal) when the parent (sshd's session)
   /// ends, so a dropped connection leaves no remote agent or worker behind.
   bool exitWithParent = false;
-  /// Set when the node flags came from Slurm's variables (srun): what was detected.
+  /// Set inside a Slurm job (srun's task, or the batch script of a one-node job): what was
+  /// detected, for the log.
   std::optional<std::string> slurmSummary;
+  /// Inside an srun step: whom slurmstepd's own signals reach (slurm_signals.h).
+  SlurmSignalReach slurmSignalReach = SlurmSignalReach::TaskGroup;
 
   // Supervision.
   int maxRestarts = 0;

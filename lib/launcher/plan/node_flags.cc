@@ -2,6 +2,7 @@
 
 #include "launcher/plan/rendezvous_flags.h"
 #include "launcher/plan/slurm.h"
+#include "launcher/plan/slurm_signals.h"
 #include "launcher/plan/text_parsing.h"
 #include "pltrun/error.h"
 
@@ -113,21 +114,25 @@ void checkEtcdConf(const RawFlags& raw, const RendezvousSettings& rdzv) {
 
 }  // namespace
 
-void applySlurmDefaults(RawFlags& raw, LaunchConfig& config, const Environment& env) {
+void applySlurmDefaults(RawFlags& raw, LaunchConfig& config, const Environment& env, const FileReader& readFile) {
   // Any node flag given: Slurm is left alone, the flags say it all.
   const bool nodeFlagsGiven = !raw.nnodes.empty() || !raw.rdzvEndpoint.empty() || !raw.masterAddr.empty() ||
                               !raw.masterPort.empty() || !raw.nodeRank.empty() || !raw.rdzvBackend.empty() ||
                               raw.standalone;
   if (nodeFlagsGiven) return;
   std::optional<SlurmJob> job = detectSlurm(env);
-  if (!job || job->nnodes < 2) return;
+  if (!job) return;
+  if (std::string misuse = slurmMisuse(*job); !misuse.empty()) throw Error(ErrorCode::InvalidArgument, misuse);
+  // The job id as run id, on one node too: what the logs and TORCHELASTIC_RUN_ID show.
+  if (raw.runId.empty()) raw.runId = job->jobId;
+  config.slurmSummary = job->describe();
+  if (job->inStep()) config.slurmSignalReach = readSlurmSignalReach(env, readFile);
+  if (job->nnodes < 2) return;
   // The node count, this node's rank, the endpoint on the first node (which hosts the store)
-  // at a port derived from the job id, and the job id as run id.
+  // at a port derived from the job id.
   raw.nnodes = std::to_string(job->nnodes);
   raw.nodeRank = std::to_string(job->nodeRank);
   raw.rdzvEndpoint = endpointText(Endpoint{job->hosts.front(), job->port});
-  if (raw.runId.empty()) raw.runId = job->jobId;
-  config.slurmSummary = job->describe();
 }
 
 void applyNodeFlags(const RawFlags& raw, LaunchConfig& config, const Environment& env) {

@@ -12,7 +12,7 @@ namespace pltrun {
 
 /// Under srun (Slurm's variables in `env`) and with no node flag given: fills the node
 /// flags of `raw` from the job, and config.slurmSummary with what was detected.
-void applySlurmDefaults(RawFlags& raw, LaunchConfig& config, const Environment& env);
+void applySlurmDefaults(RawFlags& raw, LaunchConfig& config, const Environment& env, const FileReader& readFile);
 
 /// Checks the node and rendezvous flags and sets them on `config`; the secret file comes
 /// from PLTRUN_SECRET_FILE in `env` when --rdzv-conf names none. Throws the one-line

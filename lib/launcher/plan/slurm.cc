@@ -111,32 +111,89 @@ int slurmRendezvousPort(const std::string& jobId) {
 }
 
 std::string SlurmJob::describe() const {
-  return "Slurm job " + jobId + ": " + std::to_string(nnodes) + " nodes (first " + hosts.front() + "), this is node " +
+  std::string line = "Slurm job " + jobId + " (" + (inStep() ? "step " + *stepId : "batch script") + "): ";
+  if (nnodes == 1) return line + "1 node (" + hosts.front() + "), run id " + jobId;
+  return line + std::to_string(nnodes) + " nodes (first " + hosts.front() + "), this is node " +
          std::to_string(nodeRank) + "; rendezvous at " + hosts.front() + ":" + std::to_string(port) + ", run id " +
          jobId;
 }
 
-std::optional<SlurmJob> detectSlurm(const Environment& env) {
-  auto jobId = firstOf(env, {"SLURM_JOB_ID", "SLURM_JOBID"});
-  auto nnodes = firstOf(env, {"SLURM_NNODES", "SLURM_JOB_NUM_NODES"});
+namespace {
+
+// Slurm's numbers for the steps that are not srun's: the batch script, the extern step,
+// salloc's interactive step (0xfffffffa and up). A task of one of them is not in a step.
+bool isSrunStep(const std::string& stepId) {
+  auto number = parseInteger(trimSpaces(stepId));
+  return number && *number >= 0 && *number < 0xfffffffaLL;
+}
+
+// The step's nodes, tasks and this task's place in it.
+void readStep(const Environment& env, SlurmJob& job) {
+  auto nnodes = firstOf(env, {"SLURM_STEP_NUM_NODES", "SLURM_NNODES"});
+  auto nodeList = firstOf(env, {"SLURM_STEP_NODELIST", "SLURM_NODELIST", "SLURM_JOB_NODELIST"});
   auto nodeId = firstOf(env, {"SLURM_NODEID"});
-  auto nodeList = firstOf(env, {"SLURM_JOB_NODELIST", "SLURM_NODELIST"});
-  if (!jobId || !nnodes || !nodeId || !nodeList) return std::nullopt;
-  SlurmJob job;
-  job.jobId = *jobId;
-  job.nnodes = positiveNumber("SLURM_NNODES", *nnodes, 1);
+  if (!nnodes || !nodeList || !nodeId) {
+    throw Error(ErrorCode::InvalidArgument, "Slurm step " + *job.stepId +
+                                                " without SLURM_STEP_NUM_NODES, SLURM_STEP_NODELIST or SLURM_NODEID: "
+                                                "pass --nnodes and --rdzv-endpoint yourself");
+  }
+  job.nnodes = positiveNumber("SLURM_STEP_NUM_NODES", *nnodes, 1);
   job.nodeRank = positiveNumber("SLURM_NODEID", *nodeId, 0);
   job.hosts = expandHostlist(*nodeList);
+  auto tasks = firstOf(env, {"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"});
+  job.tasks = tasks ? positiveNumber("SLURM_STEP_NUM_TASKS", *tasks, 1) : job.nnodes;
+  auto localId = firstOf(env, {"SLURM_LOCALID"});
+  job.localTask = localId ? positiveNumber("SLURM_LOCALID", *localId, 0) : 0;
   if (static_cast<int>(job.hosts.size()) != job.nnodes) {
     throw Error(ErrorCode::InvalidArgument, "Slurm says " + std::to_string(job.nnodes) + " nodes but its node list '" +
                                                 *nodeList + "' names " + std::to_string(job.hosts.size()));
   }
   if (job.nodeRank >= job.nnodes) {
-    throw Error(ErrorCode::InvalidArgument, "SLURM_NODEID=" + std::to_string(job.nodeRank) + " but the job has only " +
+    throw Error(ErrorCode::InvalidArgument, "SLURM_NODEID=" + std::to_string(job.nodeRank) + " but the step has only " +
                                                 std::to_string(job.nnodes) + " nodes");
+  }
+}
+
+// The allocation, seen from its batch script or salloc's shell.
+void readAllocation(const Environment& env, SlurmJob& job) {
+  auto nnodes = firstOf(env, {"SLURM_JOB_NUM_NODES", "SLURM_NNODES"});
+  auto nodeList = firstOf(env, {"SLURM_JOB_NODELIST", "SLURM_NODELIST"});
+  job.hosts = nodeList ? expandHostlist(*nodeList) : std::vector<std::string>{"this node"};
+  job.nnodes = nnodes ? positiveNumber("SLURM_JOB_NUM_NODES", *nnodes, 1) : static_cast<int>(job.hosts.size());
+}
+
+}  // namespace
+
+std::optional<SlurmJob> detectSlurm(const Environment& env) {
+  auto jobId = firstOf(env, {"SLURM_JOB_ID", "SLURM_JOBID"});
+  if (!jobId) return std::nullopt;
+  SlurmJob job;
+  job.jobId = *jobId;
+  auto stepId = firstOf(env, {"SLURM_STEP_ID", "SLURM_STEPID"});
+  if (stepId && isSrunStep(*stepId)) job.stepId = std::string(trimSpaces(*stepId));
+  if (job.inStep()) {
+    readStep(env, job);
+  } else {
+    readAllocation(env, job);
   }
   job.port = slurmRendezvousPort(job.jobId);
   return job;
+}
+
+std::string slurmMisuse(const SlurmJob& job) {
+  if (!job.inStep()) {
+    if (job.nnodes == 1) return "";
+    return "Slurm job " + job.jobId + " has " + std::to_string(job.nnodes) +
+           " nodes, but pltrun was started by its batch script, not by srun, so no pltrun runs on the other "
+           "nodes: start one per node with `srun --ntasks-per-node=1 pltrun ...` (or pass --nnodes 1 to use this "
+           "node alone)";
+  }
+  if (job.tasks == job.nnodes && job.localTask == 0) return "";
+  std::string perNode = job.tasks % job.nnodes == 0 ? std::to_string(job.tasks / job.nnodes) + " per node" : "uneven";
+  return "srun started " + std::to_string(job.tasks) + " tasks on " + std::to_string(job.nnodes) + " node" +
+         (job.nnodes == 1 ? "" : "s") + " (" + perNode +
+         "), but pltrun starts the workers itself and must be one task per node: use `srun --ntasks-per-node=1 "
+         "pltrun --nproc-per-node N ...`";
 }
 
 }  // namespace pltrun

@@ -24,19 +24,32 @@ int slurmRendezvousPort(const std::string& jobId);
 
 struct SlurmJob {
   std::string jobId;
-  int nnodes = 1;
-  int nodeRank = 0;
-  std::vector<std::string> hosts;  ///< the expanded node list
+  /// Set inside an srun step (SLURM_STEP_ID); empty in the batch script or salloc's shell,
+  /// where only the allocation is known and no other node runs pltrun.
+  std::optional<std::string> stepId;
+  int nnodes = 1;                  ///< the step's nodes (the allocation's outside a step)
+  int nodeRank = 0;                ///< this node's index in the step (SLURM_NODEID)
+  std::vector<std::string> hosts;  ///< the step's node list, expanded
+  int tasks = 1;                   ///< the step's tasks (SLURM_STEP_NUM_TASKS)
+  int localTask = 0;               ///< this task's index on its node (SLURM_LOCALID)
   int port = 0;
 
+  bool inStep() const { return stepId.has_value(); }
   /// One line for the log: what was detected and what it means.
   std::string describe() const;
 };
 
-/// The job this process is a task of, from SLURM_JOB_ID (or SLURM_JOBID), SLURM_NNODES (or
-/// SLURM_JOB_NUM_NODES), SLURM_NODEID and SLURM_JOB_NODELIST (or SLURM_NODELIST). Empty
-/// outside an srun step (any of them missing). Throws Error(InvalidArgument) when they are
-/// present but inconsistent.
+/// The job this process belongs to. Inside an srun step the step's own variables count
+/// (SLURM_STEP_NODELIST, SLURM_STEP_NUM_NODES, SLURM_STEP_NUM_TASKS), since SLURM_NNODES and
+/// SLURM_NODELIST may describe the whole allocation; older spellings are the fallback. Outside
+/// a step, the allocation (SLURM_JOB_NUM_NODES, SLURM_JOB_NODELIST). Empty without
+/// SLURM_JOB_ID (or SLURM_JOBID). Throws Error(InvalidArgument) when the variables disagree.
 std::optional<SlurmJob> detectSlurm(const Environment& env);
+
+/// Why pltrun cannot run as this Slurm task, as one line that says what to do; empty when it
+/// can. Two mistakes: several tasks per node (srun --ntasks-per-node=2: pltrun starts the
+/// workers itself), and pltrun run straight from the batch script of a multi-node allocation
+/// (no srun, so no pltrun on the other nodes).
+std::string slurmMisuse(const SlurmJob& job);
 
 }  // namespace pltrun

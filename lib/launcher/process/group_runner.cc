@@ -18,20 +18,21 @@ std::vector<int> forwardedSignals() {
 
 GroupRunner::GroupRunner(boost::asio::io_context& context) : context_(context), signals_(context) {}
 
-void GroupRunner::listen(std::function<void(int)> observer) {
+void GroupRunner::listen(std::function<void(int)> observer, bool slurmReachesWorkers) {
   observer_ = std::move(observer);
+  slurmReachesWorkers_ = slurmReachesWorkers;
   for (int signal : forwardedSignals()) signals_.add(signal);
   waitForSignal();
 }
 
 void GroupRunner::waitForSignal() {
-  signals_.async_wait([this](boost::system::error_code error, int signal) {
-    if (error) return;
+  signals_.asyncWait([this](const ReceivedSignal& received) {
+    const int signal = received.signal;
     // Stopped by the user: at exit, the console gets a second to take what is queued, not
     // as long as a reader that does not read.
     if (isStopSignal(signal)) console_.limitFinalDrain(std::chrono::seconds(1));
     if (observer_) observer_(signal);
-    if (current_ != nullptr) current_->handleSignal(signal);
+    if (current_ != nullptr) current_->handleSignal(signal, slurmReachesWorkers_ && sentBySlurmStepd(received.sender));
     waitForSignal();
   });
 }

@@ -5,11 +5,11 @@
 // drained, then what was queued meanwhile runs while the group still exists.
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <functional>
 #include <vector>
 
 #include "launcher/process/console_writer.h"
+#include "launcher/process/signal_receiver.h"
 #include "launcher/process/worker_group.h"
 
 namespace pltrun {
@@ -22,7 +22,9 @@ class GroupRunner {
 
   /// From now on, forwardedSignals() are caught: `observer` (if any) sees each first (the
   /// elastic agent announces a stop to the other nodes), then the running group gets it.
-  void listen(std::function<void(int)> observer = {});
+  /// `slurmReachesWorkers`: a signal from Slurm's slurmstepd has been delivered to the
+  /// workers by Slurm itself (slurm_signals.h), so the group only acts on it.
+  void listen(std::function<void(int)> observer = {}, bool slurmReachesWorkers = false);
 
   /// Where every group of this run writes its workers' lines.
   ConsoleWriter& console() { return console_; }
@@ -45,7 +47,8 @@ class GroupRunner {
   void waitForSignal();
 
   boost::asio::io_context& context_;
-  boost::asio::signal_set signals_;
+  SignalReceiver signals_;
+  bool slurmReachesWorkers_ = false;
   std::function<void(int)> observer_;
   ConsoleWriter& console_ = launcherConsole();
   WorkerGroup* current_ = nullptr;

@@ -103,9 +103,14 @@ void WorkerGroup::onWorkerEnd(Worker& worker, ProcessEnd end) {
   if (running_ == 0) afterAllEnded();
 }
 
-void WorkerGroup::handleSignal(int signal) {
+void WorkerGroup::handleSignal(int signal, bool workersHaveIt) {
   if (!isStopSignal(signal)) {
-    signalRunningWorkers(signal);
+    if (workersHaveIt) {
+      spdlog::info("received {} from Slurm, which delivered it to the workers as well: not forwarded",
+                   signalName(signal));
+    } else {
+      signalRunningWorkers(signal);
+    }
     return;
   }
   // Remembered even when every worker has ended or the group is already stopping after a
@@ -118,15 +123,17 @@ void WorkerGroup::handleSignal(int signal) {
     killRunningWorkers();
     return;
   }
+  const int forwarded = workersHaveIt ? 0 : signal;  // 0: Slurm has sent it to them already
   if (stopping_) {
     // Already stopping after a failure: pass the signal on, keep the grace period running.
-    spdlog::warn("received {}: forwarded to the workers, which are already being stopped", signalName(signal));
-    signalRunningWorkers(signal);
+    spdlog::warn("received {}: {} the workers, which are already being stopped", signalName(signal),
+                 workersHaveIt ? "Slurm delivered it to" : "forwarded to");
+    if (forwarded != 0) signalRunningWorkers(forwarded);
     return;
   }
-  spdlog::warn("received {}: forwarded to the workers, SIGKILL in {} s (repeat the signal to kill now)",
-               signalName(signal), settings_.termTimeout.count() / 1000.0);
-  stopRunningWorkers(signal);
+  spdlog::warn("received {}: {} the workers, SIGKILL in {} s (repeat the signal to kill now)", signalName(signal),
+               workersHaveIt ? "Slurm delivered it to" : "forwarded to", settings_.termTimeout.count() / 1000.0);
+  stopRunningWorkers(forwarded);
 }
 
 void WorkerGroup::stop() {
@@ -142,7 +149,7 @@ void WorkerGroup::kill() {
 
 void WorkerGroup::stopRunningWorkers(int signal) {
   stopping_ = true;
-  signalRunningWorkers(signal);
+  if (signal != 0) signalRunningWorkers(signal);
   killTimer_->expireAfter(settings_.termTimeout, [this] {
     // The deadline passed just as the last worker ended: the cancel came too late.
     if (finished_ || running_ == 0) return;

@@ -70,7 +70,9 @@ class WorkerGroup {
 
   /// A signal the launcher received: SIGUSR1/SIGUSR2 are forwarded; a stop signal is
   /// forwarded, then SIGKILL follows after the grace period, or at once if repeated.
-  void handleSignal(int signal);
+  /// `workersHaveIt`: the sender (Slurm) delivered it to the workers too; it is not sent
+  /// again, and a stop signal only starts the grace period.
+  void handleSignal(int signal, bool workersHaveIt = false);
 
   /// Stops the workers that still run (SIGTERM, the grace period, SIGKILL) because the job
   /// re-forms elsewhere: neither a failure nor an interruption of this group.
@@ -87,7 +89,7 @@ class WorkerGroup {
   struct Worker;
 
   void onWorkerEnd(Worker& worker, ProcessEnd end);
-  void stopRunningWorkers(int signal);
+  void stopRunningWorkers(int signal);  ///< signal 0: none is sent, the grace period starts
   void killRunningWorkers();
   void signalRunningWorkers(int signal);
   void afterAllEnded();

@@ -12,7 +12,7 @@ Supervisor::Supervisor(boost::asio::io_context& context, SupervisorOptions optio
 
 int Supervisor::run(const AttemptPlanner& planAttempt) {
   GroupRunner runner(context_);
-  runner.listen();
+  runner.listen({}, slurmSignalsReachWorkers(options_.slurmSignalReach, guard_.cgroupProcsFd() >= 0));
   const auto started = std::chrono::steady_clock::now();
   for (int attempt = 0;; ++attempt) {
     GroupSettings settings;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/plan/slurm_signals.h"
 #include "launcher/process/orphan_guard.h"
 #include "launcher/process/worker_group.h"
 
@@ -19,6 +20,7 @@ struct SupervisorOptions {
   std::chrono::milliseconds termTimeout{30000};
   std::string host;
   std::optional<std::string> reportPath;  ///< where the failure report's JSON goes, if anywhere
+  SlurmSignalReach slurmSignalReach = SlurmSignalReach::TaskGroup;  ///< under srun: Slurm's own signals
 };
 
 /// What the supervisor does once an attempt's group has ended.

@@ -1,0 +1,64 @@
+#include "launcher/plan/slurm_signals.h"
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+#include "launcher/plan/text_parsing.h"
+
+namespace pltrun {
+
+namespace {
+
+std::string lowercase(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  return text;
+}
+
+}  // namespace
+
+std::optional<std::string> proctrackTypeIn(const std::string& slurmConf) {
+  std::optional<std::string> found;
+  std::istringstream lines(slurmConf);
+  std::string line;
+  while (std::getline(lines, line)) {
+    line = line.substr(0, line.find('#'));
+    const size_t equals = line.find('=');
+    if (equals == std::string::npos) continue;
+    if (lowercase(std::string(trimSpaces(line.substr(0, equals)))) != "proctracktype") continue;
+    found = std::string(trimSpaces(line.substr(equals + 1)));  // the last one counts, as in Slurm
+  }
+  return found;
+}
+
+SlurmSignalReach signalReachOf(const std::optional<std::string>& proctrackType) {
+  const std::string type = lowercase(proctrackType.value_or("proctrack/cgroup"));
+  if (type == "proctrack/cgroup") return SlurmSignalReach::TaskCgroups;
+  if (type == "proctrack/linuxproc" || type == "proctrack/cray_aries") return SlurmSignalReach::Descendants;
+  return SlurmSignalReach::TaskGroup;
+}
+
+bool slurmSignalsReachWorkers(SlurmSignalReach reach, bool workersInJobCgroup) {
+  switch (reach) {
+    case SlurmSignalReach::Descendants:
+      return true;
+    case SlurmSignalReach::TaskCgroups:
+      return !workersInJobCgroup;
+    case SlurmSignalReach::TaskGroup:
+      break;
+  }
+  return false;
+}
+
+SlurmSignalReach readSlurmSignalReach(const Environment& env, const FileReader& readFile) {
+  auto configured = env.find("SLURM_CONF");
+  const std::string path =
+      configured != env.end() && !configured->second.empty() ? configured->second : "/etc/slurm/slurm.conf";
+  try {
+    return signalReachOf(proctrackTypeIn(readFile(path)));
+  } catch (const FileReadError&) {
+    return SlurmSignalReach::TaskGroup;
+  }
+}
+
+}  // namespace pltrun
