@@ -10,6 +10,7 @@
 #include "launcher/process/console_writer.h"
 #include "launcher/process/descendant_sweep.h"
 #include "launcher/process/launcher_log.h"
+#include "launcher/status/status_command.h"
 #include "pltrun/error.h"
 
 namespace {
@@ -55,6 +56,7 @@ int main(int argc, char** argv) {
   signal(SIGCHLD, SIG_DFL);
 
   try {
+    if (pltrun::isStatusCommand(argc, argv)) return pltrun::runStatusCommand(argc, argv, pltrun::currentEnvironment());
     // The one place the parser meets the process: its environment and the file system.
     auto parsed = pltrun::parseCommandLine(argc, argv, pltrun::currentEnvironment(), pltrun::readFileFromDisk);
     if (auto* information = std::get_if<pltrun::InformationRequest>(&parsed)) {

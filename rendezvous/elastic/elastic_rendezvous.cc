@@ -341,6 +341,11 @@ void ElasticRendezvous::reportSucceeded(const RoundInfo& info) {
   if (endRound(info.round, succeeded).reason == RoundEnd::Reason::Succeeded) closeJob(succeeded);
 }
 
+void ElasticRendezvous::reportNodeState(const RoundInfo& info, const std::string& state, int workersRunning) {
+  store_.set(roundKey(info.round, "state/" + std::to_string(info.slot)),
+             nlohmann::json{{"state", state}, {"workers", workersRunning}}.dump());
+}
+
 void ElasticRendezvous::closeJob(const RoundEnd& why) { store_.compareSet(jobKey("closed"), "", why.toJson()); }
 
 void ElasticRendezvous::leave(int round) {

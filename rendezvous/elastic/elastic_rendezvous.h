@@ -96,6 +96,10 @@ class ElasticRendezvous {
   /// The last round this agent was a member of, if any.
   std::optional<int> lastMemberRound() const { return lastMemberRound_; }
 
+  /// What this node's workers are doing, for `pltrun status`: "running", "failed" or
+  /// "succeeded", with how many of them run. One write at each change (three a round at most).
+  void reportNodeState(const RoundInfo& info, const std::string& state, int workersRunning);
+
   /// The key of `name` in `round`, e.g. roundKey(3, "end") = "pltrun/rdzv/RUN/r3/end".
   std::string roundKey(int round, const std::string& name) const;
   const NodeDescriptor& self() const { return self_; }

@@ -16,6 +16,10 @@ json toJson(const NodeDescriptor& node) {
   json value = {{"id", node.agentId}, {"host", node.host}, {"addr", node.addr}, {"nproc", node.localWorldSize}};
   if (node.rankHint) value["rank_hint"] = *node.rankHint;
   if (node.linkPort != 0) value["link_port"] = node.linkPort;
+  if (node.pid != 0) value["pid"] = node.pid;
+  if (node.maxNodes != 0) value["nnodes"] = {node.minNodes, node.maxNodes};
+  if (node.maxRestarts >= 0) value["max_restarts"] = node.maxRestarts;
+  if (node.keepAliveMs != 0) value["keep_alive_ms"] = node.keepAliveMs;
   return value;
 }
 
@@ -55,6 +59,15 @@ NodeDescriptor nodeDescriptorFromJson(const std::string& text) {
   node.localWorldSize = field<int>(value, "nproc", what);
   if (value.contains("rank_hint")) node.rankHint = field<int>(value, "rank_hint", what);
   if (value.contains("link_port")) node.linkPort = field<int>(value, "link_port", what);
+  if (value.contains("pid")) node.pid = field<int>(value, "pid", what);
+  if (value.contains("nnodes")) {
+    const auto range = field<std::vector<int>>(value, "nnodes", what);
+    if (range.size() != 2) throw Error(ErrorCode::Protocol, "rendezvous: node descriptor with a bad 'nnodes'");
+    node.minNodes = range[0];
+    node.maxNodes = range[1];
+  }
+  if (value.contains("max_restarts")) node.maxRestarts = field<int>(value, "max_restarts", what);
+  if (value.contains("keep_alive_ms")) node.keepAliveMs = field<int>(value, "keep_alive_ms", what);
   if (node.localWorldSize < 1) throw Error(ErrorCode::Protocol, "rendezvous: node descriptor with nproc < 1");
   if (node.linkPort < 0 || node.linkPort > 65535) {
     throw Error(ErrorCode::Protocol, "rendezvous: node descriptor with a link_port outside 0..65535");

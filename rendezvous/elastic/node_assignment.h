@@ -20,6 +20,13 @@ struct NodeDescriptor {
   /// Where its agent accepts the link that tells its ring neighbour at once when it dies
   /// (launcher/net/peer_link.h), at `addr`; 0: it holds no such link (c10d's close notice does that job).
   int linkPort = 0;
+  /// For `pltrun status` only (0, -1 or empty: not told, an older agent): the agent's pid and
+  /// the job's settings as this agent runs it.
+  int pid = 0;
+  int minNodes = 0;
+  int maxNodes = 0;
+  int maxRestarts = -1;
+  int keepAliveMs = 0;
 };
 
 nlohmann::json toJson(const NodeDescriptor& node);

@@ -178,6 +178,34 @@ inline Round waitForRound(const TempDir& dir, int world, int fromRestart,
   return {};
 }
 
+// A standalone pltrun-store on a free loopback port (its first line on stdout is "listening
+// on ADDR:PORT"); its endpoint once it listens. SIGTERMed and reaped at the end.
+class StandaloneStore {
+ public:
+  explicit StandaloneStore(const TempDir& dir)
+      : dir_(dir), process_({PLTRUN_STORE_BINARY, "--host", "127.0.0.1", "--port", "0"}, {}, dir / "store.out") {
+    for (int attempt = 0; attempt < 200 && endpoint_.empty(); ++attempt) {
+      std::smatch match;
+      const std::string out = readFile(dir_ / "store.out");
+      if (std::regex_search(out, match, std::regex("listening on 127\\.0\\.0\\.1:(\\d+)"))) {
+        endpoint_ = "127.0.0.1:" + match[1].str();
+      }
+      if (endpoint_.empty()) std::this_thread::sleep_for(50ms);
+    }
+    REQUIRE_FALSE(endpoint_.empty());
+  }
+  ~StandaloneStore() {
+    process_.signal(SIGTERM);
+    process_.wait(10s);
+  }
+  const std::string& endpoint() const { return endpoint_; }
+
+ private:
+  const TempDir& dir_;
+  ChildProcess process_;
+  std::string endpoint_;
+};
+
 inline void release(const TempDir& dir) { std::ofstream(dir / "release") << "1"; }
 
 inline long long monotonicNanoseconds() {

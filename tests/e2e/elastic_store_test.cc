@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "e2e/elastic_job.h"
 #include "helpers/child_process.h"
 
 using namespace pltrun::test;
@@ -46,18 +47,8 @@ json workerEnv(const TempDir& directory, int rank) {
 
 TEST_CASE("agents meet at a standalone pltrun-store that none of them hosts", "[elastic][e2e]") {
   TempDir directory;
-  // pltrun-store's first line on stdout is "listening on ADDR:PORT".
-  ChildProcess store({PLTRUN_STORE_BINARY, "--host", "127.0.0.1", "--port", "0"}, {}, directory / "store.out");
-  std::string endpoint;
-  for (int attempt = 0; attempt < 200 && endpoint.empty(); ++attempt) {
-    std::smatch match;
-    const std::string out = readFile(directory / "store.out");
-    if (std::regex_search(out, match, std::regex("listening on 127\\.0\\.0\\.1:(\\d+)"))) {
-      endpoint = "127.0.0.1:" + match[1].str();
-    }
-    if (endpoint.empty()) std::this_thread::sleep_for(50ms);
-  }
-  REQUIRE_FALSE(endpoint.empty());
+  StandaloneStore store(directory);
+  const std::string endpoint = store.endpoint();
 
   ChildProcess first(agent(endpoint, "standalone", directory.path(), {"--rdzv-conf", "is_host=0"}));
   ChildProcess second(agent(endpoint, "standalone", directory.path()));  // finds the port taken: a client too
@@ -77,8 +68,6 @@ TEST_CASE("agents meet at a standalone pltrun-store that none of them hosts", "[
   // Node rank 0's agent hosts the workers' store, apart from the standalone store.
   CHECK(masterPorts.size() == 1);
   CHECK(masterPorts.count(endpoint.substr(endpoint.rfind(':') + 1)) == 0);
-  store.signal(SIGTERM);
-  store.wait(10s);
 }
 
 TEST_CASE("elastic with --no-agent-store: rank 0's node picks the workers' store port, as torchrun does",

@@ -126,6 +126,11 @@ rdzv::NodeDescriptor AgentSession::describeSelf() const {
   if (self.addr.empty()) self.addr = host;
   self.localWorldSize = job.layout.workerCount;
   self.rankHint = settings.nodeRankHint;
+  self.pid = static_cast<int>(getpid());
+  self.minNodes = settings.minNodes;
+  self.maxNodes = settings.maxNodes;
+  self.maxRestarts = job.config.maxRestarts;
+  self.keepAliveMs = static_cast<int>(settings.keepAliveInterval.count());
   return self;
 }
 

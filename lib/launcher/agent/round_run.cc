@@ -50,6 +50,7 @@ RoundReport RoundRun::run() {
   group_ = std::make_unique<WorkerGroup>(session_.context, session_.runner.console(), session_.guard, settings,
                                          session_.runtime);
   session_.runner.start(*group_, specs);
+  publishState("running", static_cast<int>(specs.size()));
   watch();
   linkToPeer();
   const GroupOutcome outcome = session_.runner.waitForGroup();
@@ -108,10 +109,20 @@ std::optional<NodePlacement> RoundRun::placeThisNode() {
   return node;
 }
 
+// For `pltrun status` only: a store that does not answer is the watcher's business.
+void RoundRun::publishState(const std::string& state, int workersRunning) {
+  try {
+    session_.rendezvous->reportNodeState(info_, state, workersRunning);
+  } catch (const Error& error) {
+    spdlog::debug("could not publish this node's state '{}': {}", state, error.what());
+  }
+}
+
 // The first failure is announced at once, before this node's workers are stopped: the
 // other nodes stop theirs meanwhile, and the report stays with the node that failed.
 void RoundRun::onRootCause(const WorkerSpec& spec, pid_t pid, const ProcessEnd& end) {
   if (end_ || storeLost_) return;
+  publishState("failed", 0);
   RoundEnd failure;
   failure.host = session_.host;
   failure.status = end.shellStatus();
@@ -197,6 +208,7 @@ void RoundRun::onPeerLost(const std::string& peerHost, const std::string& why) {
 // This node's workers all succeeded: it says so, then waits for the round's end (every
 // node done, or a failure elsewhere that restarts everyone), saying who is still running.
 void RoundRun::waitForOtherNodes() {
+  publishState("succeeded", 0);
   try {
     session_.rendezvous->reportSucceeded(info_);
   } catch (const Error& error) {

@@ -43,6 +43,7 @@ class RoundRun {
 
  private:
   std::optional<NodePlacement> placeThisNode();
+  void publishState(const std::string& state, int workersRunning);
   void onRootCause(const WorkerSpec& spec, pid_t pid, const ProcessEnd& end);
   void watch();
   void linkToPeer();

@@ -176,7 +176,9 @@ std::shared_ptr<const FlagVariables> declareFlags(CLI::App& app, RawFlags& raw) 
       "Environment: PET_<FLAG> gives a flag's default (as torchrun); PLTRUN_SECRET_FILE the\n"
       "  shared secret; PLTRUN_CGROUP=off no job cgroup; PYTHON_EXEC the interpreter for .py;\n"
       "  TMPDIR the temporary run directory; CUDA_VISIBLE_DEVICES (or PLTRUN_FAKE_GPUS) the\n"
-      "  GPUs; SLURM_* a Slurm step's nodes, node rank and job id.");
+      "  GPUs; SLURM_* a Slurm step's nodes, node rank and job id.\n"
+      "A running elastic job's state: pltrun status --rdzv-endpoint HOST:PORT --rdzv-id ID\n"
+      "  [--json] [--watch] (pltrun status --help).");
   return variables;
 }
 

@@ -1,0 +1,57 @@
+#include "launcher/status/job_keys.h"
+
+#include <chrono>
+
+namespace pltrun {
+
+namespace {
+
+std::string prefixOf(const std::string& runId) { return "pltrun/rdzv/" + runId + "/"; }
+
+void readIfPresent(Store& store, const std::string& runId, const std::string& name, JobKeys& keys) {
+  const std::string key = prefixOf(runId) + name;
+  if (store.check({key})) keys[name] = store.get(key, std::chrono::seconds(10));
+}
+
+int integerIn(const JobKeys& keys, const std::string& name) {
+  auto found = keys.find(name);
+  if (found == keys.end()) return 0;
+  try {
+    return std::stoi(found->second);
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+void readRound(Store& store, const std::string& runId, int round, JobKeys& keys) {
+  const std::string stem = "r" + std::to_string(round) + "/";
+  for (const char* name : {"count", "complete", "end"}) readIfPresent(store, runId, stem + name, keys);
+  const int slots = integerIn(keys, stem + "count");
+  for (int slot = 1; slot <= slots; ++slot) {
+    for (const char* name : {"slot/", "assign/", "state/", "beat/"}) {
+      readIfPresent(store, runId, stem + name + std::to_string(slot), keys);
+    }
+  }
+}
+
+}  // namespace
+
+JobKeys readJobKeys(Store& store, const std::string& runId) {
+  JobKeys keys;
+  for (const char* name : {"round", "failures", "closed"}) readIfPresent(store, runId, name, keys);
+  if (!keys.count("round")) return keys;
+  const int round = integerIn(keys, "round");
+  if (round > 0) readRound(store, runId, round - 1, keys);
+  readRound(store, runId, round, keys);
+  return keys;
+}
+
+JobKeys readHeartbeats(Store& store, const std::string& runId, int round, int slots) {
+  JobKeys keys;
+  for (int slot = 1; slot <= slots; ++slot) {
+    readIfPresent(store, runId, "r" + std::to_string(round) + "/beat/" + std::to_string(slot), keys);
+  }
+  return keys;
+}
+
+}  // namespace pltrun

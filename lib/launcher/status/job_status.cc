@@ -1,0 +1,331 @@
+#include "launcher/status/job_status.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+#include "pltrun/error.h"
+#include "rendezvous/elastic/node_assignment.h"
+
+namespace pltrun {
+
+namespace {
+
+using nlohmann::json;
+using rdzv::RoundEnd;
+
+std::optional<std::string> valueOf(const JobKeys& keys, const std::string& name) {
+  auto found = keys.find(name);
+  if (found == keys.end()) return std::nullopt;
+  return found->second;
+}
+
+int integerOf(const JobKeys& keys, const std::string& name, int fallback) {
+  auto text = valueOf(keys, name);
+  if (!text) return fallback;
+  try {
+    return std::stoi(*text);
+  } catch (const std::exception&) {
+    return fallback;
+  }
+}
+
+std::string roundName(int round, const std::string& name) { return "r" + std::to_string(round) + "/" + name; }
+
+json parsedOr(const std::optional<std::string>& text) {
+  if (!text) return json();
+  json value = json::parse(*text, nullptr, false);
+  return value.is_discarded() ? json() : value;
+}
+
+// Slot `slot` of `round` as far as the keys tell: who joined, where it was placed, what its
+// workers do. Empty when the slot's descriptor is not there (yet).
+std::optional<NodeStatus> nodeInSlot(const JobKeys& keys, int round, int slot, JobStatus& job) {
+  auto descriptorText = valueOf(keys, roundName(round, "slot/" + std::to_string(slot)));
+  if (!descriptorText) return std::nullopt;
+  rdzv::NodeDescriptor descriptor;
+  try {
+    descriptor = rdzv::nodeDescriptorFromJson(*descriptorText);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  NodeStatus node;
+  node.slot = slot;
+  node.host = descriptor.host;
+  node.address = descriptor.addr;
+  node.pid = descriptor.pid;
+  node.workers = descriptor.localWorldSize;
+  node.state = "joined";
+  if (descriptor.maxNodes != 0 && !job.maxNodes) {
+    job.minNodes = descriptor.minNodes;
+    job.maxNodes = descriptor.maxNodes;
+  }
+  if (descriptor.maxRestarts >= 0 && !job.maxRestarts) job.maxRestarts = descriptor.maxRestarts;
+  if (auto assigned = valueOf(keys, roundName(round, "assign/" + std::to_string(slot)))) {
+    try {
+      const rdzv::NodeAssignment assignment = rdzv::nodeAssignmentFromJson(*assigned);
+      node.nodeRank = assignment.nodeRank;
+      node.firstRank = assignment.firstRank;
+    } catch (const Error&) {
+    }
+  }
+  const json state = parsedOr(valueOf(keys, roundName(round, "state/" + std::to_string(slot))));
+  if (state.is_object() && state.value("state", "") != "") {
+    node.state = state.value("state", "");
+    node.workersRunning = state.value("workers", -1);
+  }
+  return node;
+}
+
+int keepAliveMs(const JobKeys& keys, int round, int slots) {
+  for (int slot = 1; slot <= slots; ++slot) {
+    json descriptor = parsedOr(valueOf(keys, roundName(round, "slot/" + std::to_string(slot))));
+    if (descriptor.is_object() && descriptor.contains("keep_alive_ms")) return descriptor.value("keep_alive_ms", 5000);
+  }
+  return 5000;
+}
+
+// The members of a formed round (slots 1..nnodes) with their heartbeats; spares after them.
+void readFormedRound(const JobKeys& keys, int round, int nnodes, const HeartbeatAges& ages, JobStatus& job) {
+  const int joined = integerOf(keys, roundName(round, "count"), nnodes);
+  const double silentAfter = 1.5 * keepAliveMs(keys, round, joined) / 1000.0;
+  for (int slot = 1; slot <= joined; ++slot) {
+    std::optional<NodeStatus> node = nodeInSlot(keys, round, slot, job);
+    if (!node) continue;
+    if (slot > nnodes) {
+      node->state = "spare";
+      job.spares.push_back(*node);
+      continue;
+    }
+    auto age = ages.find(slot);
+    if (age != ages.end()) node->heartbeatAge = age->second;
+    if (node->state == "running" && node->heartbeatAge && *node->heartbeatAge > silentAfter) node->state = "silent";
+    job.nodes.push_back(*node);
+  }
+  std::sort(job.nodes.begin(), job.nodes.end(),
+            [](const NodeStatus& a, const NodeStatus& b) { return a.nodeRank < b.nodeRank; });
+  job.joined = static_cast<int>(job.nodes.size());
+}
+
+// While a round forms: who joined so far, and which members of the round before are not
+// back (counted by host and address: a replacement agent on the same node counts as back).
+void readFormingRound(const JobKeys& keys, int round, JobStatus& job) {
+  const int joined = integerOf(keys, roundName(round, "count"), 0);
+  std::multiset<std::string> here;
+  for (int slot = 1; slot <= joined; ++slot) {
+    if (std::optional<NodeStatus> node = nodeInSlot(keys, round, slot, job)) {
+      here.insert(node->host + " " + node->address);
+      job.nodes.push_back(*node);
+    }
+  }
+  job.joined = joined;
+  if (round == 0) return;
+  const json before = parsedOr(valueOf(keys, roundName(round - 1, "complete")));
+  const int members = before.is_object() ? before.value("nnodes", 0) : 0;
+  for (int slot = 1; slot <= members; ++slot) {
+    std::optional<NodeStatus> node = nodeInSlot(keys, round - 1, slot, job);
+    if (!node) continue;
+    auto back = here.find(node->host + " " + node->address);
+    if (back == here.end()) {
+      job.missing.push_back(node->host);
+    } else {
+      here.erase(back);
+    }
+  }
+}
+
+}  // namespace
+
+JobStatus evaluateJob(const std::string& runId, const std::string& endpoint, const JobKeys& keys,
+                      const HeartbeatAges& ages) {
+  JobStatus job;
+  job.runId = runId;
+  job.endpoint = endpoint;
+  if (!valueOf(keys, "round")) return job;  // Unknown: no agent ever joined this run id here
+  job.round = integerOf(keys, "round", 0);
+  job.workerFailures = integerOf(keys, "failures", 0);
+  const std::optional<std::string> closed = valueOf(keys, "closed");
+  const std::optional<std::string> ended = valueOf(keys, roundName(job.round, "end"));
+  const json complete = parsedOr(valueOf(keys, roundName(job.round, "complete")));
+  try {
+    if (closed) job.end = RoundEnd::fromJson(*closed);
+    if (!closed && ended) job.end = RoundEnd::fromJson(*ended);
+  } catch (const Error&) {
+  }
+  if (complete.is_object()) {
+    readFormedRound(keys, job.round, complete.value("nnodes", 0), ages, job);
+  } else {
+    readFormingRound(keys, job.round, job);
+  }
+  if (closed) {
+    job.state = JobStatus::State::Finished;
+    job.exitStatus = !job.end ? 1 : job.end->reason == RoundEnd::Reason::Succeeded ? 0 : std::max(job.end->status, 1);
+  } else if (ended || (!complete.is_object() && job.round > 0 && valueOf(keys, roundName(job.round - 1, "end")))) {
+    job.state = JobStatus::State::Reforming;  // the last round ended; the next one forms
+  } else {
+    job.state = complete.is_object() ? JobStatus::State::Running : JobStatus::State::Waiting;
+  }
+  return job;
+}
+
+int statusExitCode(const JobStatus& status) {
+  switch (status.state) {
+    case JobStatus::State::Unknown:
+      return 2;
+    case JobStatus::State::Finished:
+      return status.exitStatus == 0 ? 0 : 2;
+    case JobStatus::State::Waiting:
+    case JobStatus::State::Reforming:
+      return 1;
+    case JobStatus::State::Running:
+      break;
+  }
+  for (const NodeStatus& node : status.nodes) {
+    if (node.state == "failed" || node.state == "silent") return 1;
+  }
+  return 0;
+}
+
+namespace {
+
+std::string nodeRange(const JobStatus& status) {
+  if (!status.maxNodes) return "";
+  if (*status.minNodes == *status.maxNodes) return " of " + std::to_string(*status.maxNodes);
+  return " of " + std::to_string(*status.minNodes) + ".." + std::to_string(*status.maxNodes);
+}
+
+std::string summaryLine(const JobStatus& status) {
+  std::ostringstream line;
+  line << "run " << status.runId << " at " << status.endpoint << ": ";
+  switch (status.state) {
+    case JobStatus::State::Unknown:
+      line << "no such job (no agent has joined this run id at this endpoint)";
+      break;
+    case JobStatus::State::Waiting:
+      line << "waiting for nodes in round " << status.round << ": " << status.joined << nodeRange(status) << " joined";
+      if (status.minNodes && status.joined < *status.minNodes) {
+        line << " (" << *status.minNodes - status.joined << " missing to start)";
+      }
+      break;
+    case JobStatus::State::Running:
+      line << "running round " << status.round << " on " << status.joined << " node(s)" << nodeRange(status);
+      break;
+    case JobStatus::State::Reforming:
+      line << "re-forming in round " << status.round << (status.end ? " after " + status.end->describe() : "");
+      break;
+    case JobStatus::State::Finished:
+      line << "finished with status " << status.exitStatus << (status.end ? ": " + status.end->describe() : "");
+      break;
+  }
+  if (status.state != JobStatus::State::Unknown) {
+    line << "; restarts " << status.round;
+    if (status.maxRestarts) line << " of " << *status.maxRestarts;
+    line << ", " << status.workerFailures << " worker failure(s)";
+  }
+  return line.str();
+}
+
+std::string ranksText(const NodeStatus& node) {
+  if (node.firstRank < 0) return "-";
+  if (node.workers == 1) return std::to_string(node.firstRank);
+  return std::to_string(node.firstRank) + "-" + std::to_string(node.firstRank + node.workers - 1);
+}
+
+std::string heartbeatText(const NodeStatus& node) {
+  if (!node.heartbeatAge) return "-";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f s ago", *node.heartbeatAge);
+  return text;
+}
+
+std::string nodeRow(const NodeStatus& node) {
+  char row[512];
+  std::snprintf(row, sizeof row, "  %-5s %-16s %-16s %-8s %-9s %-8s %-11s %s\n",
+                node.nodeRank < 0 ? "-" : std::to_string(node.nodeRank).c_str(), node.host.c_str(),
+                node.address.c_str(), node.pid == 0 ? "-" : std::to_string(node.pid).c_str(), ranksText(node).c_str(),
+                node.workersRunning < 0
+                    ? std::to_string(node.workers).c_str()
+                    : (std::to_string(node.workersRunning) + "/" + std::to_string(node.workers)).c_str(),
+                heartbeatText(node).c_str(), node.state.c_str());
+  return row;
+}
+
+json nodeJson(const NodeStatus& node) {
+  return {{"slot", node.slot},
+          {"node_rank", node.nodeRank < 0 ? json() : json(node.nodeRank)},
+          {"host", node.host},
+          {"address", node.address},
+          {"pid", node.pid == 0 ? json() : json(node.pid)},
+          {"ranks", node.firstRank < 0 ? json() : json{node.firstRank, node.firstRank + node.workers - 1}},
+          {"workers", node.workers},
+          {"workers_running", node.workersRunning < 0 ? json() : json(node.workersRunning)},
+          {"heartbeat_age_s", node.heartbeatAge ? json(*node.heartbeatAge) : json()},
+          {"state", node.state}};
+}
+
+}  // namespace
+
+std::string renderStatusText(const JobStatus& status) {
+  std::string text = summaryLine(status) + "\n";
+  if (!status.nodes.empty()) {
+    char header[256];
+    std::snprintf(header, sizeof header, "  %-5s %-16s %-16s %-8s %-9s %-8s %-11s %s\n", "node", "host", "address",
+                  "pid", "ranks", "workers", "heartbeat", "state");
+    text += header;
+    for (const NodeStatus& node : status.nodes) text += nodeRow(node);
+  }
+  for (const NodeStatus& spare : status.spares) {
+    text += "  spare: " + spare.host + " (" + spare.address + (spare.pid ? ", pid " + std::to_string(spare.pid) : "") +
+            ")\n";
+  }
+  if (!status.missing.empty()) {
+    std::string names;
+    for (const std::string& host : status.missing) names += (names.empty() ? "" : ", ") + host;
+    text += "  missing: " + names + "\n";
+  }
+  return text;
+}
+
+json statusJson(const JobStatus& status) {
+  json nodes = json::array(), spares = json::array();
+  for (const NodeStatus& node : status.nodes) nodes.push_back(nodeJson(node));
+  for (const NodeStatus& spare : status.spares) spares.push_back(nodeJson(spare));
+  json end;
+  if (status.end) end = json::parse(status.end->toJson());
+  return {{"schema", 1},
+          {"run_id", status.runId},
+          {"endpoint", status.endpoint},
+          {"state", stateName(status.state)},
+          {"exit_status", statusExitCode(status)},
+          {"round", status.round},
+          {"restarts", status.round},
+          {"max_restarts", status.maxRestarts ? json(*status.maxRestarts) : json()},
+          {"worker_failures", status.workerFailures},
+          {"min_nodes", status.minNodes ? json(*status.minNodes) : json()},
+          {"max_nodes", status.maxNodes ? json(*status.maxNodes) : json()},
+          {"joined", status.joined},
+          {"nodes", nodes},
+          {"spares", spares},
+          {"missing", status.missing},
+          {"end", end},
+          {"job_exit_status", status.state == JobStatus::State::Finished ? json(status.exitStatus) : json()}};
+}
+
+const char* stateName(JobStatus::State state) {
+  switch (state) {
+    case JobStatus::State::Waiting:
+      return "waiting";
+    case JobStatus::State::Running:
+      return "running";
+    case JobStatus::State::Reforming:
+      return "re-forming";
+    case JobStatus::State::Finished:
+      return "finished";
+    case JobStatus::State::Unknown:
+      break;
+  }
+  return "unknown";
+}
+
+}  // namespace pltrun

@@ -1,0 +1,71 @@
+#pragma once
+// `pltrun status`, the pure half: what an elastic job is doing, worked out from the keys its
+// agents keep in the rendezvous store (docs/ELASTIC.md, "Keys"), and how that is shown to
+// people (text) and to scripts (JSON, schema 1). The keys are read by job_keys.h; nothing
+// here does I/O, so every state can be tested from a table of keys.
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rendezvous/elastic/round_end.h"
+
+namespace pltrun {
+
+/// The job's keys under pltrun/rdzv/RUN_ID/, by their name below it ("round", "r2/slot/1").
+using JobKeys = std::map<std::string, std::string>;
+
+/// Per slot of the current round: seconds since its heartbeat counter was last seen to move
+/// (measured by the reader's own clock: the counters hold no time).
+using HeartbeatAges = std::map<int, double>;
+
+struct NodeStatus {
+  int slot = 0;
+  int nodeRank = -1;  ///< -1: not placed (the round is still forming, or a spare)
+  std::string host;
+  std::string address;
+  int pid = 0;  ///< 0: not told (an older agent)
+  int firstRank = -1;
+  int workers = 0;
+  int workersRunning = -1;  ///< -1: not told yet
+  std::optional<double> heartbeatAge;
+  std::string state;  ///< joined, running, succeeded, failed, silent (no heartbeat of late), spare
+};
+
+struct JobStatus {
+  enum class State { Unknown, Waiting, Running, Reforming, Finished };
+  State state = State::Unknown;
+  std::string runId;
+  std::string endpoint;
+  int round = 0;  ///< also the restart count (TORCHELASTIC_RESTART_COUNT)
+  std::optional<int> maxRestarts;
+  int workerFailures = 0;
+  std::optional<int> minNodes;
+  std::optional<int> maxNodes;
+  int joined = 0;  ///< nodes in the round (while waiting: so far)
+  std::vector<NodeStatus> nodes;
+  std::vector<NodeStatus> spares;
+  std::vector<std::string> missing;   ///< while waiting or re-forming: last round's nodes not back yet
+  std::optional<rdzv::RoundEnd> end;  ///< why the round or the job ended
+  int exitStatus = 0;                 ///< Finished: the status the job ended with
+};
+
+/// The job as `keys` show it. A running node whose heartbeat has not moved for 1.5 times the
+/// agents' keep-alive interval (they beat once an interval) is "silent".
+JobStatus evaluateJob(const std::string& runId, const std::string& endpoint, const JobKeys& keys,
+                      const HeartbeatAges& ages);
+
+/// 0: running with every node well, or finished successfully; 1: waiting, re-forming, or a
+/// node failed or went silent; 2: failed, stopped, or no such job.
+int statusExitCode(const JobStatus& status);
+
+/// For people: a summary line, then a table of nodes, spares and who is missing.
+std::string renderStatusText(const JobStatus& status);
+/// For scripts: schema 1 (docs/STATUS.md).
+nlohmann::json statusJson(const JobStatus& status);
+
+const char* stateName(JobStatus::State state);
+
+}  // namespace pltrun

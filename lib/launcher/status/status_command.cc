@@ -1,0 +1,168 @@
+#include "launcher/status/status_command.h"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include "launcher/plan/launch_config.h"
+#include "launcher/plan/rendezvous_flags.h"
+#include "launcher/status/heartbeat_tracker.h"
+#include "launcher/status/job_keys.h"
+#include "pltrun/error.h"
+#include "pltrun/tcp_store.h"
+#include "rendezvous/store/host_port_text.h"
+#include "rendezvous/store/secret_file.h"
+
+namespace pltrun {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+struct StatusOptions {
+  std::string endpoint;
+  std::string runId = "none";  // torchrun's default, as the agents use it
+  std::string rdzvConf;
+  std::string backend = "c10d";
+  bool json = false;
+  bool help = false;
+  double watchSeconds = 0;  ///< 0: once
+};
+
+StatusOptions parseStatusFlags(int argc, const char* const* argv) {
+  StatusOptions options;
+  CLI::App app{"pltrun status: what an elastic job is doing, from its rendezvous store", "pltrun status"};
+  app.add_option("--rdzv-endpoint,--rdzv_endpoint", options.endpoint, "the job's rendezvous store, HOST[:PORT]")
+      ->required();
+  app.add_option("--rdzv-id,--rdzv_id,--run-id", options.runId, "the job's run id (default: none, as the agents')");
+  app.add_option("--rdzv-conf,--rdzv_conf", options.rdzvConf, "secret_file=PATH, read_timeout=SECONDS");
+  app.add_option("--rdzv-backend,--rdzv_backend", options.backend, "c10d (the default; etcd is not read yet)");
+  app.add_flag("--json", options.json, "schema 1 JSON (docs/STATUS.md) instead of text");
+  app.add_option("--watch", options.watchSeconds, "redraw every SECONDS (default 2) until interrupted")
+      ->expected(0, 1)
+      ->default_str("2");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    options.help = true;
+    return options;
+  } catch (const CLI::ParseError& error) {
+    throw Error(ErrorCode::InvalidArgument,
+                std::string(error.what()) + " (usage: pltrun status --rdzv-endpoint HOST:PORT --rdzv-id ID)");
+  }
+  if (app.count("--watch") && options.watchSeconds <= 0) options.watchSeconds = 2;
+  if (options.backend != "c10d") {
+    throw Error(ErrorCode::InvalidArgument,
+                "--rdzv-backend '" + options.backend +
+                    "' is not read yet, only c10d; on etcd, `etcdctl get --prefix /pltrun/rdzv/RUN_ID/` shows the "
+                    "same keys");
+  }
+  return options;
+}
+
+TcpStoreOptions storeOptionsFor(const StatusOptions& options, const Environment& env) {
+  const Endpoint endpoint = parseEndpoint("--rdzv-endpoint", options.endpoint, kDefaultRendezvousPort);
+  RendezvousSettings settings;
+  if (!options.rdzvConf.empty()) applyRendezvousConf(options.rdzvConf, settings);
+  if (settings.secretFile.empty()) {
+    auto fromEnvironment = env.find("PLTRUN_SECRET_FILE");
+    if (fromEnvironment != env.end()) settings.secretFile = fromEnvironment->second;
+  }
+  TcpStoreOptions store;
+  store.host = endpoint.host;
+  store.port = endpoint.port;
+  store.secret = settings.secretFile.empty() ? "" : rdzv::readSecretFile(settings.secretFile, "secret_file");
+  store.authContext = options.runId;
+  store.connectTimeout = 3s;
+  store.timeout = settings.readTimeout;
+  return store;
+}
+
+// Reads the job, then watches the heartbeats of a running round for up to 1.6 keep-alive
+// intervals (or until every node has beaten once): the counters hold no time.
+JobStatus sample(TcpStore& store, const StatusOptions& options, const std::string& endpoint,
+                 HeartbeatTracker& tracker) {
+  JobKeys keys = readJobKeys(store, options.runId);
+  JobStatus status = evaluateJob(options.runId, endpoint, keys, {});
+  if (status.state != JobStatus::State::Running) return status;
+  const int slots = status.joined;
+  const int keepAliveMs = [&] {
+    auto descriptor = nlohmann::json::parse(keys["r" + std::to_string(status.round) + "/slot/1"], nullptr, false);
+    return descriptor.is_object() ? descriptor.value("keep_alive_ms", 5000) : 5000;
+  }();
+  const auto deadline = HeartbeatTracker::Clock::now() + std::chrono::milliseconds(keepAliveMs * 16 / 10);
+  tracker.observe(status.round, readHeartbeats(store, options.runId, status.round, slots),
+                  HeartbeatTracker::Clock::now());
+  while (!tracker.allMoved(status.round, slots) && HeartbeatTracker::Clock::now() < deadline) {
+    std::this_thread::sleep_for(100ms);
+    tracker.observe(status.round, readHeartbeats(store, options.runId, status.round, slots),
+                    HeartbeatTracker::Clock::now());
+  }
+  keys = readJobKeys(store, options.runId);  // what changed meanwhile (a failure, the end)
+  return evaluateJob(options.runId, endpoint, keys, tracker.ages(status.round, HeartbeatTracker::Clock::now()));
+}
+
+void show(const JobStatus& status, const StatusOptions& options, bool redraw) {
+  std::string text = options.json ? statusJson(status).dump() + "\n" : renderStatusText(status);
+  if (redraw && isatty(STDOUT_FILENO)) text = "\033[H\033[2J" + text;
+  std::fputs(text.c_str(), stdout);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+bool isStatusCommand(int argc, const char* const* argv) { return argc > 1 && std::strcmp(argv[1], "status") == 0; }
+
+namespace {
+
+int reportStatus(int argc, const char* const* argv, const Environment& env) {
+  const StatusOptions options = parseStatusFlags(argc - 1, argv + 1);
+  if (options.help) return 0;
+  const TcpStoreOptions storeOptions = storeOptionsFor(options, env);
+  const std::string endpoint = rdzv::hostPortText(storeOptions.host, storeOptions.port);
+  std::unique_ptr<TcpStore> store;
+  try {
+    store = std::make_unique<TcpStore>(storeOptions);
+  } catch (const Error& error) {
+    if (error.code() == ErrorCode::PermissionDenied) {
+      throw Error(ErrorCode::PermissionDenied, "the store at " + endpoint +
+                                                   " refused us: give the job's secret (--rdzv-conf secret_file=PATH "
+                                                   "or PLTRUN_SECRET_FILE) and its run id (--rdzv-id)");
+    }
+    throw Error(ErrorCode::Network, "nothing answers at " + endpoint +
+                                        ": the job has ended (its store went with its first node) or the endpoint is "
+                                        "wrong");
+  }
+  HeartbeatTracker tracker;
+  while (true) {
+    JobStatus status;
+    try {
+      status = sample(*store, options, endpoint, tracker);
+    } catch (const Error& error) {
+      throw Error(ErrorCode::Network, "the store at " + endpoint + " stopped answering (" + error.what() +
+                                          "): the job has ended, or its first node is gone");
+    }
+    show(status, options, options.watchSeconds > 0);
+    if (options.watchSeconds <= 0 || status.state == JobStatus::State::Finished) return statusExitCode(status);
+    std::this_thread::sleep_for(std::chrono::duration<double>(options.watchSeconds));
+  }
+}
+
+}  // namespace
+
+int runStatusCommand(int argc, const char* const* argv, const Environment& env) {
+  try {
+    return reportStatus(argc, argv, env);
+  } catch (const Error& error) {
+    // Every way of not knowing the job's state is "unknown": 2, as a failed job.
+    std::fprintf(stderr, "pltrun status: error: %s\n", error.what());
+    return 2;
+  }
+}
+
+}  // namespace pltrun

@@ -1,0 +1,151 @@
+// `pltrun status` against live elastic jobs of real agents: the text and the JSON while the
+// job waits for a node, runs, has restarted, has lost a node, and has ended, and the exit
+// status of each. The agents meet at a standalone pltrun-store, which outlives them, so that
+// the end can be read too.
+
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "e2e/elastic_job.h"
+#include "helpers/child_process.h"
+
+using namespace pltrun::test;
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+namespace {
+
+std::vector<std::string> agentCommand(const std::string& endpoint, const TempDir& dir) {
+  return pltrunCommand({"--nnodes", "2", "--nproc-per-node", "2", "--rdzv-endpoint", endpoint, "--rdzv-id", "watched",
+                        "--rdzv-conf", kConf + ",is_host=0", "--max-restarts", "1", "--term-timeout", "5", testWorker(),
+                        "serve", dir.path()});
+}
+
+Finished status(const std::string& endpoint, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {"status", "--rdzv-endpoint", endpoint, "--rdzv-id", "watched"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return runPltrun(args);
+}
+
+json statusJson(const std::string& endpoint) {
+  Finished run = status(endpoint, {"--json"});
+  INFO(run.err);
+  REQUIRE_FALSE(run.out.empty());
+  json value = json::parse(run.out);
+  CHECK(value["exit_status"] == run.status);
+  return value;
+}
+
+// Polls the JSON until `done` holds (30 s at most): a state the agents reach on their own.
+json statusWhen(const std::string& endpoint, const std::function<bool(const json&)>& done) {
+  json value;
+  for (int attempt = 0; attempt < 60; ++attempt) {
+    value = statusJson(endpoint);
+    if (done(value)) return value;
+    std::this_thread::sleep_for(500ms);
+  }
+  FAIL("status never reached the expected state; last: " << value.dump());
+  return value;
+}
+
+}  // namespace
+
+TEST_CASE("pltrun status follows a 2-agent job: waiting, running, restarted, ended", "[status][elastic]") {
+  TempDir dir;
+  StandaloneStore store(dir);
+  const std::string endpoint = store.endpoint();
+
+  ChildProcess first(agentCommand(endpoint, dir));
+  json waiting = statusWhen(endpoint, [](const json& v) { return v["state"] == "waiting" && v["joined"] == 1; });
+  CHECK(waiting["exit_status"] == 1);
+  CHECK(waiting["nodes"][0]["pid"] == first.pid());
+  Finished waitingText = status(endpoint);
+  CHECK(waitingText.status == 1);
+  CHECK_THAT(waitingText.out, Catch::StartsWith("run watched at " + endpoint +
+                                                ": waiting for nodes in round 0: 1 of 2 joined (1 missing to start)"));
+
+  ChildProcess second(agentCommand(endpoint, dir));
+  waitForRound(dir, 4, 0);
+  json running = statusWhen(endpoint, [](const json& v) {
+    return v["state"] == "running" && v["nodes"].size() == 2 && v["nodes"][1]["state"] == "running";
+  });
+  CHECK(running["exit_status"] == 0);
+  CHECK(running["max_restarts"] == 1);
+  CHECK(running["min_nodes"] == 2);
+  for (int node = 0; node < 2; ++node) {
+    const json& row = running["nodes"][node];
+    CHECK(row["node_rank"] == node);
+    CHECK(row["ranks"] == json{2 * node, 2 * node + 1});
+    CHECK(row["workers_running"] == 2);
+    REQUIRE(row["heartbeat_age_s"].is_number());
+    CHECK(row["heartbeat_age_s"].get<double>() < 2.0);  // keep_alive_interval=1
+  }
+  std::set<pid_t> pids = {running["nodes"][0]["pid"].get<pid_t>(), running["nodes"][1]["pid"].get<pid_t>()};
+  CHECK(pids == std::set<pid_t>{first.pid(), second.pid()});
+  Finished runningText = status(endpoint);
+  CHECK(runningText.status == 0);
+  CHECK_THAT(runningText.out, Catch::Contains("running round 0 on 2 node(s) of 2; restarts 0 of 1"));
+
+  // A worker killed: the job restarts once (round 1).
+  const Round round0 = waitForRound(dir, 4, 0);
+  ::kill(round0.byRank.at(3).pid(), SIGKILL);
+  waitForRound(dir, 4, 1);
+  json restarted = statusWhen(endpoint, [](const json& v) {
+    return v["state"] == "running" && v["round"] == 1 && v["nodes"].size() == 2 &&
+           v["nodes"][0]["state"] == "running" && v["nodes"][1]["state"] == "running";
+  });
+  CHECK(restarted["restarts"] == 1);
+  CHECK(restarted["worker_failures"] == 1);
+
+  release(dir);
+  CHECK(first.wait(kAgentExit).status == 0);
+  CHECK(second.wait(kAgentExit).status == 0);
+  json ended = statusJson(endpoint);
+  CHECK(ended["state"] == "finished");
+  CHECK(ended["job_exit_status"] == 0);
+  CHECK(ended["exit_status"] == 0);
+  CHECK(ended["end"]["reason"] == "succeeded");
+  Finished endedText = status(endpoint);
+  CHECK_THAT(endedText.out, Catch::Contains("finished with status 0"));
+}
+
+TEST_CASE("pltrun status names the node that is missing while the job re-forms", "[status][elastic]") {
+  TempDir dir;
+  StandaloneStore store(dir);
+  const std::string endpoint = store.endpoint();
+  ChildProcess first(agentCommand(endpoint, dir));
+  ChildProcess second(agentCommand(endpoint, dir));
+  waitForRound(dir, 4, 0);
+  second.signal(SIGKILL);
+  second.wait(10s);
+  // The survivor re-forms and waits in round 1 for a second node, which does not come.
+  json reforming = statusWhen(endpoint, [](const json& v) { return v["round"] == 1 && v["joined"] == 1; });
+  CHECK(reforming["state"] == "re-forming");
+  CHECK(reforming["exit_status"] == 1);
+  CHECK(reforming["missing"].size() == 1);
+  Finished text = status(endpoint);
+  CHECK(text.status == 1);
+  CHECK_THAT(text.out, Catch::Contains("missing: "));
+  first.signal(SIGTERM);
+  first.wait(kAgentExit);
+}
+
+TEST_CASE("pltrun status: a wrong endpoint or run id is one line and status 2", "[status][e2e]") {
+  TempDir dir;
+  StandaloneStore store(dir);
+  Finished wrongId = runPltrun({"status", "--rdzv-endpoint", store.endpoint(), "--rdzv-id", "nobody"});
+  CHECK(wrongId.status == 2);
+  CHECK_THAT(wrongId.out, Catch::Contains("no such job"));
+  Finished nothing = runPltrun({"status", "--rdzv-endpoint", "127.0.0.1:" + std::to_string(freeLoopbackPort())});
+  CHECK(nothing.status == 2);
+  CHECK_THAT(nothing.err, Catch::StartsWith("pltrun status: error: nothing answers at 127.0.0.1:"));
+  CHECK(std::count(nothing.err.begin(), nothing.err.end(), '\n') == 1);
+  Finished noEndpoint = runPltrun({"status"});
+  CHECK(noEndpoint.status == 2);
+  CHECK_THAT(noEndpoint.err, Catch::Contains("--rdzv-endpoint is required"));
+}

@@ -1,0 +1,132 @@
+// `pltrun status`'s pure half: a job's state from a table of its rendezvous keys, as the
+// agents write them (docs/ELASTIC.md), and the heartbeat ages measured from counters.
+
+#include "launcher/status/job_status.h"
+
+#include <catch2/catch.hpp>
+
+#include "launcher/status/heartbeat_tracker.h"
+
+using namespace pltrun;
+
+namespace {
+
+std::string slot(const std::string& host, int pid) {
+  return R"({"id":")" + host + ":" + std::to_string(pid) + R"(:ab","host":")" + host + R"(","addr":"10.0.0.)" +
+         std::to_string(pid % 100) + R"(","nproc":2,"pid":)" + std::to_string(pid) +
+         R"(,"nnodes":[2,3],"max_restarts":3,"keep_alive_ms":1000})";
+}
+
+std::string assign(int nodeRank) {
+  return R"({"node_rank":)" + std::to_string(nodeRank) + R"(,"nnodes":2,"world_size":4,"first_rank":)" +
+         std::to_string(2 * nodeRank) + R"(,"rank0_addr":"10.0.0.1"})";
+}
+
+// Round 1 of a job on a and b, formed, both running, after one worker failure in round 0.
+JobKeys runningJob() {
+  return {
+      {"round", "1"},
+      {"failures", "1"},
+      {"r0/count", "2"},
+      {"r0/slot/1", slot("a", 101)},
+      {"r0/slot/2", slot("b", 102)},
+      {"r0/complete", R"({"nnodes":2,"world_size":4,"failures":0})"},
+      {"r0/end",
+       R"({"reason":"worker_failed","host":"b","message":"rank 3 ended with exit code 1","status":1,"failures":1,"final":false})"},
+      {"r1/count", "2"},
+      {"r1/slot/1", slot("b", 102)},
+      {"r1/slot/2", slot("a", 101)},
+      {"r1/assign/1", assign(1)},
+      {"r1/assign/2", assign(0)},
+      {"r1/complete", R"({"nnodes":2,"world_size":4,"failures":1})"},
+      {"r1/state/1", R"({"state":"running","workers":2})"},
+      {"r1/state/2", R"({"state":"running","workers":2})"}};
+}
+
+}  // namespace
+
+TEST_CASE("status: a running round lists its nodes by node rank, with ranks, pids and heartbeats", "[status]") {
+  JobStatus status = evaluateJob("job", "h:1", runningJob(), {{1, 0.4}, {2, 0.2}});
+  CHECK(status.state == JobStatus::State::Running);
+  CHECK(status.round == 1);
+  CHECK(status.maxRestarts == std::optional<int>(3));
+  CHECK(status.workerFailures == 1);
+  CHECK(status.minNodes == std::optional<int>(2));
+  CHECK(status.maxNodes == std::optional<int>(3));
+  REQUIRE(status.nodes.size() == 2);
+  CHECK(status.nodes[0].host == "a");
+  CHECK(status.nodes[0].nodeRank == 0);
+  CHECK(status.nodes[0].pid == 101);
+  CHECK(status.nodes[1].firstRank == 2);
+  CHECK(statusExitCode(status) == 0);
+  const std::string text = renderStatusText(status);
+  CHECK_THAT(text, Catch::StartsWith("run job at h:1: running round 1 on 2 node(s) of 2..3; restarts 1 of 3, 1 "
+                                     "worker failure(s)\n"));
+  CHECK_THAT(text, Catch::Contains("0.4 s ago") && Catch::Contains("2-3"));
+  const nlohmann::json json = statusJson(status);
+  CHECK(json["schema"] == 1);
+  CHECK(json["nodes"][1]["ranks"] == nlohmann::json{2, 3});
+}
+
+TEST_CASE("status: a heartbeat that stopped makes its node silent and the job degraded", "[status]") {
+  JobStatus status = evaluateJob("job", "h:1", runningJob(), {{1, 0.4}, {2, 1.6}});  // 1.5 x keep_alive_ms
+  CHECK(status.nodes[0].state == "silent");                                          // a, in slot 2, is node rank 0
+  CHECK(status.nodes[1].state == "running");
+  CHECK(statusExitCode(status) == 1);
+  JobKeys failed = runningJob();
+  failed["r1/state/2"] = R"({"state":"failed","workers":0})";
+  CHECK(statusExitCode(evaluateJob("job", "h:1", failed, {})) == 1);
+}
+
+TEST_CASE("status: while a round forms after a loss, the members not back are missing", "[status]") {
+  JobKeys keys = runningJob();
+  keys["r1/end"] = R"({"reason":"node_lost","host":"a","message":"","status":0,"failures":1,"final":false})";
+  keys["round"] = "2";
+  keys["r2/count"] = "1";
+  keys["r2/slot/1"] = slot("b", 102);
+  JobStatus status = evaluateJob("job", "h:1", keys, {});
+  CHECK(status.state == JobStatus::State::Reforming);
+  CHECK(status.joined == 1);
+  CHECK(status.missing == std::vector<std::string>{"a"});
+  CHECK(statusExitCode(status) == 1);
+  CHECK_THAT(renderStatusText(status), Catch::Contains("missing: a"));
+}
+
+TEST_CASE("status: the first round waits, an ended job gives its status, and no keys is no job", "[status]") {
+  JobKeys waiting = {{"round", "0"}, {"r0/count", "1"}, {"r0/slot/1", slot("a", 101)}};
+  JobStatus status = evaluateJob("job", "h:1", waiting, {});
+  CHECK(status.state == JobStatus::State::Waiting);
+  CHECK_THAT(renderStatusText(status), Catch::Contains("1 of 2..3 joined (1 missing to start)"));
+  CHECK(statusExitCode(status) == 1);
+
+  JobKeys ended = runningJob();
+  ended["closed"] =
+      R"({"reason":"worker_failed","host":"a","message":"rank 0 ended with exit code 7","status":7,"failures":4,"final":true})";
+  status = evaluateJob("job", "h:1", ended, {});
+  CHECK(status.state == JobStatus::State::Finished);
+  CHECK(status.exitStatus == 7);
+  CHECK(statusExitCode(status) == 2);
+  ended["closed"] = R"({"reason":"succeeded","host":"a","message":"","status":0,"failures":1,"final":true})";
+  CHECK(statusExitCode(evaluateJob("job", "h:1", ended, {})) == 0);
+
+  status = evaluateJob("job", "h:1", {}, {});
+  CHECK(status.state == JobStatus::State::Unknown);
+  CHECK(statusExitCode(status) == 2);
+  CHECK(statusJson(status)["state"] == "unknown");
+}
+
+TEST_CASE("status: a heartbeat's age is the time since its counter was seen to move", "[status]") {
+  using Clock = HeartbeatTracker::Clock;
+  HeartbeatTracker tracker;
+  const Clock::time_point start = Clock::now();
+  tracker.observe(3, {{"r3/beat/1", "5"}, {"r3/beat/2", "9"}}, start);
+  CHECK_FALSE(tracker.allMoved(3, 2));
+  tracker.observe(3, {{"r3/beat/1", "6"}, {"r3/beat/2", "9"}}, start + std::chrono::milliseconds(700));
+  CHECK_FALSE(tracker.allMoved(3, 2));
+  HeartbeatAges ages = tracker.ages(3, start + std::chrono::milliseconds(1000));
+  CHECK(ages[1] == Approx(0.3));
+  CHECK(ages[2] == Approx(1.0));  // not seen to move: at least as old as the watching
+  tracker.observe(3, {{"r3/beat/2", "10"}}, start + std::chrono::milliseconds(1100));
+  CHECK(tracker.allMoved(3, 2));
+  CHECK(tracker.ages(4, start).empty());
+}
