@@ -89,7 +89,8 @@ TEST_CASE("pltrun status follows a 2-agent job: waiting, running, restarted, end
   CHECK(pids == std::set<pid_t>{first.pid(), second.pid()});
   Finished runningText = status(endpoint);
   CHECK(runningText.status == 0);
-  CHECK_THAT(runningText.out, Catch::Contains("running round 0 on 2 node(s) of 2; restarts 0 of 1"));
+  CHECK_THAT(runningText.out,
+             Catch::Contains("running round 0 on 2 node(s) of 2; 0 worker failure(s) of --max-restarts 1"));
 
   // A worker killed: the job restarts once (round 1).
   const Round round0 = waitForRound(dir, 4, 0);

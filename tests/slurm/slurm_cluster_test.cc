@@ -189,12 +189,11 @@ TEST_CASE("real Slurm: an sbatch script's srun step restarts a failed worker and
   Finished run = cluster.run({"sbatch", "-N2", "--wait", "-o", log, batchScript(cluster, line)}, 120s);
   INFO(readFile(log) << cluster.logs());
   REQUIRE(run.status == 0);
-  // Every rank ran twice: attempt 0, where rank 3 failed, then attempt 1 on both nodes.
+  // Rank 3 failed in attempt 0 (the others may have been stopped before they wrote a line),
+  // then every rank ran attempt 1, on both nodes.
   const std::string attempts = readFile(out + "/attempts");
-  for (int rank = 0; rank < 4; ++rank) {
-    CHECK_THAT(attempts,
-               Catch::Contains(std::to_string(rank) + " 0\n") && Catch::Contains(std::to_string(rank) + " 1\n"));
-  }
+  CHECK_THAT(attempts, Catch::Contains("3 0\n"));
+  for (int rank = 0; rank < 4; ++rank) CHECK_THAT(attempts, Catch::Contains(std::to_string(rank) + " 1\n"));
 }
 
 namespace {

@@ -60,8 +60,8 @@ TEST_CASE("status: a running round lists its nodes by node rank, with ranks, pid
   CHECK(status.nodes[1].firstRank == 2);
   CHECK(statusExitCode(status) == 0);
   const std::string text = renderStatusText(status);
-  CHECK_THAT(text, Catch::StartsWith("run job at h:1: running round 1 on 2 node(s) of 2..3; restarts 1 of 3, 1 "
-                                     "worker failure(s)\n"));
+  CHECK_THAT(text, Catch::StartsWith("run job at h:1: running round 1 on 2 node(s) of 2..3; 1 worker failure(s) of "
+                                     "--max-restarts 3\n"));
   CHECK_THAT(text, Catch::Contains("0.4 s ago") && Catch::Contains("2-3"));
   const nlohmann::json json = statusJson(status);
   CHECK(json["schema"] == 1);

@@ -188,6 +188,12 @@ TEST_CASE("under srun the node flags come from Slurm unless given", "[slurm]") {
     CHECK_FALSE(parse({"--standalone", "train.py"}, env).slurmSummary);
   }
   SECTION("--rdzv-id wins over the job id") { CHECK(parse({"--rdzv-id", "mine", "train.py"}, env).runId == "mine"); }
+  SECTION("a pltrun started by a worker leaves the outer job's variables alone") {
+    env["TORCHELASTIC_RUN_ID"] = "4242";
+    LaunchConfig nested = parse({"train.py"}, env);
+    CHECK(nested.nnodes == 1);
+    CHECK_FALSE(nested.slurmSummary);
+  }
   SECTION("a one-node step is a single-node run with the job id as run id") {
     env["SLURM_STEP_NUM_NODES"] = env["SLURM_STEP_NUM_TASKS"] = "1";
     env["SLURM_STEP_NODELIST"] = "node01";
@@ -227,6 +233,11 @@ TEST_CASE("under srun, slurm.conf is read from SLURM_CONF, and a missing one mea
   };
   CHECK(readSlurmSignalReach({{"SLURM_CONF", "/tmp/c/slurm.conf"}}, reader) == SlurmSignalReach::Descendants);
   CHECK(readSlurmSignalReach({}, reader) == SlurmSignalReach::TaskGroup);
+  // Not set in the file but maybe in an included one: not known, so forwarded.
+  FileReader including = [](const std::string&) -> std::string { return "Include /etc/slurm/site.conf\n"; };
+  CHECK(readSlurmSignalReach({{"SLURM_CONF", "/c"}}, including) == SlurmSignalReach::TaskGroup);
+  FileReader plain = [](const std::string&) -> std::string { return "ClusterName=c\n"; };
+  CHECK(readSlurmSignalReach({{"SLURM_CONF", "/c"}}, plain) == SlurmSignalReach::TaskCgroups);
   CHECK(read == std::vector<std::string>{"/tmp/c/slurm.conf", "/etc/slurm/slurm.conf"});
 
   Environment env = srunTask("0");

@@ -122,7 +122,6 @@ void RoundRun::publishState(const std::string& state, int workersRunning) {
 // other nodes stop theirs meanwhile, and the report stays with the node that failed.
 void RoundRun::onRootCause(const WorkerSpec& spec, pid_t pid, const ProcessEnd& end) {
   if (end_ || storeLost_) return;
-  publishState("failed", 0);
   RoundEnd failure;
   failure.host = session_.host;
   failure.status = end.shellStatus();
@@ -135,6 +134,7 @@ void RoundRun::onRootCause(const WorkerSpec& spec, pid_t pid, const ProcessEnd& 
   } catch (const Error& error) {
     storeLost_ = error.what();
   }
+  if (!storeLost_) publishState("failed", 0);  // after the announcement, which must not wait
 }
 
 // The watcher runs on a thread of its own and posts what it sees to the event loop: a round

@@ -120,6 +120,9 @@ void applySlurmDefaults(RawFlags& raw, LaunchConfig& config, const Environment& 
                               !raw.masterPort.empty() || !raw.nodeRank.empty() || !raw.rdzvBackend.empty() ||
                               raw.standalone;
   if (nodeFlagsGiven) return;
+  // Started by a worker (of this or another launcher): the SLURM_* variables it inherited
+  // belong to the outer job, whose rendezvous this pltrun must not join.
+  if (env.count("TORCHELASTIC_RUN_ID") != 0) return;
   std::optional<SlurmJob> job = detectSlurm(env);
   if (!job) return;
   if (std::string misuse = slurmMisuse(*job); !misuse.empty()) throw Error(ErrorCode::InvalidArgument, misuse);

@@ -10,8 +10,10 @@
 
 namespace pltrun {
 
-/// Under srun (Slurm's variables in `env`) and with no node flag given: fills the node
-/// flags of `raw` from the job, and config.slurmSummary with what was detected.
+/// In a Slurm job (Slurm's variables in `env`), with no node flag given and not started by a
+/// worker: fills the node flags of `raw` from the step, the run id from the job id,
+/// config.slurmSummary with what was detected, and config.slurmSignalReach from slurm.conf
+/// (read through `readFile`). Throws Error(InvalidArgument) for slurmMisuse()'s mistakes.
 void applySlurmDefaults(RawFlags& raw, LaunchConfig& config, const Environment& env, const FileReader& readFile);
 
 /// Checks the node and rendezvous flags and sets them on `config`; the secret file comes

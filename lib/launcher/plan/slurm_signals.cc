@@ -17,6 +17,16 @@ std::string lowercase(std::string text) {
 
 }  // namespace
 
+bool includesOtherFiles(const std::string& slurmConf) {
+  std::istringstream lines(slurmConf);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const std::string word = lowercase(std::string(trimSpaces(line.substr(0, line.find('#')))));
+    if (word.rfind("include", 0) == 0) return true;
+  }
+  return false;
+}
+
 std::optional<std::string> proctrackTypeIn(const std::string& slurmConf) {
   std::optional<std::string> found;
   std::istringstream lines(slurmConf);
@@ -55,7 +65,11 @@ SlurmSignalReach readSlurmSignalReach(const Environment& env, const FileReader& 
   const std::string path =
       configured != env.end() && !configured->second.empty() ? configured->second : "/etc/slurm/slurm.conf";
   try {
-    return signalReachOf(proctrackTypeIn(readFile(path)));
+    const std::string text = readFile(path);
+    std::optional<std::string> type = proctrackTypeIn(text);
+    // Not set here but maybe in an included file: not known, so forwarded.
+    if (!type && includesOtherFiles(text)) return SlurmSignalReach::TaskGroup;
+    return signalReachOf(type);
   } catch (const FileReadError&) {
     return SlurmSignalReach::TaskGroup;
   }

@@ -25,6 +25,9 @@ enum class SlurmSignalReach {
 /// comment); empty when it is not set there (Slurm's default is proctrack/cgroup).
 std::optional<std::string> proctrackTypeIn(const std::string& slurmConf);
 
+/// Whether a slurm.conf's text has `Include` lines (settings that are elsewhere).
+bool includesOtherFiles(const std::string& slurmConf);
+
 /// What a ProctrackType means for signals; TaskGroup for a plugin not known here, so that
 /// pltrun forwards (a signal twice is better than none).
 SlurmSignalReach signalReachOf(const std::optional<std::string>& proctrackType);
@@ -36,7 +39,7 @@ bool slurmSignalsReachWorkers(SlurmSignalReach reach, bool workersInJobCgroup);
 
 /// The reach of this node's Slurm: the slurm.conf at $SLURM_CONF (what slurmd gives its tasks
 /// in configless setups too), else /etc/slurm/slurm.conf, read through `readFile`. TaskGroup
-/// when none can be read.
+/// when none can be read, or when ProctrackType is not in it but an `Include` is.
 SlurmSignalReach readSlurmSignalReach(const Environment& env, const FileReader& readFile);
 
 }  // namespace pltrun

@@ -1,6 +1,7 @@
 #include "launcher/process/group_runner.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 namespace pltrun {
 
@@ -21,6 +22,7 @@ GroupRunner::GroupRunner(boost::asio::io_context& context) : context_(context), 
 void GroupRunner::listen(std::function<void(int)> observer, bool slurmReachesWorkers) {
   observer_ = std::move(observer);
   slurmReachesWorkers_ = slurmReachesWorkers;
+  parentPid_ = getppid();
   for (int signal : forwardedSignals()) signals_.add(signal);
   waitForSignal();
 }
@@ -32,7 +34,10 @@ void GroupRunner::waitForSignal() {
     // as long as a reader that does not read.
     if (isStopSignal(signal)) console_.limitFinalDrain(std::chrono::seconds(1));
     if (observer_) observer_(signal);
-    if (current_ != nullptr) current_->handleSignal(signal, slurmReachesWorkers_ && sentBySlurmStepd(received.sender));
+    // Slurm's: from a slurmstepd, or from our parent (srun's slurmstepd, whose /proc entry a
+    // user may not read where /proc is mounted with hidepid).
+    const bool fromSlurm = received.sender == parentPid_ || sentBySlurmStepd(received.sender);
+    if (current_ != nullptr) current_->handleSignal(signal, slurmReachesWorkers_ && fromSlurm);
     waitForSignal();
   });
 }

@@ -49,6 +49,7 @@ class GroupRunner {
   boost::asio::io_context& context_;
   SignalReceiver signals_;
   bool slurmReachesWorkers_ = false;
+  pid_t parentPid_ = 0;  ///< at listen(): under srun, the step's slurmstepd
   std::function<void(int)> observer_;
   ConsoleWriter& console_ = launcherConsole();
   WorkerGroup* current_ = nullptr;

@@ -84,10 +84,10 @@ SignalReceiver::~SignalReceiver() {
 
 void SignalReceiver::add(int signal) {
   std::lock_guard<std::mutex> lock(registry);
-  signals_.push_back(signal);
   auto found = caught.find(signal);
   if (found != caught.end()) {
     ++found->second.first;
+    signals_.push_back(signal);
     return;
   }
   struct sigaction action {};
@@ -99,6 +99,7 @@ void SignalReceiver::add(int signal) {
     throw Error(ErrorCode::System, "sigaction(" + std::to_string(signal) + "): " + std::strerror(errno));
   }
   caught[signal] = {1, before};
+  signals_.push_back(signal);
 }
 
 void SignalReceiver::asyncWait(std::function<void(const ReceivedSignal&)> handler) {

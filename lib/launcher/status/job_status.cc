@@ -219,9 +219,9 @@ std::string summaryLine(const JobStatus& status) {
       break;
   }
   if (status.state != JobStatus::State::Unknown) {
-    line << "; restarts " << status.round;
-    if (status.maxRestarts) line << " of " << *status.maxRestarts;
-    line << ", " << status.workerFailures << " worker failure(s)";
+    // The restart budget is spent by worker failures; rounds also change when nodes come and go.
+    line << "; " << status.workerFailures << " worker failure(s)";
+    if (status.maxRestarts) line << " of --max-restarts " << *status.maxRestarts;
   }
   return line.str();
 }

@@ -104,6 +104,9 @@ JobStatus sample(TcpStore& store, const StatusOptions& options, const std::strin
                     HeartbeatTracker::Clock::now());
   }
   keys = readJobKeys(store, options.runId);  // what changed meanwhile (a failure, the end)
+  JobStatus now = evaluateJob(options.runId, endpoint, keys, {});
+  // The ages measured belong to the round watched; a round formed meanwhile has none yet.
+  if (now.round != status.round) return now;
   return evaluateJob(options.runId, endpoint, keys, tracker.ages(status.round, HeartbeatTracker::Clock::now()));
 }
 
