@@ -12,6 +12,7 @@
 
 #include "e2e/elastic_job.h"
 #include "helpers/child_process.h"
+#include "helpers/worker_env_file.h"
 
 using namespace pltrun::test;
 using namespace std::chrono_literals;
@@ -39,10 +40,6 @@ std::vector<std::string> agent(const std::string& endpoint, const std::string& r
   return pltrunCommand(args);
 }
 
-json workerEnv(const TempDir& directory, int rank) {
-  return json::parse(readFile(directory / ("env_" + std::to_string(rank) + ".json")));
-}
-
 }  // namespace
 
 TEST_CASE("agents meet at a standalone pltrun-store that none of them hosts", "[elastic][e2e]") {
@@ -60,7 +57,7 @@ TEST_CASE("agents meet at a standalone pltrun-store that none of them hosts", "[
   CHECK_THAT(firstEnd.err + secondEnd.err, !Catch::Contains("rendezvous store for run"));  // nobody hosted
   std::set<std::string> masterPorts;
   for (int rank = 0; rank < 4; ++rank) {
-    json env = workerEnv(directory, rank);
+    json env = workerEnvironment(directory, rank);
     CHECK(env["WORLD_SIZE"] == "4");
     CHECK(env["MASTER_ADDR"] == "127.0.0.1");
     masterPorts.insert(env["MASTER_PORT"].get<std::string>());
@@ -84,7 +81,7 @@ TEST_CASE("elastic with --no-agent-store: rank 0's node picks the workers' store
   REQUIRE(secondEnd.status == 0);
   std::set<std::string> masterPorts;
   for (int rank = 0; rank < 4; ++rank) {
-    json env = workerEnv(directory, rank);
+    json env = workerEnvironment(directory, rank);
     CHECK(env["TORCHELASTIC_USE_AGENT_STORE"] == "False");
     CHECK(env["MASTER_ADDR"] == "127.0.0.1");
     masterPorts.insert(env["MASTER_PORT"].get<std::string>());

@@ -33,6 +33,7 @@
 #include "e2e/elastic_meeting.h"
 #include "helpers/child_process.h"
 #include "helpers/network_namespaces.h"
+#include "helpers/worker_env_file.h"
 
 using namespace pltrun::test;
 using namespace std::chrono_literals;
@@ -372,10 +373,7 @@ TEST_CASE("agents in two network namespaces meet over a veth pair", "[elastic][n
   CHECK(contains(results[0].err, "listening on 10.231.77.1:" + std::to_string(job.port())));
   std::set<std::string> masterAddrs, masterPorts;
   for (int rank = 0; rank < 4; ++rank) {
-    const std::string text = readFile(dir / ("env_" + std::to_string(rank) + ".json"));
-    INFO("rank " << rank << ": " << text);
-    REQUIRE(!text.empty());
-    json env = json::parse(text);
+    json env = workerEnvironment(dir, rank);
     CHECK(env["WORLD_SIZE"] == "4");
     masterAddrs.insert(env["MASTER_ADDR"].get<std::string>());
     masterPorts.insert(env["MASTER_PORT"].get<std::string>());

@@ -9,20 +9,10 @@
 #include <thread>
 
 #include "helpers/child_process.h"
+#include "helpers/worker_env_file.h"
 
 using namespace pltrun::test;
 using nlohmann::json;
-
-namespace {
-
-json workerEnv(const TempDir& dir, int rank) {
-  std::string text = readFile(dir / ("env_" + std::to_string(rank) + ".json"));
-  INFO("env file of rank " << rank << ": " << text);
-  REQUIRE(!text.empty());
-  return json::parse(text);
-}
-
-}  // namespace
 
 TEST_CASE("every worker gets torchrun's environment, for 1 to 8 workers", "[env]") {
   for (int workers = 1; workers <= 8; ++workers) {
@@ -35,7 +25,7 @@ TEST_CASE("every worker gets torchrun's environment, for 1 to 8 workers", "[env]
     std::set<std::string> ports, errorFiles;
     std::set<int> groups;
     for (int rank = 0; rank < workers; ++rank) {
-      json env = workerEnv(dir, rank);
+      json env = workerEnvironment(dir, rank);
       CHECK(env["RANK"] == std::to_string(rank));
       CHECK(env["LOCAL_RANK"] == std::to_string(rank));
       CHECK(env["WORLD_SIZE"] == std::to_string(workers));
@@ -75,7 +65,7 @@ TEST_CASE("user-set OMP_NUM_THREADS and TORCH_NCCL_ASYNC_ERROR_HANDLING are kept
   Finished run = runPltrun({"--nproc-per-node", "2", testWorker(), "env", dir.path()},
                            {"OMP_NUM_THREADS=6", "TORCH_NCCL_ASYNC_ERROR_HANDLING=0"});
   REQUIRE(run.status == 0);
-  json env = workerEnv(dir, 1);
+  json env = workerEnvironment(dir, 1);
   CHECK(env["OMP_NUM_THREADS"] == "6");
   CHECK(env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "0");
 }
@@ -87,8 +77,8 @@ TEST_CASE("flag --devices picks the workers and CUDA_VISIBLE_DEVICES", "[env][de
                              {"PLTRUN_FAKE_GPUS=4", "CUDA_VISIBLE_DEVICES"});
     INFO(run.err);
     REQUIRE(run.status == 0);
-    CHECK(workerEnv(dir, 0)["CUDA_VISIBLE_DEVICES"] == "1,3");
-    CHECK(workerEnv(dir, 1)["WORLD_SIZE"] == "2");
+    CHECK(workerEnvironment(dir, 0)["CUDA_VISIBLE_DEVICES"] == "1,3");
+    CHECK(workerEnvironment(dir, 1)["WORLD_SIZE"] == "2");
     CHECK(!std::filesystem::exists(dir / "env_2.json"));
   }
   SECTION("indices count the GPUs CUDA_VISIBLE_DEVICES already exposes") {
@@ -96,22 +86,22 @@ TEST_CASE("flag --devices picks the workers and CUDA_VISIBLE_DEVICES", "[env][de
     Finished run = runPltrun({"--devices", "2", testWorker(), "env", dir.path()},
                              {"PLTRUN_FAKE_GPUS=8", "CUDA_VISIBLE_DEVICES=4,5,6,7"});
     REQUIRE(run.status == 0);
-    CHECK(workerEnv(dir, 0)["CUDA_VISIBLE_DEVICES"] == "4,5");
-    CHECK(workerEnv(dir, 1)["LOCAL_WORLD_SIZE"] == "2");
+    CHECK(workerEnvironment(dir, 0)["CUDA_VISIBLE_DEVICES"] == "4,5");
+    CHECK(workerEnvironment(dir, 1)["LOCAL_WORLD_SIZE"] == "2");
   }
   SECTION("-1 takes every visible GPU") {
     TempDir dir;
     Finished run =
         runPltrun({"--devices", "-1", testWorker(), "env", dir.path()}, {"PLTRUN_FAKE_GPUS=3", "CUDA_VISIBLE_DEVICES"});
     REQUIRE(run.status == 0);
-    CHECK(workerEnv(dir, 2)["CUDA_VISIBLE_DEVICES"] == "0,1,2");
+    CHECK(workerEnvironment(dir, 2)["CUDA_VISIBLE_DEVICES"] == "0,1,2");
   }
   SECTION("0 hides every GPU from the workers") {
     TempDir dir;
     Finished run =
         runPltrun({"--devices", "0", "--nproc-per-node", "2", testWorker(), "env", dir.path()}, {"PLTRUN_FAKE_GPUS=4"});
     REQUIRE(run.status == 0);
-    CHECK(workerEnv(dir, 1)["CUDA_VISIBLE_DEVICES"] == "");
+    CHECK(workerEnvironment(dir, 1)["CUDA_VISIBLE_DEVICES"] == "");
   }
   SECTION("asking for GPUs on a machine without any is a clear error") {
     for (auto flags : std::vector<std::vector<std::string>>{{"--devices", "2"}, {"--nproc-per-node", "gpu"}}) {
@@ -132,7 +122,7 @@ TEST_CASE("a static multi-node placement gives global ranks", "[env]") {
   INFO(run.err);
   REQUIRE(run.status == 0);
   for (int rank : {2, 3}) {
-    json env = workerEnv(dir, rank);
+    json env = workerEnvironment(dir, rank);
     CHECK(env["LOCAL_RANK"] == std::to_string(rank - 2));
     CHECK(env["WORLD_SIZE"] == "6");
     CHECK(env["GROUP_RANK"] == "1");

@@ -17,6 +17,7 @@
 #include "helpers/child_process.h"
 #include "helpers/sshd_fixture.h"
 #include "helpers/store_client_options.h"
+#include "helpers/worker_env_file.h"
 #include "pltrun/error.h"
 #include "pltrun/tcp_store.h"
 
@@ -112,7 +113,7 @@ TEST_CASE("many hosts (--hosts): 2 hosts x 2 workers over ssh, with the environm
   CHECK_THAT(end.err, Catch::Contains("all 2 hosts finished"));
   std::set<std::string> masterPorts;
   for (int rank = 0; rank < 4; ++rank) {
-    json env = json::parse(readFile(directory / ("env_" + std::to_string(rank) + ".json")));
+    json env = workerEnvironment(directory, rank);
     CHECK(env["WORLD_SIZE"] == "4");
     CHECK(env["GROUP_RANK"] == std::to_string(rank / 2));
     CHECK(env["TORCHELASTIC_RUN_ID"] == "remote-env");
@@ -162,7 +163,7 @@ TEST_CASE("many hosts (--hostfile): a PBS node file, one line per slot, gives ea
   INFO(end.err);
   REQUIRE(end.status == 0);
   for (int rank = 0; rank < 5; ++rank) {
-    json env = json::parse(readFile(directory / ("env_" + std::to_string(rank) + ".json")));
+    json env = workerEnvironment(directory, rank);
     CHECK(env["WORLD_SIZE"] == "5");
     CHECK(env["LOCAL_WORLD_SIZE"] == (rank < 3 ? "3" : "2"));  // 127.0.0.1: 3 lines, 127.0.0.2: 2
   }
@@ -189,7 +190,7 @@ TEST_CASE("many hosts (--remote-command): a kubectl exec that runs its arguments
   INFO(end.err);
   REQUIRE(end.status == 0);
   for (int rank = 0; rank < 2; ++rank) {
-    json env = json::parse(readFile(directory / ("env_" + std::to_string(rank) + ".json")));
+    json env = workerEnvironment(directory, rank);
     CHECK(env["WORLD_SIZE"] == "2");
     CHECK(env["PLTRUN_TEST_EXPORTED"] == "it's $HOME; `id`");
   }
@@ -240,7 +241,7 @@ TEST_CASE("many hosts: -np N as horovodrun takes it, N workers on this node or t
   INFO(end.err);
   REQUIRE(end.status == 0);
   for (int rank = 0; rank < 3; ++rank) {
-    json env = json::parse(readFile(directory / ("env_" + std::to_string(rank) + ".json")));
+    json env = workerEnvironment(directory, rank);
     CHECK(env["WORLD_SIZE"] == "3");
     CHECK(env["LOCAL_WORLD_SIZE"] == (rank < 2 ? "2" : "1"));  // 127.0.0.1: both slots, 127.0.0.2: one
   }
@@ -334,7 +335,7 @@ TEST_CASE("many hosts: --devices, --nproc-per-node and --include slots reach eve
   auto placements = [&](int workers) {
     std::multiset<std::string> found;
     for (int rank = 0; rank < workers; ++rank) {
-      json env = json::parse(readFile(directory / ("env_" + std::to_string(rank) + ".json")));
+      json env = workerEnvironment(directory, rank);
       CHECK(env["WORLD_SIZE"] == std::to_string(workers));
       found.insert(env["GROUP_RANK"].get<std::string>() + " " + env["LOCAL_WORLD_SIZE"].get<std::string>() + " " +
                    env.value("CUDA_VISIBLE_DEVICES", "(unset)"));

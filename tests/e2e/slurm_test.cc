@@ -15,6 +15,7 @@
 #include "helpers/child_process.h"
 #include "helpers/secret_file_fixture.h"
 #include "helpers/store_client_options.h"
+#include "helpers/worker_env_file.h"
 #include "pltrun/error.h"
 #include "pltrun/tcp_store.h"
 
@@ -69,7 +70,7 @@ TEST_CASE("under srun, pltrun needs no node flag: Slurm's variables place every 
   CHECK_THAT(firstEnd.err, Catch::Contains("listening on 127.0.0.1:" + std::to_string(port)));
   std::set<std::string> masterPorts;
   for (int rank = 0; rank < 4; ++rank) {
-    json env = json::parse(readFile(directory / ("env_" + std::to_string(rank) + ".json")));
+    json env = workerEnvironment(directory, rank);
     CHECK(env["WORLD_SIZE"] == "4");
     CHECK(env["GROUP_RANK"] == std::to_string(rank / 2));  // node rank = SLURM_NODEID
     CHECK(env["TORCHELASTIC_RUN_ID"] == std::to_string(jobId));

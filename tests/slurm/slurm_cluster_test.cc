@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "helpers/child_process.h"
+#include "helpers/worker_env_file.h"
 
 using namespace pltrun::test;
 using namespace std::chrono_literals;
@@ -52,10 +53,6 @@ std::string batchScript(const SlurmCluster& cluster, const std::string& body) {
   return path;
 }
 
-json environmentOf(const std::string& directory, int rank) {
-  return json::parse(readFile(directory + "/env_" + std::to_string(rank) + ".json"));
-}
-
 std::vector<std::string> onEveryNode(const std::vector<std::string>& pltrunArgs) {
   std::vector<std::string> command = {"srun", "-N2", "--ntasks-per-node=1"};
   for (const auto& arg : pltrunCommand(pltrunArgs)) command.push_back(arg);
@@ -86,7 +83,7 @@ TEST_CASE("real Slurm: srun -N2 --ntasks-per-node=1 pltrun places 4 ranks over b
   CHECK_THAT(run.err, Catch::Contains("Slurm job " + jobId + " (step 0): 2 nodes (first node1), this is node 0"));
   CHECK_THAT(run.err, Catch::Contains("this is node 1"));
   for (int rank = 0; rank < 4; ++rank) {
-    json env = environmentOf(out, rank);
+    json env = workerEnvironment(out, rank);
     CHECK(env["WORLD_SIZE"] == "4");
     CHECK(env["GROUP_RANK"] == std::to_string(rank / 2));
     CHECK(env["LOCAL_RANK"] == std::to_string(rank % 2));
@@ -119,7 +116,7 @@ TEST_CASE("real Slurm: a one-node step in a two-node allocation runs on its node
   const std::string jobId = jobIdIn(run.err);
   CHECK_THAT(run.err, Catch::Contains("Slurm job " + jobId + " (step 0): 1 node (node2), run id " + jobId));
   for (int rank = 0; rank < 2; ++rank) {
-    json env = environmentOf(out, rank);
+    json env = workerEnvironment(out, rank);
     CHECK(env["WORLD_SIZE"] == "2");
     CHECK(env["TORCHELASTIC_RUN_ID"] == jobId);
   }
@@ -136,8 +133,8 @@ TEST_CASE("real Slurm: srun -N1 pltrun takes the job id as run id", "[slurm-clus
   REQUIRE(run.status == 0);
   const std::string jobId = jobIdIn(run.err);
   REQUIRE_FALSE(jobId.empty());
-  CHECK(environmentOf(out, 0)["TORCHELASTIC_RUN_ID"] == jobId);
-  CHECK(environmentOf(out, 1)["TORCHELASTIC_RUN_ID"] == jobId);
+  CHECK(workerEnvironment(out, 0)["TORCHELASTIC_RUN_ID"] == jobId);
+  CHECK(workerEnvironment(out, 1)["TORCHELASTIC_RUN_ID"] == jobId);
 }
 
 TEST_CASE("real Slurm: srun --ntasks-per-node=2 pltrun is refused at once with what to run instead",
@@ -173,7 +170,7 @@ TEST_CASE("real Slurm: pltrun in a batch script without srun runs a one-node job
   CHECK(oneNode.status == 0);
   const std::string jobId = jobIdIn(readFile(log));
   CHECK_THAT(readFile(log), Catch::Contains("(batch script): 1 node (node1), run id " + jobId));
-  CHECK(environmentOf(out, 1)["TORCHELASTIC_RUN_ID"] == jobId);
+  CHECK(workerEnvironment(out, 1)["TORCHELASTIC_RUN_ID"] == jobId);
 }
 
 TEST_CASE("real Slurm: an sbatch script's srun step restarts a failed worker and succeeds", "[slurm-cluster]") {

@@ -57,9 +57,7 @@ std::chrono::milliseconds positiveSeconds(const std::string& item, const std::st
 }
 
 bool parseBoolean(const std::string& item, const std::string& key, std::string_view value) {
-  std::string lower(value);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string lower = lowercase(value);
   if (lower == "true" || lower == "1" || lower == "yes" || lower == "t" || lower == "y") return true;
   if (lower == "false" || lower == "0" || lower == "no" || lower == "f" || lower == "n") return false;
   throwInvalidFlag(kConfFlag, item, key + " expects true or false (also 1/0, yes/no)");

@@ -1,27 +1,16 @@
 #include "launcher/plan/slurm_signals.h"
 
-#include <algorithm>
-#include <cctype>
 #include <sstream>
 
 #include "launcher/plan/text_parsing.h"
 
 namespace pltrun {
 
-namespace {
-
-std::string lowercase(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-  return text;
-}
-
-}  // namespace
-
 bool includesOtherFiles(const std::string& slurmConf) {
   std::istringstream lines(slurmConf);
   std::string line;
   while (std::getline(lines, line)) {
-    const std::string word = lowercase(std::string(trimSpaces(line.substr(0, line.find('#')))));
+    const std::string word = lowercase(trimSpaces(line.substr(0, line.find('#'))));
     if (word.rfind("include", 0) == 0) return true;
   }
   return false;
@@ -35,7 +24,7 @@ std::optional<std::string> proctrackTypeIn(const std::string& slurmConf) {
     line = line.substr(0, line.find('#'));
     const size_t equals = line.find('=');
     if (equals == std::string::npos) continue;
-    if (lowercase(std::string(trimSpaces(line.substr(0, equals)))) != "proctracktype") continue;
+    if (lowercase(trimSpaces(line.substr(0, equals))) != "proctracktype") continue;
     found = std::string(trimSpaces(line.substr(equals + 1)));  // the last one counts, as in Slurm
   }
   return found;

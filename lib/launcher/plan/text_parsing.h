@@ -30,6 +30,9 @@ bool isVariableName(std::string_view name);
 /// Leading and trailing spaces and tabs removed.
 std::string_view trimSpaces(std::string_view text);
 
+/// ASCII letters in lower case, the rest as it is (for keys and words matched regardless of case).
+std::string lowercase(std::string_view text);
+
 /// The whole text as a base-10 integer (an optional leading '-'), or nothing.
 std::optional<long long> parseInteger(std::string_view text);
 

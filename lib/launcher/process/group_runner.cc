@@ -36,8 +36,9 @@ void GroupRunner::waitForSignal() {
     if (observer_) observer_(signal);
     // Slurm's: from a slurmstepd, or from our parent (srun's slurmstepd, whose /proc entry a
     // user may not read where /proc is mounted with hidepid).
-    const bool fromSlurm = received.sender == parentPid_ || sentBySlurmStepd(received.sender);
-    if (current_ != nullptr) current_->handleSignal(signal, slurmReachesWorkers_ && fromSlurm);
+    const bool slurmDelivered =
+        slurmReachesWorkers_ && (received.sender == parentPid_ || sentBySlurmStepd(received.sender));
+    if (current_ != nullptr) current_->handleSignal(signal, slurmDelivered);
     waitForSignal();
   });
 }

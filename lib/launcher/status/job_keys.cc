@@ -13,20 +13,10 @@ void readIfPresent(Store& store, const std::string& runId, const std::string& na
   if (store.check({key})) keys[name] = store.get(key, std::chrono::seconds(10));
 }
 
-int integerIn(const JobKeys& keys, const std::string& name) {
-  auto found = keys.find(name);
-  if (found == keys.end()) return 0;
-  try {
-    return std::stoi(found->second);
-  } catch (const std::exception&) {
-    return 0;
-  }
-}
-
 void readRound(Store& store, const std::string& runId, int round, JobKeys& keys) {
   const std::string stem = "r" + std::to_string(round) + "/";
   for (const char* name : {"count", "complete", "end"}) readIfPresent(store, runId, stem + name, keys);
-  const int slots = integerIn(keys, stem + "count");
+  const int slots = keyInteger(keys, stem + "count", 0);
   for (int slot = 1; slot <= slots; ++slot) {
     for (const char* name : {"slot/", "assign/", "state/", "beat/"}) {
       readIfPresent(store, runId, stem + name + std::to_string(slot), keys);
@@ -40,7 +30,7 @@ JobKeys readJobKeys(Store& store, const std::string& runId) {
   JobKeys keys;
   for (const char* name : {"round", "failures", "closed"}) readIfPresent(store, runId, name, keys);
   if (!keys.count("round")) return keys;
-  const int round = integerIn(keys, "round");
+  const int round = keyInteger(keys, "round", 0);
   if (round > 0) readRound(store, runId, round - 1, keys);
   readRound(store, runId, round, keys);
   return keys;

@@ -21,16 +21,6 @@ std::optional<std::string> valueOf(const JobKeys& keys, const std::string& name)
   return found->second;
 }
 
-int integerOf(const JobKeys& keys, const std::string& name, int fallback) {
-  auto text = valueOf(keys, name);
-  if (!text) return fallback;
-  try {
-    return std::stoi(*text);
-  } catch (const std::exception&) {
-    return fallback;
-  }
-}
-
 std::string roundName(int round, const std::string& name) { return "r" + std::to_string(round) + "/" + name; }
 
 json parsedOr(const std::optional<std::string>& text) {
@@ -62,6 +52,7 @@ std::optional<NodeStatus> nodeInSlot(const JobKeys& keys, int round, int slot, J
     job.maxNodes = descriptor.maxNodes;
   }
   if (descriptor.maxRestarts >= 0 && !job.maxRestarts) job.maxRestarts = descriptor.maxRestarts;
+  if (descriptor.keepAliveMs != 0 && !job.keepAliveMs) job.keepAliveMs = descriptor.keepAliveMs;
   if (auto assigned = valueOf(keys, roundName(round, "assign/" + std::to_string(slot)))) {
     try {
       const rdzv::NodeAssignment assignment = rdzv::nodeAssignmentFromJson(*assigned);
@@ -78,30 +69,25 @@ std::optional<NodeStatus> nodeInSlot(const JobKeys& keys, int round, int slot, J
   return node;
 }
 
-int keepAliveMs(const JobKeys& keys, int round, int slots) {
-  for (int slot = 1; slot <= slots; ++slot) {
-    json descriptor = parsedOr(valueOf(keys, roundName(round, "slot/" + std::to_string(slot))));
-    if (descriptor.is_object() && descriptor.contains("keep_alive_ms")) return descriptor.value("keep_alive_ms", 5000);
-  }
-  return 5000;
-}
-
 // The members of a formed round (slots 1..nnodes) with their heartbeats; spares after them.
 void readFormedRound(const JobKeys& keys, int round, int nnodes, const HeartbeatAges& ages, JobStatus& job) {
-  const int joined = integerOf(keys, roundName(round, "count"), nnodes);
-  const double silentAfter = 1.5 * keepAliveMs(keys, round, joined) / 1000.0;
+  const int joined = keyInteger(keys, roundName(round, "count"), nnodes);
   for (int slot = 1; slot <= joined; ++slot) {
     std::optional<NodeStatus> node = nodeInSlot(keys, round, slot, job);
     if (!node) continue;
     if (slot > nnodes) {
       node->state = "spare";
       job.spares.push_back(*node);
-      continue;
+    } else {
+      job.nodes.push_back(*node);
     }
-    auto age = ages.find(slot);
-    if (age != ages.end()) node->heartbeatAge = age->second;
-    if (node->state == "running" && node->heartbeatAge && *node->heartbeatAge > silentAfter) node->state = "silent";
-    job.nodes.push_back(*node);
+  }
+  // The keep-alive interval is known once the descriptors are read.
+  const double silentAfter = 1.5 * job.keepAliveMs.value_or(5000) / 1000.0;
+  for (NodeStatus& node : job.nodes) {
+    auto age = ages.find(node.slot);
+    if (age != ages.end()) node.heartbeatAge = age->second;
+    if (node.state == "running" && node.heartbeatAge && *node.heartbeatAge > silentAfter) node.state = "silent";
   }
   std::sort(job.nodes.begin(), job.nodes.end(),
             [](const NodeStatus& a, const NodeStatus& b) { return a.nodeRank < b.nodeRank; });
@@ -111,7 +97,7 @@ void readFormedRound(const JobKeys& keys, int round, int nnodes, const Heartbeat
 // While a round forms: who joined so far, and which members of the round before are not
 // back (counted by host and address: a replacement agent on the same node counts as back).
 void readFormingRound(const JobKeys& keys, int round, JobStatus& job) {
-  const int joined = integerOf(keys, roundName(round, "count"), 0);
+  const int joined = keyInteger(keys, roundName(round, "count"), 0);
   std::multiset<std::string> here;
   for (int slot = 1; slot <= joined; ++slot) {
     if (std::optional<NodeStatus> node = nodeInSlot(keys, round, slot, job)) {
@@ -137,14 +123,24 @@ void readFormingRound(const JobKeys& keys, int round, JobStatus& job) {
 
 }  // namespace
 
+int keyInteger(const JobKeys& keys, const std::string& name, int fallback) {
+  auto text = valueOf(keys, name);
+  if (!text) return fallback;
+  try {
+    return std::stoi(*text);
+  } catch (const std::exception&) {
+    return fallback;
+  }
+}
+
 JobStatus evaluateJob(const std::string& runId, const std::string& endpoint, const JobKeys& keys,
                       const HeartbeatAges& ages) {
   JobStatus job;
   job.runId = runId;
   job.endpoint = endpoint;
   if (!valueOf(keys, "round")) return job;  // Unknown: no agent ever joined this run id here
-  job.round = integerOf(keys, "round", 0);
-  job.workerFailures = integerOf(keys, "failures", 0);
+  job.round = keyInteger(keys, "round", 0);
+  job.workerFailures = keyInteger(keys, "failures", 0);
   const std::optional<std::string> closed = valueOf(keys, "closed");
   const std::optional<std::string> ended = valueOf(keys, roundName(job.round, "end"));
   const json complete = parsedOr(valueOf(keys, roundName(job.round, "complete")));

@@ -41,6 +41,7 @@ struct JobStatus {
   std::string endpoint;
   int round = 0;  ///< also the restart count (TORCHELASTIC_RESTART_COUNT)
   std::optional<int> maxRestarts;
+  std::optional<int> keepAliveMs;  ///< the agents' heartbeat interval, as their descriptors tell it
   int workerFailures = 0;
   std::optional<int> minNodes;
   std::optional<int> maxNodes;
@@ -51,6 +52,9 @@ struct JobStatus {
   std::optional<rdzv::RoundEnd> end;  ///< why the round or the job ended
   int exitStatus = 0;                 ///< Finished: the status the job ended with
 };
+
+/// The decimal value of key `name`, or `fallback` when it is missing or not a number.
+int keyInteger(const JobKeys& keys, const std::string& name, int fallback);
 
 /// The job as `keys` show it. A running node whose heartbeat has not moved for 1.5 times the
 /// agents' keep-alive interval (they beat once an interval) is "silent".

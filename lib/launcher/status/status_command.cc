@@ -91,11 +91,8 @@ JobStatus sample(TcpStore& store, const StatusOptions& options, const std::strin
   JobStatus status = evaluateJob(options.runId, endpoint, keys, {});
   if (status.state != JobStatus::State::Running) return status;
   const int slots = status.joined;
-  const int keepAliveMs = [&] {
-    auto descriptor = nlohmann::json::parse(keys["r" + std::to_string(status.round) + "/slot/1"], nullptr, false);
-    return descriptor.is_object() ? descriptor.value("keep_alive_ms", 5000) : 5000;
-  }();
-  const auto deadline = HeartbeatTracker::Clock::now() + std::chrono::milliseconds(keepAliveMs * 16 / 10);
+  const auto deadline =
+      HeartbeatTracker::Clock::now() + std::chrono::milliseconds(status.keepAliveMs.value_or(5000) * 16 / 10);
   tracker.observe(status.round, readHeartbeats(store, options.runId, status.round, slots),
                   HeartbeatTracker::Clock::now());
   while (!tracker.allMoved(status.round, slots) && HeartbeatTracker::Clock::now() < deadline) {
