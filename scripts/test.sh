@@ -7,6 +7,9 @@ bash scripts/install-deps.sh --with-torch
 # torch 2.x clients for the store tests: Debian trixie's python3-torch in a chroot (built
 # once, about 3 minutes and 1.2 GB; cached in /var/cache/pltrun afterwards).
 bash scripts/trixie-torch-chroot.sh ensure
+# The package test's clean Debian bookworm (built once, about 2 minutes and 650 MB; cached
+# in /var/cache/pltrun; each test run installs into a throwaway copy of it).
+bash scripts/package-chroot.sh ensure
 # Every C/C++ file as .clang-format says (clang-format-14), before anything is built.
 bash scripts/check-format.sh
 # No function over 60 lines in the product code (docs/ARCHITECTURE.md); Debian's python3.

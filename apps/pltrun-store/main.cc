@@ -13,6 +13,7 @@
 #include "pltrun/error.h"
 #include "rendezvous/store/secret_file.h"
 #include "rendezvous/store/store_server.h"
+#include "version/version.h"
 
 namespace {
 
@@ -78,7 +79,7 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("pltrun-store: %v");
   CLI::App app{"pltrun-store: the rendezvous store (PyTorch TCPStore protocol, torch 1.13 and 2.x clients)",
                "pltrun-store"};
-  app.set_version_flag("--version", PLTRUN_VERSION);
+  app.set_version_flag("--version", pltrun::buildVersion());
   pltrun::rdzv::StoreServerOptions options;
   TimeoutSeconds seconds;
   std::string secretFile;
@@ -101,7 +102,7 @@ int main(int argc, char** argv) {
     std::fputs(app.help().c_str(), stdout);
     return 0;
   } catch (const CLI::CallForVersion&) {
-    std::printf("pltrun-store %s\n", PLTRUN_VERSION);
+    std::printf("pltrun-store %s\n", pltrun::buildVersion());
     return 0;
   } catch (const CLI::ParseError& error) {
     std::fprintf(stderr, "pltrun-store: error: %s (see pltrun-store --help)\n", error.what());

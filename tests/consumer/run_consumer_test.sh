@@ -14,10 +14,20 @@
 # Needs no network. Removes its temporary directory and leaves no process behind.
 #
 # Usage: run_consumer_test.sh BUILD_DIR PLTRUN_BINARY SOURCE_DIR [CONFIG]
+#        run_consumer_test.sh --installed PREFIX PLTRUN_BINARY SOURCE_DIR
+# --installed: steps 2 to 5 against a package already installed in PREFIX (/usr, where
+# tests/package/in_chroot.sh installed the .deb files), instead of step 1's prefix.
 set -uo pipefail
 
+installed_prefix=
+if [ "${1:-}" = --installed ]; then
+  installed_prefix=${2:-}
+  shift 2 || true
+  set -- "$installed_prefix" "$@"
+fi
 if [ $# -lt 3 ]; then
   echo "usage: $0 BUILD_DIR PLTRUN_BINARY SOURCE_DIR [CONFIG]" >&2
+  echo "       $0 --installed PREFIX PLTRUN_BINARY SOURCE_DIR" >&2
   exit 2
 fi
 build_dir=$1
@@ -31,7 +41,7 @@ fail() {
 }
 step() { echo "== $*"; }
 
-[ -d "$build_dir" ] || fail "build directory '$build_dir' does not exist"
+[ -d "$build_dir" ] || fail "directory '$build_dir' does not exist"
 [ -x "$pltrun_binary" ] || fail "pltrun binary '$pltrun_binary' is not an executable file"
 [ -f "$source_dir/tests/consumer/CMakeLists.txt" ] || fail "'$source_dir' is not pltrun's source directory"
 consumer_source=$source_dir/tests/consumer
@@ -51,7 +61,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-prefix=$work/prefix
+prefix=${installed_prefix:-$work/prefix}
 log=$work/log
 
 # Runs a command with its output in $log; on failure shows the log and fails.
@@ -125,10 +135,14 @@ run_launched() {
 }
 
 # --- 1. install ------------------------------------------------------------------------
-step "cmake --install $build_dir --prefix $prefix"
-install_command=(cmake --install "$build_dir" --prefix "$prefix")
-[ -n "$config" ] && install_command+=(--config "$config")
-run_logged "install" "${install_command[@]}"
+if [ -z "$installed_prefix" ]; then
+  step "cmake --install $build_dir --prefix $prefix"
+  install_command=(cmake --install "$build_dir" --prefix "$prefix")
+  [ -n "$config" ] && install_command+=(--config "$config")
+  run_logged "install" "${install_command[@]}"
+else
+  step "the package installed in $prefix"
+fi
 
 config_file=$(find "$prefix" -name pltrunConfig.cmake -print -quit)
 [ -n "$config_file" ] || fail "no pltrunConfig.cmake installed under $prefix"
@@ -139,15 +153,16 @@ for file in "$libdir/libpltrun.a" "$libdir/libpltrun.so" "$libdir/pkgconfig/pltr
   "$prefix/bin/pltrun" "$prefix/bin/pltrun-store"; do
   [ -e "$file" ] || fail "not installed: $file"
 done
-(cd "$prefix" && find . | LC_ALL=C sort | sed 's/^/   /')
+[ -n "$installed_prefix" ] || (cd "$prefix" && find . | LC_ALL=C sort | sed 's/^/   /')
 
 # --- 2. headers and exports ------------------------------------------------------------
 step "installed headers are self-contained"
 if grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"](boost|spdlog|nlohmann|rendezvous|launcher)/' \
-  "$prefix/include"; then
+  "$prefix/include/pltrun"; then
   fail "an installed header includes Boost, spdlog, nlohmann or a private pltrun header (above)"
 fi
-if [ -n "$(find "$prefix/include" -type f ! -path "$prefix/include/pltrun/*")" ]; then
+# (An installed system's include/ holds everyone's headers.)
+if [ -z "$installed_prefix" ] && [ -n "$(find "$prefix/include" -type f ! -path "$prefix/include/pltrun/*")" ]; then
   fail "files installed outside include/pltrun: $(find "$prefix/include" -type f ! -path "$prefix/include/pltrun/*")"
 fi
 

@@ -8,13 +8,15 @@
 #include "launcher/plan/remote_flags.h"
 #include "launcher/plan/text_parsing.h"
 #include "pltrun/error.h"
+#include "version/version.h"
 
 namespace pltrun {
 namespace {
 
 constexpr size_t kLongestRunId = 128;
 
-constexpr const char* kVersion = "pltrun " PLTRUN_VERSION;  // PLTRUN_VERSION: CMake's project()
+// "pltrun 0.1.0 (git 1a2b3c4d5e6f)": project()'s version and the build's commit.
+std::string versionText() { return std::string("pltrun ") + buildVersion(); }
 
 void applyProgram(const RawFlags& raw, const std::vector<std::string>& command, LaunchConfig& config) {
   if (command.empty()) {
@@ -128,7 +130,7 @@ std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const 
                                                                 const Environment& env, const FileReader& readFile) {
   CLI::App app{"pltrun: start and supervise the workers of a distributed job.", "pltrun"};
   app.prefix_command();  // PROGRAM and everything after it belong to the program
-  app.set_version_flag("--version", kVersion);
+  app.set_version_flag("--version", versionText());
   RawFlags raw;
   const std::shared_ptr<const FlagVariables> variables = declareFlags(app, raw);
 
@@ -141,7 +143,7 @@ std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const 
   } catch (const CLI::CallForHelp&) {
     return InformationRequest{app.help()};
   } catch (const CLI::CallForVersion&) {
-    return InformationRequest{std::string(kVersion) + "\n"};
+    return InformationRequest{versionText() + "\n"};
   } catch (const CLI::ParseError& error) {
     throw Error(ErrorCode::InvalidArgument, std::string(error.what()) + " (see pltrun --help)");
   }

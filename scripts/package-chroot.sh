@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# A clean Debian bookworm chroot, built once and cached, into which the package test
+# (tests/package/run_package_test.sh) installs pltrun's .deb files, each time in a fresh
+# throwaway copy of it.
+#
+#   scripts/package-chroot.sh ensure     build the chroot once (minutes), then instant
+#   scripts/package-chroot.sh ready      exit 0 when the chroot is built, 1 otherwise
+#   scripts/package-chroot.sh path       print the chroot's directory
+#   scripts/package-chroot.sh run [--bind HOSTDIR]... [--] CMD...
+#
+# `run` runs CMD in a fresh copy of the chroot (an overlay whose writes go to a tmpfs and
+# vanish with the run): every run starts from the same clean system, and the cached chroot
+# never changes. A process CMD leaves in the copy is killed and fails the run (status 3).
+#
+# The chroot: debootstrap's minbase, plus what building against the -dev package needs
+# (the consumer project: cmake, g++, pkg-config, libssl-dev, procps), and, downloaded into
+# apt's cache but not installed, the libraries the pltrun package depends on that those do
+# not bring. So `apt-get install --no-download ./pltrun_*.deb` resolves and installs the
+# package's dependencies with no network, as apt would on a node. Changing the package
+# lists below rebuilds the chroot (they are in its stamp).
+#
+# It lives in ${PLTRUN_PACKAGE_ROOT:-/var/cache/pltrun/bookworm-package}; its mirror is
+# ${PLTRUN_PACKAGE_MIRROR}, or else the Debian mirror this machine's apt sources name.
+# A chroot shares the host's network: what runs in it listens on 127.0.0.1 only.
+# Needs root (debootstrap, chroot, mount); scripts/lib/chroot.sh holds the machinery.
+# shellcheck disable=SC2034,SC2154 # chroot_tag, unset_vars, chroot_path: read by lib/chroot.sh; chroot_url and chroot_started: set by it
+set -euo pipefail
+
+root=${PLTRUN_PACKAGE_ROOT:-/var/cache/pltrun/bookworm-package}
+root=${root%/}
+stamp="$root/.pltrun-package-chroot.stamp"
+installed=(cmake make g++ pkg-config libssl-dev procps)
+downloaded=(libspdlog1.10 libfmt9)
+unset_vars=(LD_LIBRARY_PATH LD_PRELOAD PKG_CONFIG_PATH CMAKE_PREFIX_PATH CC CXX CFLAGS CXXFLAGS LDFLAGS)
+chroot_path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+packages_line="installed ${installed[*]}; downloaded ${downloaded[*]}"
+
+chroot_tag=package-chroot
+# shellcheck source=lib/chroot.sh
+. "$(dirname "$0")/lib/chroot.sh"
+
+build() {
+  chroot_build_base bookworm "${PLTRUN_PACKAGE_MIRROR:-}"
+  chroot_apt_install "${installed[@]}"
+  chroot_apt_install --download-only "${downloaded[@]}"
+  unmount_recorded
+  trap - EXIT
+  # apt's lists stay: the test's apt-get resolves the package's dependencies with them.
+  printf '%s\nmirror %s\nbuilt %s\n' "$packages_line" "$chroot_url" "$(date -u +%FT%TZ)" >"$stamp"
+  say "ready: $root after $(($(date +%s) - chroot_started)) s"
+}
+
+# A chroot built from other package lists is rebuilt.
+drop_stale_stamp() {
+  if [ -f "$stamp" ] && [ "$(head -n1 "$stamp")" != "$packages_line" ]; then
+    need_root
+    say "the package lists changed since $root was built: rebuilding it"
+    rm -f "$stamp"
+  fi
+}
+
+case "${1:-}" in
+  ensure) shift; [ $# -eq 0 ] || usage; drop_stale_stamp; chroot_ensure ;;
+  ready) [ -f "$stamp" ] && [ "$(head -n1 "$stamp")" = "$packages_line" ] ;;
+  path) echo "$root" ;;
+  run) shift; chroot_run --fresh "$@" ;;
+  __inner) shift; chroot_inner "$@" ;;
+  *) usage ;;
+esac
