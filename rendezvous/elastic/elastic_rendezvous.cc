@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "pltrun/error.h"
+#include "rendezvous/elastic/expected_nodes.h"
 #include "rendezvous/store/store_table.h"
 
 namespace pltrun::rdzv {
@@ -197,8 +198,10 @@ std::optional<RoundInfo> ElasticRendezvous::tryRound(int round, std::optional<in
 
   // Waiting costs little: the WAIT on "complete" is parked in the store, and a look every
   // poll interval is one CHECK. Only slot 1 keeps the last call (reading the count each
-  // time); the others read it when they report progress or their join timeout expires.
+  // time, and the joiners' names where the job expects named nodes); the others read it
+  // when they report progress or their join timeout expires.
   const bool keepsLastCall = slot == 1;
+  JoinRoster roster(store_, options_.expectedHosts, roundKey(round, ""));
   std::optional<Clock::time_point> lastCallEnds;
   auto nextProgress = Clock::now() + kFirstProgress;
   while (!waitForKey(roundKey(round, "complete"), options_.pollInterval)) {
@@ -209,36 +212,16 @@ std::optional<RoundInfo> ElasticRendezvous::tryRound(int round, std::optional<in
     if (!keepsLastCall && now < nextProgress && now < deadline_) continue;
     const int joined = static_cast<int>(store_.add(roundKey(round, "count"), 0));
     if (keepsLastCall) {
+      roster.track(joined);
       if (joined >= options_.minNodes && !lastCallEnds) lastCallEnds = now + options_.lastCallTimeout;
       if (joined >= closeEarlyAt || (lastCallEnds && now >= *lastCallEnds)) {
         closeRound(round);
         continue;
       }
     }
-    if (now >= deadline_ && joined < options_.minNodes) {
-      RoundEnd timedOut;
-      timedOut.reason = RoundEnd::Reason::TimedOut;
-      timedOut.host = self_.host;
-      timedOut.status = 1;
-      timedOut.final = true;
-      timedOut.message = std::to_string(joined) + " of at least " + std::to_string(options_.minNodes) +
-                         " nodes joined round " + std::to_string(round) + " within " +
-                         std::to_string(options_.joinTimeout.count() / 1000) + " s (" +
-                         std::to_string(options_.minNodes - joined) + " missing)";
-      closeJob(timedOut);
-      endRound(round, timedOut);
-      throw JobClosed{timedOut};
-    }
+    if (now >= deadline_ && joined < options_.minNodes) failJoinTimeout(round, joined, roster);
     if (now >= nextProgress) {
-      if (lastCallEnds) {
-        spdlog::info("waiting for nodes: {}/{} joined, last call ends in {} s", joined, options_.maxNodes,
-                     secondsLeft(*lastCallEnds));
-      } else if (joined >= options_.minNodes) {
-        spdlog::info("waiting for nodes: {}/{} joined, closing soon", joined, options_.maxNodes);
-      } else {
-        spdlog::info("waiting for nodes: {}/{} joined ({} missing to start), join timeout in {} s", joined,
-                     nodeCountRange(options_), options_.minNodes - joined, secondsLeft(deadline_));
-      }
+      reportWaiting(joined, lastCallEnds, roster);
       nextProgress = now + options_.progressInterval;
     }
   }
@@ -260,6 +243,49 @@ std::optional<RoundInfo> ElasticRendezvous::tryRound(int round, std::optional<in
   info.assignment = nodeAssignmentFromJson(values[1]);
   info.failures = storedCount(storedJson(roundKey(round, "complete"), values[0]), "failures", 0);
   return info;
+}
+
+// Nobody came in time: the job ends for every agent, with who is missing (by name where
+// the job expects named nodes).
+void ElasticRendezvous::failJoinTimeout(int round, int joined, JoinRoster& roster) {
+  RoundEnd timedOut;
+  timedOut.reason = RoundEnd::Reason::TimedOut;
+  timedOut.host = self_.host;
+  timedOut.status = 1;
+  timedOut.final = true;
+  timedOut.message = std::to_string(joined) + " of at least " + std::to_string(options_.minNodes) +
+                     " nodes joined round " + std::to_string(round) + " within " +
+                     std::to_string(options_.joinTimeout.count() / 1000) + " s (" +
+                     std::to_string(options_.minNodes - joined) + " missing";
+  if (std::optional<std::vector<std::string>> names = roster.missing(); names && !names->empty()) {
+    timedOut.message += "; not joined: " + nodeNamesText(*names);
+  }
+  timedOut.message += ")";
+  closeJob(timedOut);
+  endRound(round, timedOut);
+  throw JobClosed{timedOut};
+}
+
+// One progress line while a round forms: "waiting for nodes: 3/4 joined, missing: gpu-07;
+// join timeout in 540 s". Names only where the job expects named nodes.
+void ElasticRendezvous::reportWaiting(int joined, std::optional<Clock::time_point> lastCallEnds, JoinRoster& roster) {
+  std::string line = "waiting for nodes: " + std::to_string(joined) + "/";
+  if (joined >= options_.minNodes) {
+    line += std::to_string(options_.maxNodes) + " joined";
+  } else {
+    line += nodeCountRange(options_) + " joined (" + std::to_string(options_.minNodes - joined) + " missing to start)";
+  }
+  if (std::optional<std::vector<std::string>> names = roster.missing(); names && !names->empty()) {
+    line += ", missing: " + nodeNamesText(*names);
+  }
+  if (lastCallEnds) {
+    line += "; last call ends in " + std::to_string(secondsLeft(*lastCallEnds)) + " s";
+  } else if (joined >= options_.minNodes) {
+    line += "; closing soon";
+  } else {
+    line += "; join timeout in " + std::to_string(secondsLeft(deadline_)) + " s";
+  }
+  spdlog::info("{}", line);
 }
 
 // Closes the round with whoever has joined (at most MAX): one agent wins the lock, reads the

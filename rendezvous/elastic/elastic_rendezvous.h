@@ -12,6 +12,8 @@
 //   rR/closing         the agent that closes the round (compare-and-set lock)
 //   rR/assign/I        NodeAssignment of slot I, written by the closer
 //   rR/complete        {"nnodes": N, "world_size": W, "failures": F}: the round is formed
+//   rR/missing         the expected nodes not joined yet (JSON array of names), kept by
+//                      slot 1 while the round forms, where the job expects named nodes
 //   rR/end             RoundEnd: why the round is over (first writer wins); every agent of
 //                      the round leaves a close notice here, so its death ends the round
 //   rR/beat/I          heartbeat counter of slot I (see RoundWatcher)
@@ -23,8 +25,10 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "pltrun/store.h"
+#include "rendezvous/elastic/join_roster.h"
 #include "rendezvous/elastic/node_assignment.h"
 #include "rendezvous/elastic/round_end.h"
 
@@ -42,6 +46,10 @@ struct ElasticRendezvousOptions {
   std::chrono::milliseconds pollInterval{500};
   /// How often a waiting agent says who is missing.
   std::chrono::milliseconds progressInterval{5000};
+  /// The nodes the job expects, by name (Slurm's node list, the driver's hosts,
+  /// expected_hosts=): waiting lines and the join timeout name those not joined. Empty:
+  /// counts only.
+  std::vector<std::string> expectedHosts;
 };
 
 /// The job is over (a RoundEnd with final set, or Succeeded): no round will form again.
@@ -107,6 +115,8 @@ class ElasticRendezvous {
  private:
   std::optional<RoundInfo> tryRound(int round, std::optional<int> expectedNodes, const BetweenWaits& betweenWaits);
   void waitUntilFormedOrEnded(int round, const BetweenWaits& betweenWaits);
+  [[noreturn]] void failJoinTimeout(int round, int joined, JoinRoster& roster);
+  void reportWaiting(int joined, std::optional<std::chrono::steady_clock::time_point> lastCallEnds, JoinRoster& roster);
   void closeRound(int round);
   void standAside(int round, int runningNodes, const BetweenWaits& betweenWaits);
   bool waitForKey(const std::string& key, std::chrono::milliseconds timeout);

@@ -14,6 +14,7 @@ using nlohmann::json;
 
 json toJson(const NodeDescriptor& node) {
   json value = {{"id", node.agentId}, {"host", node.host}, {"addr", node.addr}, {"nproc", node.localWorldSize}};
+  if (!node.name.empty()) value["name"] = node.name;
   if (node.rankHint) value["rank_hint"] = *node.rankHint;
   if (node.linkPort != 0) value["link_port"] = node.linkPort;
   if (node.pid != 0) value["pid"] = node.pid;
@@ -57,6 +58,7 @@ NodeDescriptor nodeDescriptorFromJson(const std::string& text) {
   node.host = field<std::string>(value, "host", what);
   node.addr = field<std::string>(value, "addr", what);
   node.localWorldSize = field<int>(value, "nproc", what);
+  if (value.contains("name")) node.name = field<std::string>(value, "name", what);
   if (value.contains("rank_hint")) node.rankHint = field<int>(value, "rank_hint", what);
   if (value.contains("link_port")) node.linkPort = field<int>(value, "link_port", what);
   if (value.contains("pid")) node.pid = field<int>(value, "pid", what);

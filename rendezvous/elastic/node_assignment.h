@@ -14,7 +14,10 @@ namespace pltrun::rdzv {
 struct NodeDescriptor {
   std::string agentId;  ///< unique per agent process, stable for its lifetime
   std::string host;     ///< host name, for messages
-  std::string addr;     ///< where peers reach this node (MASTER_ADDR when it hosts rank 0's store)
+  /// The name the job expects this node under (node_name: Slurm's node name, the driver's
+  /// host entry); empty: its host name (see expected_nodes.h).
+  std::string name;
+  std::string addr;  ///< where peers reach this node (MASTER_ADDR when it hosts rank 0's store)
   int localWorldSize = 1;
   std::optional<int> rankHint;  ///< --node-rank, honoured when every hint is consistent
   /// Where its agent accepts the link that tells its ring neighbour at once when it dies

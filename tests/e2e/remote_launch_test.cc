@@ -197,6 +197,31 @@ TEST_CASE("many hosts (--remote-command): a kubectl exec that runs its arguments
   CHECK(noneLeftMentioning("remote-kubectl", 10s));
 }
 
+TEST_CASE("many hosts: a host whose agent never starts is named in the waiting lines and the join timeout",
+          "[remote][e2e]") {
+  TempDir directory;
+  // A remote command that starts the agent on 127.0.0.1 only: 127.0.0.2 stays silent, as a
+  // host whose pltrun hangs before joining would (perl keeps the agent's arguments in its
+  // command line, so that noneLeftMentioning sees it if it were left behind).
+  const std::string launcher = directory / "only-first-host";
+  {
+    std::ofstream script(launcher);
+    script << "#!/bin/sh\nhost=$1\nshift\n[ \"$host\" = 127.0.0.1 ] || exec perl -e 'sleep 60' \"$@\"\nexec \"$@\"\n";
+  }
+  std::filesystem::permissions(launcher, std::filesystem::perms::owner_all);
+  ChildProcess driver(pltrunCommand({"--hosts", "127.0.0.1:1,127.0.0.2:1", "--remote-command",
+                                     "'" + launcher + "' {host}", "--rdzv-id", "remote-missing", "--rdzv-conf",
+                                     "join_timeout=4", "--term-timeout", "2", testWorker(), "exit", "0"}));
+  Finished end = driver.wait(60s);
+  INFO(end.err);
+  CHECK(end.status != 0);
+  CHECK_THAT(end.err, Catch::Contains("[127.0.0.1] pltrun: waiting for nodes: 1/2 joined (1 missing to start), "
+                                      "missing: 127.0.0.2; join timeout in"));
+  CHECK_THAT(end.err, Catch::Contains("1 of at least 2 nodes joined round 0 within 4 s (1 missing; not joined: "
+                                      "127.0.0.2)"));
+  CHECK(noneLeftMentioning("remote-missing", 10s));
+}
+
 TEST_CASE("many hosts: forwarded variables reach the workers but no process's command line", "[remote][e2e]") {
   SKIP_WITHOUT_SSHD();
   Hosts hosts;

@@ -20,10 +20,11 @@ using nlohmann::json;
 
 namespace {
 
-std::vector<std::string> agentCommand(const std::string& endpoint, const TempDir& dir) {
+// An agent of the job, which expects the nodes node-a and node-b (this one is `name`).
+std::vector<std::string> agentCommand(const std::string& endpoint, const TempDir& dir, const std::string& name) {
   return pltrunCommand({"--nnodes", "2", "--nproc-per-node", "2", "--rdzv-endpoint", endpoint, "--rdzv-id", "watched",
-                        "--rdzv-conf", kConf + ",is_host=0", "--max-restarts", "1", "--term-timeout", "5", testWorker(),
-                        "serve", dir.path()});
+                        "--rdzv-conf", kConf + ",is_host=0,expected_hosts=node-a,node-b,node_name=" + name,
+                        "--max-restarts", "1", "--term-timeout", "5", testWorker(), "serve", dir.path()});
 }
 
 Finished status(const std::string& endpoint, const std::vector<std::string>& extra = {}) {
@@ -60,16 +61,20 @@ TEST_CASE("pltrun status follows a 2-agent job: waiting, running, restarted, end
   StandaloneStore store(dir);
   const std::string endpoint = store.endpoint();
 
-  ChildProcess first(agentCommand(endpoint, dir));
-  json waiting = statusWhen(endpoint, [](const json& v) { return v["state"] == "waiting" && v["joined"] == 1; });
+  ChildProcess first(agentCommand(endpoint, dir, "node-a"));
+  // The node not started yet is named (the first agent publishes who is missing).
+  json waiting = statusWhen(endpoint, [](const json& v) {
+    return v["state"] == "waiting" && v["joined"] == 1 && v["missing"] == json{"node-b"};
+  });
   CHECK(waiting["exit_status"] == 1);
   CHECK(waiting["nodes"][0]["pid"] == first.pid());
   Finished waitingText = status(endpoint);
   CHECK(waitingText.status == 1);
   CHECK_THAT(waitingText.out, Catch::StartsWith("run watched at " + endpoint +
                                                 ": waiting for nodes in round 0: 1 of 2 joined (1 missing to start)"));
+  CHECK_THAT(waitingText.out, Catch::Contains("\n  missing: node-b\n"));
 
-  ChildProcess second(agentCommand(endpoint, dir));
+  ChildProcess second(agentCommand(endpoint, dir, "node-b"));
   waitForRound(dir, 4, 0);
   json running = statusWhen(endpoint, [](const json& v) {
     return v["state"] == "running" && v["nodes"].size() == 2 && v["nodes"][1]["state"] == "running";
@@ -119,19 +124,23 @@ TEST_CASE("pltrun status names the node that is missing while the job re-forms",
   TempDir dir;
   StandaloneStore store(dir);
   const std::string endpoint = store.endpoint();
-  ChildProcess first(agentCommand(endpoint, dir));
-  ChildProcess second(agentCommand(endpoint, dir));
+  ChildProcess first(agentCommand(endpoint, dir, "node-a"));
+  ChildProcess second(agentCommand(endpoint, dir, "node-b"));
   waitForRound(dir, 4, 0);
   second.signal(SIGKILL);
   second.wait(10s);
   // The survivor re-forms and waits in round 1 for a second node, which does not come.
-  json reforming = statusWhen(endpoint, [](const json& v) { return v["round"] == 1 && v["joined"] == 1; });
+  // The survivor names it, once in slot 1 of round 1 it has published who is missing.
+  json reforming = statusWhen(
+      endpoint, [](const json& v) { return v["round"] == 1 && v["joined"] == 1 && v["missing"] == json{"node-b"}; });
   CHECK(reforming["state"] == "re-forming");
   CHECK(reforming["exit_status"] == 1);
-  CHECK(reforming["missing"].size() == 1);
+  // So do its own waiting lines.
+  CHECK(
+      first.waitForStderr("waiting for nodes: 1/2 joined (1 missing to start), missing: node-b; join timeout in", 10s));
   Finished text = status(endpoint);
   CHECK(text.status == 1);
-  CHECK_THAT(text.out, Catch::Contains("missing: "));
+  CHECK_THAT(text.out, Catch::Contains("\n  missing: node-b\n"));
   first.signal(SIGTERM);
   first.wait(kAgentExit);
 }

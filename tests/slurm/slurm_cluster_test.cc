@@ -193,6 +193,24 @@ TEST_CASE("real Slurm: an sbatch script's srun step restarts a failed worker and
   for (int rank = 0; rank < 4; ++rank) CHECK_THAT(attempts, Catch::Contains(std::to_string(rank) + " 1\n"));
 }
 
+TEST_CASE("real Slurm: a node whose pltrun never starts is named by its Slurm name while the others wait",
+          "[slurm-cluster]") {
+  if (!clusterPossible()) return;
+  SlurmCluster cluster;
+  // node2's task exits at once instead of starting pltrun, as a broken node's would.
+  std::string line = "[ \"$SLURMD_NODENAME\" = node2 ] && exit 0; exec";
+  for (const auto& arg : pltrunCommand({"--rdzv-conf", "join_timeout=4", testWorker(), "exit", "0"})) {
+    line += " '" + arg + "'";
+  }
+  Finished run = cluster.run({"srun", "-N2", "--ntasks-per-node=1", "sh", "-c", line}, 90s);
+  INFO(run.err << cluster.logs());
+  CHECK(run.status != 0);
+  CHECK_THAT(run.err,
+             Catch::Contains("waiting for nodes: 1/2 joined (1 missing to start), missing: node2; join timeout in"));
+  CHECK_THAT(run.err,
+             Catch::Contains("1 of at least 2 nodes joined round 0 within 4 s (1 missing; not joined: node2)"));
+}
+
 namespace {
 
 // scancel --signal=USR1, as Lightning's requeue and `#SBATCH --signal` use it: each worker's

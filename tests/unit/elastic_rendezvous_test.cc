@@ -160,6 +160,37 @@ TEST_CASE("too few nodes: the join times out, says how many are missing, and clo
   CHECK_THROWS_AS(late.rendezvous->join(-1, std::nullopt, {}), JobClosed);
 }
 
+TEST_CASE("with expected hosts, the join timeout and rR/missing name the nodes that never came", "[rendezvous]") {
+  InMemoryStore table;
+  ElasticRendezvousOptions settings = options(3, 4);
+  settings.joinTimeout = 1500ms;
+  settings.expectedHosts = {"host-0", "gpu-07", "host-1.cluster.local", "gpu-08"};
+  Agent first(table, settings, 0);   // host-0: slot 1, keeps the roster
+  Agent second(table, settings, 1);  // host-1: matches host-1.cluster.local by its short name
+  auto firstJoin = std::async(std::launch::async, [&] { return first.rendezvous->join(-1, std::nullopt, {}); });
+  // Slot 1 publishes who is missing while the round forms; the second joiner shrinks it.
+  const std::string missingKey = first.rendezvous->roundKey(0, "missing");
+  first.store->wait({missingKey}, 5s);
+  auto secondJoin = std::async(std::launch::async, [&] { return second.rendezvous->join(-1, std::nullopt, {}); });
+  std::string published;
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    published = first.store->get(missingKey);
+    if (published == R"(["gpu-07","gpu-08"])") break;
+    std::this_thread::sleep_for(10ms);
+  }
+  CHECK(published == R"(["gpu-07","gpu-08"])");
+  for (auto* join : {&firstJoin, &secondJoin}) {
+    try {
+      join->get();
+      FAIL("join returned without enough nodes");
+    } catch (const JobClosed& closed) {
+      CHECK(closed.end.reason == RoundEnd::Reason::TimedOut);
+      CHECK_THAT(closed.end.message, Catch::Contains("2 of at least 3 nodes") &&
+                                         Catch::Contains("(1 missing; not joined: gpu-07, gpu-08)"));
+    }
+  }
+}
+
 TEST_CASE("the last node to succeed ends the round and the job as succeeded", "[rendezvous]") {
   InMemoryStore table;
   std::vector<std::unique_ptr<Agent>> agents;

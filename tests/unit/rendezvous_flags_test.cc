@@ -319,6 +319,20 @@ TEST_CASE("applyRendezvousConf: separators, spaces and repeats", "[rendezvous_fl
   }
 }
 
+TEST_CASE("applyRendezvousConf: expected_hosts takes a comma list with Slurm's ranges, node_name one name",
+          "[rendezvous_flags]") {
+  using Names = std::vector<std::string>;
+  CHECK(confOf("expected_hosts=a,b,c").expectedHosts == Names{"a", "b", "c"});
+  RendezvousSettings settings = confOf("join_timeout=9,expected_hosts=gpu-[01-03,07],x.y,node_name=gpu-02,is_host=0");
+  CHECK(settings.expectedHosts == Names{"gpu-01", "gpu-02", "gpu-03", "gpu-07", "x.y"});
+  CHECK(settings.nodeName == "gpu-02");
+  CHECK(settings.joinTimeout == milliseconds(9000));
+  CHECK(settings.isHost == false);
+  CHECK(confOf("expected_hosts = a , b ,").expectedHosts == Names{"a", "b"});
+  requireBadConf("expected_hosts=gpu-[01-03", {"--rdzv-conf", "expected_hosts expects host names", "'[' without ']'"});
+  requireBadConf("expected_hosts=gpu-[3-1]", {"runs backwards"});
+}
+
 TEST_CASE("applyRendezvousConf: errors", "[rendezvous_flags]") {
   SECTION("an unknown key is named, with the accepted ones") {
     requireBadConf("bogus=1", {"--rdzv-conf", "'bogus=1'", "unknown key 'bogus'", "join_timeout", "last_call_timeout",

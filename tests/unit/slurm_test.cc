@@ -175,6 +175,8 @@ TEST_CASE("under srun the node flags come from Slurm unless given", "[slurm]") {
   CHECK(config.rdzv.nodeRankHint == std::optional<int>(1));
   CHECK(config.rdzv.isHost == std::optional<bool>(false));
   CHECK(config.runId == "4242");
+  CHECK(config.rdzv.expectedHosts == std::vector<std::string>{"node01", "node02"});
+  CHECK(config.rdzv.nodeName == "node02");
   REQUIRE(config.slurmSummary);
 
   SECTION("the first node hosts the store") {
@@ -186,6 +188,11 @@ TEST_CASE("under srun the node flags come from Slurm unless given", "[slurm]") {
     CHECK(given.rdzv.endpointHost == "10.0.0.9");
     CHECK_FALSE(given.slurmSummary);
     CHECK_FALSE(parse({"--standalone", "train.py"}, env).slurmSummary);
+  }
+  SECTION("expected_hosts and node_name in --rdzv-conf win over Slurm's names") {
+    LaunchConfig named = parse({"--rdzv-conf", "expected_hosts=a,b,node_name=b", "train.py"}, env);
+    CHECK(named.rdzv.expectedHosts == std::vector<std::string>{"a", "b"});
+    CHECK(named.rdzv.nodeName == "b");
   }
   SECTION("--rdzv-id wins over the job id") { CHECK(parse({"--rdzv-id", "mine", "train.py"}, env).runId == "mine"); }
   SECTION("a pltrun started by a worker leaves the outer job's variables alone") {

@@ -121,6 +121,7 @@ rdzv::NodeDescriptor AgentSession::describeSelf() const {
   rdzv::NodeDescriptor self;
   self.agentId = agentId;
   self.host = host;
+  self.name = settings.nodeName;
   self.addr = settings.localAddr;
   if (self.addr.empty()) self.addr = localAddressTowards(settings.endpointHost, storeOptions.port);
   if (self.addr.empty()) self.addr = host;
@@ -142,6 +143,7 @@ void AgentSession::openRendezvous(const rdzv::NodeDescriptor& self) {
   options.joinTimeout = settings.joinTimeout;
   options.lastCallTimeout = settings.lastCallTimeout;
   options.closeTimeout = settings.closeTimeout;
+  options.expectedHosts = settings.expectedHosts;
   options.pollInterval =
       std::min(options.pollInterval, std::max(settings.lastCallTimeout / 4, std::chrono::milliseconds(10)));
   rendezvous = std::make_unique<rdzv::ElasticRendezvous>(*store, options, self);

@@ -81,6 +81,18 @@ std::string thisExecutable() {
 // A duration as a flag value for the agents: milliseconds kept.
 std::string secondsText(std::chrono::milliseconds duration) { return rdzv::secondsText(duration, 3); }
 
+// The hosts by the names the driver was given, so that an agent that never starts is named
+// in the others' waiting lines; none where a name would not survive the hostlist grammar
+// of expected_hosts (brackets, as in an IPv6 address).
+std::string expectedHostsConf(const std::vector<HostSlots>& hosts, const HostSlots& self) {
+  std::string names;
+  for (const HostSlots& host : hosts) {
+    if (host.host.find_first_of("[],=") != std::string::npos) return "";
+    names += (names.empty() ? "" : ",") + host.host;
+  }
+  return ",node_name=" + self.host + ",expected_hosts=" + names;
+}
+
 // The agent's command line on host `index`: the job's flags, the rendezvous at the driver.
 std::vector<std::string> agentArguments(const LaunchConfig& config, const HostSlots& host, size_t index,
                                         const std::string& endpoint, const std::string& runId) {
@@ -110,7 +122,7 @@ std::vector<std::string> agentArguments(const LaunchConfig& config, const HostSl
                  ",last_call_timeout=" + secondsText(rdzv.lastCallTimeout) + ",close_timeout=" +
                  secondsText(rdzv.closeTimeout) + ",keep_alive_interval=" + secondsText(rdzv.keepAliveInterval) +
                  ",keep_alive_max_attempt=" + std::to_string(rdzv.keepAliveMaxAttempt) +
-                 ",read_timeout=" + secondsText(rdzv.readTimeout));
+                 ",read_timeout=" + secondsText(rdzv.readTimeout) + expectedHostsConf(config.remote.hosts, host));
   if (!host.devices.empty()) {
     args.insert(args.end(), {"--devices", deviceSelectionText(listedDevices(host.devices))});
   } else if (host.slots > 0) {

@@ -106,7 +106,8 @@ void declareWorkerAndNodeFlags(FlagDeclarer& declare, RawFlags& raw) {
                  "[ADDR]:PORT); unused on one node. etcd: the members, HOST[:PORT],... (default port 2379)");
   declare.valued("rdzv-conf", raw.rdzvConf,
                  "c10d settings KEY=VALUE,...: join_timeout, last_call_timeout, close_timeout, keep_alive_interval, "
-                 "read_timeout (seconds), keep_alive_max_attempt, is_host, secret_file (default $PLTRUN_SECRET_FILE); "
+                 "read_timeout (seconds), keep_alive_max_attempt, is_host, secret_file (default $PLTRUN_SECRET_FILE), "
+                 "expected_hosts (the nodes to name while waiting: a,b or gpu-[01-08]), node_name; "
                  "etcd: also etcd_prefix, user, password_file, protocol (http or https), cacert, cert, key");
   declare.valued("local-addr", raw.localAddr, "this node's address as the other nodes reach it (default: detected)");
   declare.valued("role", raw.role, "ROLE_NAME of the workers (default 'default')");

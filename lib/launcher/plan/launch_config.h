@@ -70,6 +70,12 @@ struct RendezvousSettings {
   std::optional<bool> isHost;                         ///< is_host; empty = decide by address
   std::optional<int> nodeRankHint;                    ///< --node-rank given with c10d
   std::string localAddr;                              ///< --local-addr; empty = detect
+  /// expected_hosts (Slurm's hostlist grammar), else Slurm's node list or the driver's hosts:
+  /// the nodes the job expects, named in waiting lines, the join timeout and `pltrun status`.
+  std::vector<std::string> expectedHosts;
+  /// node_name, else Slurm's name for this node or the driver's for this host: the name this
+  /// node has among expectedHosts; empty = its host name (matched loosely, expected_nodes.h).
+  std::string nodeName;
   /// secret_file, else $PLTRUN_SECRET_FILE: the agents and the store share the secret in
   /// it ("-": standard input); empty = no authentication.
   std::string secretFile;

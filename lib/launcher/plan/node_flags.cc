@@ -136,6 +136,10 @@ void applySlurmDefaults(RawFlags& raw, LaunchConfig& config, const Environment& 
   raw.nnodes = std::to_string(job->nnodes);
   raw.nodeRank = std::to_string(job->nodeRank);
   raw.rdzvEndpoint = endpointText(Endpoint{job->hosts.front(), job->port});
+  // The step's nodes by Slurm's names, so a node that never starts is named (expected_hosts=
+  // and node_name= in --rdzv-conf, applied after this, override them).
+  config.rdzv.expectedHosts = job->hosts;
+  config.rdzv.nodeName = job->hosts[job->nodeRank];
 }
 
 void applyNodeFlags(const RawFlags& raw, LaunchConfig& config, const Environment& env) {

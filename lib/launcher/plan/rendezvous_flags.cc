@@ -6,7 +6,9 @@
 #include <optional>
 #include <string_view>
 
+#include "launcher/plan/slurm.h"
 #include "launcher/plan/text_parsing.h"
+#include "pltrun/error.h"
 #include "rendezvous/store/host_port_text.h"
 
 namespace pltrun {
@@ -17,7 +19,8 @@ constexpr const char* kEndpointForms =
 constexpr const char* kConfFlag = "--rdzv-conf";
 constexpr const char* kConfKeys =
     "join_timeout, timeout, last_call_timeout, close_timeout, keep_alive_interval, heartbeat_timeout, "
-    "keep_alive_max_attempt, read_timeout, is_host, secret_file, use_libuv, store_type; with etcd also protocol, "
+    "keep_alive_max_attempt, read_timeout, is_host, secret_file, expected_hosts, node_name, use_libuv, store_type; "
+    "with etcd also protocol, "
     "cacert, cert, key, etcd_prefix, user, password_file";
 
 // A host name or IPv4 address: letters, digits, '.', '-', '_'.
@@ -89,6 +92,18 @@ bool applyEtcdConfItem(const std::string& item, const std::string& key, std::str
   return true;
 }
 
+// expected_hosts=gpu-[01-03,07],gpu-10: Slurm's hostlist grammar (slurm.h).
+std::vector<std::string> parseExpectedHosts(const std::string& item, std::string_view value) {
+  try {
+    return expandHostlist(std::string(value));
+  } catch (const Error& error) {
+    throwInvalidFlag(kConfFlag, item,
+                     std::string("expected_hosts expects host names separated by commas, with ranges like "
+                                 "gpu-[01-08]: ") +
+                         error.what());
+  }
+}
+
 void applyConfItem(const std::string& item, RendezvousSettings& settings) {
   const size_t equals = item.find('=');
   if (equals == std::string::npos) {
@@ -120,6 +135,10 @@ void applyConfItem(const std::string& item, RendezvousSettings& settings) {
     settings.secretFile = std::string(value);  // read (and its permissions checked) when the agent starts
   } else if (key == "is_host") {
     settings.isHost = parseBoolean(item, key, value);
+  } else if (key == "expected_hosts") {
+    settings.expectedHosts = parseExpectedHosts(item, value);
+  } else if (key == "node_name") {
+    settings.nodeName = std::string(value);
   } else if (applyEtcdConfItem(item, key, value, settings.etcd)) {
     // An etcd key: checked against the backend once the whole command line is read.
   } else if (key == "use_libuv" || key == "store_type") {
@@ -127,6 +146,25 @@ void applyConfItem(const std::string& item, RendezvousSettings& settings) {
   } else {
     throwInvalidFlag(kConfFlag, item, "unknown key '" + key + "'; accepted keys: " + kConfKeys);
   }
+}
+
+// The pairs of "a=1,b=2": a piece without '=' after expected_hosts=... continues its list
+// (expected_hosts=a,b,c and expected_hosts=gpu-[01-03,07] are one item each).
+std::vector<std::string> rendezvousConfItems(const std::string& text) {
+  std::vector<std::string> items;
+  for (std::string_view piece : splitText(text, ',')) {
+    std::string item(trimSpaces(piece));
+    if (item.empty()) continue;  // "a=1,", ",a=1" and "a=1,,b=2" are fine
+    const bool continuesList =
+        !items.empty() && item.find('=') == std::string::npos &&
+        trimSpaces(std::string_view(items.back()).substr(0, items.back().find('='))) == "expected_hosts";
+    if (continuesList) {
+      items.back() += "," + item;
+    } else {
+      items.push_back(std::move(item));
+    }
+  }
+  return items;
 }
 
 }  // namespace
@@ -218,11 +256,7 @@ std::vector<EtcdSettings::Member> parseEtcdMembers(const std::string& flag, cons
 }
 
 void applyRendezvousConf(const std::string& text, RendezvousSettings& settings) {
-  for (std::string_view piece : splitText(text, ',')) {
-    const std::string item(trimSpaces(piece));
-    if (item.empty()) continue;  // "a=1,", ",a=1" and "a=1,,b=2" are fine
-    applyConfItem(item, settings);
-  }
+  for (const std::string& item : rendezvousConfItems(text)) applyConfItem(item, settings);
 }
 
 }  // namespace pltrun

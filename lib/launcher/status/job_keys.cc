@@ -15,7 +15,7 @@ void readIfPresent(Store& store, const std::string& runId, const std::string& na
 
 void readRound(Store& store, const std::string& runId, int round, JobKeys& keys) {
   const std::string stem = "r" + std::to_string(round) + "/";
-  for (const char* name : {"count", "complete", "end"}) readIfPresent(store, runId, stem + name, keys);
+  for (const char* name : {"count", "complete", "end", "missing"}) readIfPresent(store, runId, stem + name, keys);
   const int slots = keyInteger(keys, stem + "count", 0);
   for (int slot = 1; slot <= slots; ++slot) {
     for (const char* name : {"slot/", "assign/", "state/", "beat/"}) {

@@ -12,7 +12,7 @@
 namespace pltrun {
 
 /// Every key evaluateJob() reads: the job's (round, failures, closed) and those of the
-/// newest round and the one before it (count, complete, end, and per slot its descriptor,
+/// newest round and the one before it (count, complete, end, missing, and per slot its descriptor,
 /// assignment, state and heartbeat counter).
 JobKeys readJobKeys(Store& store, const std::string& runId);
 

@@ -94,8 +94,21 @@ void readFormedRound(const JobKeys& keys, int round, int nnodes, const Heartbeat
   job.joined = static_cast<int>(job.nodes.size());
 }
 
-// While a round forms: who joined so far, and which members of the round before are not
-// back (counted by host and address: a replacement agent on the same node counts as back).
+// The expected nodes not joined yet, as the round's slot 1 publishes them (rR/missing)
+// where the job expects named nodes.
+std::optional<std::vector<std::string>> publishedMissing(const JobKeys& keys, int round) {
+  const json names = parsedOr(valueOf(keys, roundName(round, "missing")));
+  if (!names.is_array()) return std::nullopt;
+  std::vector<std::string> missing;
+  for (const json& name : names) {
+    if (name.is_string()) missing.push_back(name.get<std::string>());
+  }
+  return missing;
+}
+
+// While a round forms: who joined so far, and who is missing: the expected nodes not joined
+// where the job names them, else the members of the round before that are not back
+// (counted by host and address: a replacement agent on the same node counts as back).
 void readFormingRound(const JobKeys& keys, int round, JobStatus& job) {
   const int joined = keyInteger(keys, roundName(round, "count"), 0);
   std::multiset<std::string> here;
@@ -106,6 +119,10 @@ void readFormingRound(const JobKeys& keys, int round, JobStatus& job) {
     }
   }
   job.joined = joined;
+  if (std::optional<std::vector<std::string>> named = publishedMissing(keys, round)) {
+    job.missing = std::move(*named);
+    return;
+  }
   if (round == 0) return;
   const json before = parsedOr(valueOf(keys, roundName(round - 1, "complete")));
   const int members = before.is_object() ? before.value("nnodes", 0) : 0;

@@ -1,0 +1,45 @@
+#include "rendezvous/elastic/join_roster.h"
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "pltrun/error.h"
+#include "rendezvous/elastic/expected_nodes.h"
+
+namespace pltrun::rdzv {
+
+JoinRoster::JoinRoster(Store& store, std::vector<std::string> expected, std::string roundPrefix)
+    : store_(store), expected_(std::move(expected)), roundPrefix_(std::move(roundPrefix)) {}
+
+void JoinRoster::track(int joined) {
+  if (!knowsNames()) return;
+  while (static_cast<int>(arrivals_.size()) < joined) {
+    const std::string key = roundPrefix_ + "slot/" + std::to_string(arrivals_.size() + 1);
+    if (!store_.check({key})) break;  // slot taken, descriptor not written yet: next time
+    try {
+      arrivals_.push_back(nodeDescriptorFromJson(store_.get(key, std::chrono::seconds(10))));
+    } catch (const Error& error) {
+      if (error.code() != ErrorCode::Protocol) throw;
+      arrivals_.emplace_back();  // not pltrun's descriptor: it accounts for nobody
+    }
+  }
+  std::vector<std::string> now = missingNodes(expected_, arrivals_);
+  if (tracked_ && *tracked_ == now) return;
+  store_.set(roundPrefix_ + "missing", nlohmann::json(now).dump());
+  tracked_ = std::move(now);
+}
+
+std::optional<std::vector<std::string>> JoinRoster::missing() {
+  if (tracked_) return tracked_;
+  const std::string key = roundPrefix_ + "missing";
+  if (!store_.check({key})) return std::nullopt;
+  const nlohmann::json names = nlohmann::json::parse(store_.get(key, std::chrono::seconds(10)), nullptr, false);
+  if (!names.is_array()) return std::nullopt;
+  std::vector<std::string> result;
+  for (const nlohmann::json& name : names) {
+    if (name.is_string()) result.push_back(name.get<std::string>());
+  }
+  return result;
+}
+
+}  // namespace pltrun::rdzv
