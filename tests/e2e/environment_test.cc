@@ -159,3 +159,43 @@ TEST_CASE("Python scripts and modules run under PYTHON_EXEC", "[env][python]") {
   REQUIRE(module.status == 0);
   CHECK(readFile(dir / "mod_1") == "module");
 }
+
+TEST_CASE("site defaults from the config file reach real workers, and flags and PET_* win over them",
+          "[env][site-config]") {
+  TempDir dir;
+  const std::string site = dir / "pltrun.toml";
+  {
+    std::ofstream file(site);
+    file << "# what every job on this cluster shares\nnproc-per-node = 3\nmax-restarts = 2\nrole = \"trainer\"\n";
+  }
+  Finished fromFile = runPltrun({testWorker(), "env", dir.path()}, {"PLTRUN_CONFIG=" + site});
+  INFO(fromFile.err);
+  REQUIRE(fromFile.status == 0);
+  for (int rank = 0; rank < 3; ++rank) {
+    json env = workerEnvironment(dir, rank);
+    CHECK(env["WORLD_SIZE"] == "3");
+    CHECK(env["TORCHELASTIC_MAX_RESTARTS"] == "2");
+    CHECK(env["ROLE_NAME"] == "trainer");
+  }
+
+  TempDir other;
+  Finished overridden = runPltrun({"--nproc-per-node", "2", testWorker(), "env", other.path()},
+                                  {"PLTRUN_CONFIG=" + site, "PET_MAX_RESTARTS=0"});
+  INFO(overridden.err);
+  REQUIRE(overridden.status == 0);
+  json env = workerEnvironment(other, 1);
+  CHECK(env["WORLD_SIZE"] == "2");                 // the flag
+  CHECK(env["TORCHELASTIC_MAX_RESTARTS"] == "0");  // the PET_* variable
+  CHECK(env["ROLE_NAME"] == "trainer");            // the file
+  CHECK_FALSE(std::filesystem::exists(other / "env_2.json"));
+
+  {
+    std::ofstream file(site);
+    file << "nproc-per-node = 2\nmax_restart = 2\n";
+  }
+  Finished bad = runPltrun({testWorker(), "env", dir.path()}, {"PLTRUN_CONFIG=" + site});
+  CHECK(bad.status == 2);
+  CHECK(bad.err == "pltrun: error: site config " + site +
+                       ": 'max_restart' is not a pltrun option; keys are long options without the dashes, like "
+                       "max-restarts = 3 (see pltrun --help)\n");
+}

@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include "launcher/plan/site_config.h"
 #include "launcher/plan/worker_layout.h"
 #include "pltrun/error.h"
 #include "scoped_env.h"
@@ -33,7 +34,7 @@ namespace {
 
 // A file system with no file in it.
 std::string noFiles(const std::string&) {
-  throw FileReadError(FileReadError::Reason::CannotOpen, "No such file or directory");
+  throw FileReadError(FileReadError::Reason::Missing, "No such file or directory");
 }
 
 // `arguments` without argv[0]; "pltrun" is put in front. `env` is all the parser sees of
@@ -663,6 +664,7 @@ TEST_CASE("a hostfile is read through the reader given", "[command_line]") {
     asked.push_back(path);
     if (path == "/virtual/hosts") return "# two hosts\nnode-a slots=2\nnode-b:3\n";
     if (path == "/virtual/dir") throw FileReadError(FileReadError::Reason::IsDirectory, "");
+    if (path == pltrun::kSiteConfigPath) throw FileReadError(FileReadError::Reason::Missing, "");
     throw FileReadError(FileReadError::Reason::CannotOpen, "Permission denied");
   };
   auto result = parse({"--hostfile", "/virtual/hosts", "p"}, {}, reader);
@@ -674,7 +676,7 @@ TEST_CASE("a hostfile is read through the reader given", "[command_line]") {
   CHECK(config.remote.hosts[1].host == "node-b");
   CHECK(config.remote.hosts[1].slots == 3);
   CHECK(config.nnodes == 2);
-  CHECK(asked == std::vector<std::string>{"/virtual/hosts"});
+  CHECK(asked == std::vector<std::string>{pltrun::kSiteConfigPath, "/virtual/hosts"});
 
   SECTION("the reader's failures are the hostfile's one-line errors") {
     auto error = [&](const std::string& path) {
@@ -764,4 +766,87 @@ TEST_CASE("horovodrun and mpirun -np N: N workers on one node, or the first N sl
   requireInvalid({"-np", "4", "--nnodes", "2", "train.py"}, {"--nnodes", "--nproc-per-node instead"});
   requireInvalid({"--hosts", "a:2,b:2", "-np", "5", "train.py"}, {"-np 5", "offer 4 slots"});
   requireInvalid({"--hosts", "a,b", "-np", "2", "train.py"}, {"slot count", "a:N"});
+}
+
+namespace {
+
+// A file system holding one file, the site config at `path`.
+pltrun::FileReader siteFile(const std::string& path, const std::string& content) {
+  return [path, content](const std::string& wanted) {
+    if (wanted == path) return content;
+    return noFiles(wanted);
+  };
+}
+
+LaunchConfig parseWithSite(const std::vector<std::string>& arguments, const std::string& content,
+                           const Environment& env = {}) {
+  auto result = parse(arguments, env, siteFile("/etc/pltrun.toml", content));
+  REQUIRE(std::holds_alternative<LaunchConfig>(result));
+  return std::get<LaunchConfig>(result);
+}
+
+std::string siteError(const std::vector<std::string>& arguments, const std::string& content,
+                      const Environment& env = {}) {
+  try {
+    parse(arguments, env, siteFile("/etc/pltrun.toml", content));
+  } catch (const Error& error) {
+    CHECK(error.code() == ErrorCode::InvalidArgument);
+    return error.what();
+  }
+  FAIL("the site config was accepted");
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("site defaults: /etc/pltrun.toml fills what the flags and PET_* variables leave out", "[command_line]") {
+  const std::string site =
+      "# cluster defaults\nmax-restarts = 3\nnproc_per_node = \"2\"\nterm-timeout = 60\nno-prefix = true\n"
+      "rdzv-conf = \"join_timeout=900\"\nhosts = [\"a:2\", \"b:2\"]\n";
+  SECTION("the file alone") {
+    LaunchConfig config = parseWithSite({"train.py"}, site);
+    CHECK(config.maxRestarts == 3);
+    CHECK(config.nprocPerNode == WorkerCount::fixed(2));
+    CHECK(config.termTimeout == std::chrono::seconds(60));
+    CHECK_FALSE(config.prefixOutput);
+    CHECK(config.rdzv.joinTimeout == std::chrono::seconds(900));
+    REQUIRE(config.remote.hosts.size() == 2);  // a TOML array is a comma list
+    CHECK(config.remote.hosts[1].host == "b");
+  }
+  SECTION("a flag wins over its PET_* variable, which wins over the file") {
+    LaunchConfig config = parseWithSite({"--max-restarts", "1", "train.py"}, "max-restarts = 3\nterm-timeout = 60\n",
+                                        {{"PET_TERM_TIMEOUT", "7"}});
+    CHECK(config.maxRestarts == 1);
+    CHECK(config.termTimeout == std::chrono::seconds(7));
+  }
+  SECTION("PLTRUN_CONFIG names another file, and PLTRUN_CONFIG= none") {
+    auto other = parse({"train.py"}, {{"PLTRUN_CONFIG", "/site/pltrun.toml"}},
+                       siteFile("/site/pltrun.toml", "max-restarts = 4\n"));
+    CHECK(std::get<LaunchConfig>(other).maxRestarts == 4);
+    CHECK(parseWithSite({"train.py"}, "max-restarts = 3\n", {{"PLTRUN_CONFIG", ""}}).maxRestarts == 0);
+  }
+  SECTION("no file at the default path: no site defaults") { CHECK(parseConfig({"train.py"}).maxRestarts == 0); }
+}
+
+TEST_CASE("site defaults: a bad file is one line naming the file and the key", "[command_line]") {
+  CHECK_THAT(siteError({"p"}, "bogus = 1\n"),
+             Contains("site config /etc/pltrun.toml: 'bogus' is not a pltrun option") && Contains("max-restarts = 3"));
+  CHECK_THAT(siteError({"p"}, "[cluster]\nmax-restarts = 1\n"),
+             Contains("'cluster.max-restarts': sections are not read"));
+  CHECK_THAT(siteError({"p"}, "version = true\n"), Contains("'version' is not a pltrun option"));
+  // A value the plan refuses is traced to the file, not blamed on a flag nobody typed.
+  CHECK_THAT(siteError({"p"}, "max-restarts = \"many\"\n"),
+             Contains("--max-restarts: 'many' is not valid") && Contains("(set in site config /etc/pltrun.toml)"));
+  CHECK_THAT(siteError({"p"}, "", {{"PLTRUN_CONFIG", "/nowhere.toml"}}),
+             Contains("site config /nowhere.toml: No such file or directory (named by PLTRUN_CONFIG)"));
+}
+
+TEST_CASE("site defaults: what a job says another way drops the file's setting instead of contradicting it",
+          "[command_line]") {
+  const std::string site = "nproc-per-node = 8\nhostfile = \"/etc/cluster-hosts\"\n";
+  LaunchConfig devices = parseWithSite({"--devices", "0,1", "--hosts", "a,b", "p"}, site);
+  CHECK_FALSE(devices.nprocPerNode);
+  CHECK(devices.remote.hosts.size() == 2);
+  CHECK(parseWithSite({"p"}, "nproc-per-node = 8\n", {{"PET_NP", "3"}}).nprocPerNode == WorkerCount::fixed(3));
+  CHECK(parseWithSite({"p"}, "nproc-per-node = 8\n").nprocPerNode == WorkerCount::fixed(8));
 }

@@ -20,7 +20,7 @@ using Hosts = std::vector<std::string>;
 LaunchConfig parse(std::vector<const char*> args, const Environment& env) {
   args.insert(args.begin(), "pltrun");
   auto noFiles = [](const std::string& path) -> std::string {
-    throw FileReadError(FileReadError::Reason::CannotOpen, path + ": no such file");
+    throw FileReadError(FileReadError::Reason::Missing, path + ": no such file");
   };
   auto parsed = parseCommandLine(static_cast<int>(args.size()), args.data(), env, noFiles);
   return std::get<LaunchConfig>(parsed);
@@ -234,8 +234,9 @@ TEST_CASE("ProctrackType says whom Slurm's own signals reach", "[slurm]") {
 TEST_CASE("under srun, slurm.conf is read from SLURM_CONF, and a missing one means forwarding", "[slurm]") {
   std::vector<std::string> read;
   FileReader reader = [&read](const std::string& path) -> std::string {
+    if (path == "/etc/pltrun.toml") throw FileReadError(FileReadError::Reason::Missing, "no site config");
     read.push_back(path);
-    if (path == "/etc/slurm/slurm.conf") throw FileReadError(FileReadError::Reason::CannotOpen, "missing");
+    if (path == "/etc/slurm/slurm.conf") throw FileReadError(FileReadError::Reason::Missing, "missing");
     return "ProctrackType=proctrack/linuxproc\n";
   };
   CHECK(readSlurmSignalReach({{"SLURM_CONF", "/tmp/c/slurm.conf"}}, reader) == SlurmSignalReach::Descendants);

@@ -6,6 +6,7 @@
 #include "launcher/plan/flag_declarations.h"
 #include "launcher/plan/node_flags.h"
 #include "launcher/plan/remote_flags.h"
+#include "launcher/plan/site_config.h"
 #include "launcher/plan/text_parsing.h"
 #include "pltrun/error.h"
 #include "version/version.h"
@@ -134,12 +135,14 @@ std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const 
   RawFlags raw;
   const std::shared_ptr<const FlagVariables> variables = declareFlags(app, raw);
 
+  SiteSettings siteSettings;
   std::vector<std::string> args(argv + 1, argv + argc);
   renameSingleDashNp(args, app);
   std::reverse(args.begin(), args.end());  // CLI11 takes the arguments in reverse order
   try {
     app.parse(args);
     applyFlagVariables(*variables, env);
+    siteSettings = applySiteConfig(app, env, readFile);
   } catch (const CLI::CallForHelp&) {
     return InformationRequest{app.help()};
   } catch (const CLI::CallForVersion&) {
@@ -149,7 +152,11 @@ std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const 
   }
   std::vector<std::string> command = app.remaining();
   if (!command.empty() && command.front() == "--") command.erase(command.begin());  // pltrun -- PROGRAM ...
-  return buildConfig(raw, command, env, readFile);
+  try {
+    return buildConfig(raw, command, env, readFile);
+  } catch (const Error& error) {
+    throw tracedToSiteConfig(error, siteSettings);
+  }
 }
 
 }  // namespace pltrun

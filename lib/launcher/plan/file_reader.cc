@@ -13,7 +13,11 @@ std::string readFileFromDisk(const std::string& path) {
   // Opening a directory succeeds; say what is wrong before reading it fails obscurely.
   if (std::filesystem::is_directory(path, ignored)) throw FileReadError(FileReadError::Reason::IsDirectory, "");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileReadError(FileReadError::Reason::CannotOpen, std::strerror(errno));
+  if (!in) {
+    const bool missing = errno == ENOENT || errno == ENOTDIR;
+    throw FileReadError(missing ? FileReadError::Reason::Missing : FileReadError::Reason::CannotOpen,
+                        std::strerror(errno));
+  }
   std::ostringstream content;
   content << in.rdbuf();
   if (in.bad()) throw FileReadError(FileReadError::Reason::CannotRead, std::strerror(errno));

@@ -13,7 +13,8 @@ class FileReadError : public std::runtime_error {
  public:
   enum class Reason {
     IsDirectory,  ///< the path names a directory
-    CannotOpen,   ///< missing, not permitted, ...: what() says which
+    Missing,      ///< no file at the path (ENOENT, ENOTDIR)
+    CannotOpen,   ///< not permitted, ...: what() says why
     CannotRead,   ///< opened, then reading failed: what() says why
   };
   FileReadError(Reason reason, const std::string& systemMessage) : std::runtime_error(systemMessage), reason_(reason) {}

@@ -178,6 +178,8 @@ std::shared_ptr<const FlagVariables> declareFlags(CLI::App& app, RawFlags& raw) 
       "  shared secret; PLTRUN_CGROUP=off no job cgroup; PYTHON_EXEC the interpreter for .py;\n"
       "  TMPDIR the temporary run directory; CUDA_VISIBLE_DEVICES (or PLTRUN_FAKE_GPUS) the\n"
       "  GPUs; SLURM_* a Slurm step's nodes, node rank and job id.\n"
+      "Site defaults: /etc/pltrun.toml (or $PLTRUN_CONFIG; PLTRUN_CONFIG= for none), long options\n"
+      "  without dashes (max-restarts = 3); flags and PET_* variables win over it.\n"
       "A running elastic job's state: pltrun status --rdzv-endpoint HOST:PORT --rdzv-id ID\n"
       "  [--json] [--watch] (pltrun status --help).");
   return variables;

@@ -283,6 +283,7 @@ std::vector<HostSlots> readHostfile(const std::string& path, const FileReader& r
     switch (error.reason()) {
       case FileReadError::Reason::IsDirectory:
         throw Error(ErrorCode::InvalidArgument, "hostfile " + path + " is a directory; give the path of a file");
+      case FileReadError::Reason::Missing:
       case FileReadError::Reason::CannotOpen:
         throw Error(ErrorCode::InvalidArgument,
                     "cannot read hostfile " + path + ": " + error.what() + "; check the path given for the hostfile");

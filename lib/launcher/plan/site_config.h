@@ -1,0 +1,44 @@
+#pragma once
+// Site defaults: a TOML file of pltrun's long options, for what every job on a cluster
+// shares (the rendezvous settings, a log directory, a grace period):
+//
+//   # /etc/pltrun.toml
+//   max-restarts = 3
+//   term-timeout = 60
+//   rdzv-conf = "join_timeout=900,secret_file=/etc/pltrun/secret"
+//
+// The file is $PLTRUN_CONFIG when that is set (set and empty: no file), else
+// /etc/pltrun.toml when it exists. A flag on the command line wins over its PET_* variable,
+// which wins over the file: the file only fills what both left out, and leaves out what the
+// job said another way (the job's --devices drops the file's nproc-per-node).
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "launcher/plan/file_reader.h"
+#include "launcher/plan/worker_env.h"
+#include "pltrun/error.h"
+
+namespace pltrun {
+
+constexpr const char* kSiteConfigPath = "/etc/pltrun.toml";
+
+/// The options a site file set ("--max-restarts", ...), and the file.
+struct SiteSettings {
+  std::string path;
+  std::vector<std::string> options;
+};
+
+/// After the command line and the PET_* variables: sets each option of `app` that is still
+/// unset from the site file's key of the same name (max-restarts or max_restarts; a TOML
+/// array is joined with commas). Throws Error(InvalidArgument) naming the file for a key that
+/// is no option, a [section], a value the option refuses, or a file named by $PLTRUN_CONFIG
+/// that cannot be read.
+/// Returns what it set, so that a value the plan refuses later can be traced to the file.
+SiteSettings applySiteConfig(CLI::App& app, const Environment& env, const FileReader& readFile);
+
+/// `error`, with " (set in site config PATH)" when it names an option the file set.
+Error tracedToSiteConfig(const Error& error, const SiteSettings& settings);
+
+}  // namespace pltrun
