@@ -4,8 +4,13 @@
 # two-agent elastic job that restarts every node's workers after a crash.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+started=$SECONDS
+echo "== 0. Installing what is missing, then building pltrun alone (not the tests). The first run"
+echo "     takes about 5 minutes on 2 cores: apt's packages, then about 3 minutes of the build's"
+echo "     own progress lines below. Later runs take seconds."
 bash scripts/install-deps.sh
-bash scripts/build.sh >/dev/null
+bash scripts/build.sh pltrun
+echo "== ready in $((SECONDS - started)) s"
 pltrun=build/apps/pltrun
 logs=$(mktemp -d /tmp/pltrun-demo-XXXXXX)
 
