@@ -1,9 +1,10 @@
 // `pltrun status` against live elastic jobs of real agents: the text and the JSON while the
 // job waits for a node, runs, has restarted, has lost a node, and has ended, and the exit
 // status of each. The agents meet at a standalone pltrun-store, which outlives them, so that
-// the end can be read too.
+// the end can be read too, or at a real etcd member.
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include <thread>
 
 #include "e2e/elastic_job.h"
+#include "e2e/elastic_meeting.h"
 #include "helpers/child_process.h"
 
 using namespace pltrun::test;
@@ -145,6 +147,61 @@ TEST_CASE("pltrun status names the node that is missing while the job re-forms",
   first.wait(kAgentExit);
 }
 
+TEST_CASE("pltrun status reads an etcd job too: waiting with the missing node named, running, ended",
+          "[status][elastic][etcd]") {
+  EtcdMeeting etcd;
+  TempDir dir;
+  WorkerSweeper sweeper(dir);
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  ElasticJob job(dir, "2", "etcd-watched", {}, {testWorker(), "serve", dir.path()},
+                 kConf + ",expected_hosts=" + std::string(host) + ",gpu-ghost");
+  etcd.prepare(job);
+  auto etcdStatus = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {
+        "status",    "--rdzv-backend", "etcd", "--rdzv-endpoint", etcd.cluster.endpointsText(),
+        "--rdzv-id", "etcd-watched"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return runPltrun(args);
+  };
+  auto etcdJson = [&](const std::function<bool(const json&)>& done) {
+    json value;
+    for (int attempt = 0; attempt < 60; ++attempt) {
+      Finished run = etcdStatus({"--json"});
+      INFO(run.err);
+      REQUIRE_FALSE(run.out.empty());  // "unknown" (2) until the first agent joins, but always an answer
+      value = json::parse(run.out);
+      if (done(value)) return value;
+      std::this_thread::sleep_for(500ms);
+    }
+    FAIL("status never reached the expected state; last: " << value.dump());
+    return value;
+  };
+
+  job.start();
+  json waiting = etcdJson([](const json& v) { return v["state"] == "waiting" && v["missing"] == json{"gpu-ghost"}; });
+  CHECK(waiting["exit_status"] == 1);
+  CHECK(waiting["nodes"][0]["pid"] == job.agent(0).pid());
+  CHECK(waiting["endpoint"] == etcd.cluster.endpointsText());
+
+  job.start();
+  waitForRound(dir, 4, 0);
+  json running = etcdJson([](const json& v) {
+    return v["state"] == "running" && v["nodes"].size() == 2 && v["nodes"][1]["state"] == "running";
+  });
+  CHECK(running["exit_status"] == 0);
+  CHECK(running["nodes"][0]["heartbeat_age_s"].is_number());
+  Finished text = etcdStatus({});
+  CHECK(text.status == 0);
+  CHECK_THAT(text.out, Catch::Contains("running round 0 on 2 node(s) of 2"));
+
+  release(dir);
+  for (size_t index = 0; index < job.size(); ++index) CHECK(job.agent(index).wait(kAgentExit).status == 0);
+  json ended = etcdJson([](const json& v) { return v["state"] == "finished"; });
+  CHECK(ended["job_exit_status"] == 0);
+  CHECK(etcdStatus({}).status == 0);
+}
+
 TEST_CASE("pltrun status: a wrong endpoint or run id is one line and status 2", "[status][e2e]") {
   TempDir dir;
   StandaloneStore store(dir);
@@ -155,6 +212,13 @@ TEST_CASE("pltrun status: a wrong endpoint or run id is one line and status 2", 
   CHECK(nothing.status == 2);
   CHECK_THAT(nothing.err, Catch::StartsWith("pltrun status: error: nothing answers at 127.0.0.1:"));
   CHECK(std::count(nothing.err.begin(), nothing.err.end(), '\n') == 1);
+  const std::string deadMembers =
+      "127.0.0.1:" + std::to_string(freeLoopbackPort()) + ",127.0.0.1:" + std::to_string(freeLoopbackPort());
+  Finished noEtcd = runPltrun({"status", "--rdzv-backend", "etcd", "--rdzv-endpoint", deadMembers});
+  CHECK(noEtcd.status == 2);
+  CHECK_THAT(noEtcd.err, Catch::StartsWith("pltrun status: error: etcd: no endpoint answered") &&
+                             Catch::Contains("check --rdzv-endpoint"));
+  CHECK(std::count(noEtcd.err.begin(), noEtcd.err.end(), '\n') == 1);
   Finished noEndpoint = runPltrun({"status"});
   CHECK(noEndpoint.status == 2);
   CHECK_THAT(noEndpoint.err, Catch::Contains("--rdzv-endpoint is required"));

@@ -3,7 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include "launcher/agent/etcd_connection.h"
+#include "launcher/net/etcd_access.h"
 #include "launcher/net/host_identity.h"
 #include "pltrun/error.h"
 #include "rendezvous/store/host_port_text.h"

@@ -1,9 +1,11 @@
 #pragma once
-// `pltrun status`, the reading half: the job's keys from the rendezvous store, read by name
-// (a TCPStore lists nothing), each checked before it is read so that a missing one neither
-// blocks nor is created (never ADD, which would make it). Read-only: the job cannot tell it
-// was looked at.
+// `pltrun status`, the reading half: the job's keys from its rendezvous, read by name (a
+// TCPStore lists nothing), each only if it is there so that a missing one neither blocks
+// nor is created (never ADD, which would make it). Read-only: the job cannot tell it was
+// looked at. The same reads serve a TCPStore and etcd, through a JobKeyReader.
 
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "launcher/status/job_status.h"
@@ -11,12 +13,19 @@
 
 namespace pltrun {
 
+/// The value of the job's key `name` ("r2/count", under "pltrun/rdzv/RUN_ID/"), or none
+/// when it is not there.
+using JobKeyReader = std::function<std::optional<std::string>(const std::string& name)>;
+
+/// A TCPStore's reader: CHECK, then GET (a GET alone would wait for a missing key).
+JobKeyReader storeKeyReader(Store& store, const std::string& runId);
+
 /// Every key evaluateJob() reads: the job's (round, failures, closed) and those of the
-/// newest round and the one before it (count, complete, end, missing, and per slot its descriptor,
-/// assignment, state and heartbeat counter).
-JobKeys readJobKeys(Store& store, const std::string& runId);
+/// newest round and the one before it (count, complete, end, missing, and per slot its
+/// descriptor, assignment, state and heartbeat counter).
+JobKeys readJobKeys(const JobKeyReader& read);
 
 /// The heartbeat counters of `round`'s slots 1..`slots` ("r2/beat/1" -> "17"), for sampling.
-JobKeys readHeartbeats(Store& store, const std::string& runId, int round, int slots);
+JobKeys readHeartbeats(const JobKeyReader& read, int round, int slots);
 
 }  // namespace pltrun

@@ -8,12 +8,14 @@
 #include <cstring>
 #include <thread>
 
+#include "launcher/net/etcd_access.h"
 #include "launcher/plan/launch_config.h"
 #include "launcher/plan/rendezvous_flags.h"
 #include "launcher/status/heartbeat_tracker.h"
 #include "launcher/status/job_keys.h"
 #include "pltrun/error.h"
 #include "pltrun/tcp_store.h"
+#include "rendezvous/etcd/etcd_client.h"
 #include "rendezvous/store/host_port_text.h"
 #include "rendezvous/store/secret_file.h"
 
@@ -39,8 +41,11 @@ StatusOptions parseStatusFlags(int argc, const char* const* argv) {
   app.add_option("--rdzv-endpoint,--rdzv_endpoint", options.endpoint, "the job's rendezvous store, HOST[:PORT]")
       ->required();
   app.add_option("--rdzv-id,--rdzv_id,--run-id", options.runId, "the job's run id (default: none, as the agents')");
-  app.add_option("--rdzv-conf,--rdzv_conf", options.rdzvConf, "secret_file=PATH, read_timeout=SECONDS");
-  app.add_option("--rdzv-backend,--rdzv_backend", options.backend, "c10d (the default; etcd is not read yet)");
+  app.add_option("--rdzv-conf,--rdzv_conf", options.rdzvConf,
+                 "the agents' settings: secret_file=PATH, read_timeout=SECONDS; etcd: etcd_prefix, protocol, "
+                 "cacert, cert, key, user, password_file");
+  app.add_option("--rdzv-backend,--rdzv_backend", options.backend,
+                 "c10d (the default) or etcd, whose members --rdzv-endpoint then lists");
   app.add_flag("--json", options.json, "schema 1 JSON (docs/STATUS.md) instead of text");
   app.add_option("--watch", options.watchSeconds, "redraw every SECONDS (default 2) until interrupted")
       ->expected(0, 1)
@@ -56,55 +61,100 @@ StatusOptions parseStatusFlags(int argc, const char* const* argv) {
                 std::string(error.what()) + " (usage: pltrun status --rdzv-endpoint HOST:PORT --rdzv-id ID)");
   }
   if (app.count("--watch") && options.watchSeconds <= 0) options.watchSeconds = 2;
-  if (options.backend != "c10d") {
-    throw Error(ErrorCode::InvalidArgument,
-                "--rdzv-backend '" + options.backend +
-                    "' is not read yet, only c10d; on etcd, `etcdctl get --prefix /pltrun/rdzv/RUN_ID/` shows the "
-                    "same keys");
+  if (options.backend != "c10d" && options.backend != "etcd") {
+    throw Error(ErrorCode::InvalidArgument, "--rdzv-backend '" + options.backend +
+                                                "' has no rendezvous to read: expected c10d or etcd, as the agents of "
+                                                "the job were started with");
   }
   return options;
 }
 
-TcpStoreOptions storeOptionsFor(const StatusOptions& options, const Environment& env) {
-  const Endpoint endpoint = parseEndpoint("--rdzv-endpoint", options.endpoint, kDefaultRendezvousPort);
+// The rendezvous settings status shares with the agents: the secret, the read timeout and,
+// for etcd, the members, TLS files, credentials and key prefix.
+RendezvousSettings settingsFor(const StatusOptions& options, const Environment& env) {
   RendezvousSettings settings;
   if (!options.rdzvConf.empty()) applyRendezvousConf(options.rdzvConf, settings);
   if (settings.secretFile.empty()) {
     auto fromEnvironment = env.find("PLTRUN_SECRET_FILE");
     if (fromEnvironment != env.end()) settings.secretFile = fromEnvironment->second;
   }
-  TcpStoreOptions store;
-  store.host = endpoint.host;
-  store.port = endpoint.port;
-  store.secret = settings.secretFile.empty() ? "" : rdzv::readSecretFile(settings.secretFile, "secret_file");
-  store.authContext = options.runId;
-  store.connectTimeout = 3s;
-  store.timeout = settings.readTimeout;
-  return store;
+  return settings;
+}
+
+// Where the job's keys are read, and its name in messages.
+struct JobSource {
+  std::string endpoint;  ///< as the summary line shows it
+  std::string name;      ///< "the store at HOST:PORT", "etcd at HOST:PORT,..."
+  JobKeyReader read;
+  std::unique_ptr<TcpStore> store;
+  std::unique_ptr<etcd::EtcdClient> etcd;
+};
+
+// c10d: the TCPStore at the endpoint (an agent's, or pltrun-store), with the job's secret.
+JobSource openTcpStore(const StatusOptions& options, const RendezvousSettings& settings) {
+  const Endpoint endpoint = parseEndpoint("--rdzv-endpoint", options.endpoint, kDefaultRendezvousPort);
+  TcpStoreOptions storeOptions;
+  storeOptions.host = endpoint.host;
+  storeOptions.port = endpoint.port;
+  storeOptions.secret = settings.secretFile.empty() ? "" : rdzv::readSecretFile(settings.secretFile, "secret_file");
+  storeOptions.authContext = options.runId;
+  storeOptions.connectTimeout = 3s;
+  storeOptions.timeout = settings.readTimeout;
+  JobSource source;
+  source.endpoint = rdzv::hostPortText(endpoint.host, endpoint.port);
+  source.name = "the store at " + source.endpoint;
+  try {
+    source.store = std::make_unique<TcpStore>(storeOptions);
+  } catch (const Error& error) {
+    if (error.code() == ErrorCode::PermissionDenied) {
+      throw Error(ErrorCode::PermissionDenied, "the store at " + source.endpoint +
+                                                   " refused us: give the job's secret (--rdzv-conf secret_file=PATH "
+                                                   "or PLTRUN_SECRET_FILE) and its run id (--rdzv-id)");
+    }
+    throw Error(ErrorCode::Network, "nothing answers at " + source.endpoint +
+                                        ": the job has ended (its store went with its first node) or the endpoint is "
+                                        "wrong");
+  }
+  source.read = storeKeyReader(*source.store, options.runId);
+  return source;
+}
+
+// etcd: a plain client of the members (no lease: reading the job must not change it).
+JobSource openEtcd(const StatusOptions& options, RendezvousSettings settings) {
+  settings.etcd.members = parseEtcdMembers("--rdzv-endpoint", options.endpoint);
+  JobSource source;
+  source.endpoint = etcdMembersText(settings.etcd);
+  source.name = "etcd at " + source.endpoint;
+  source.etcd = std::make_unique<etcd::EtcdClient>(etcdClientOptions(settings));
+  const std::string prefix = settings.etcd.prefix + "pltrun/rdzv/" + options.runId + "/";
+  source.read = [client = source.etcd.get(), prefix](const std::string& name) -> std::optional<std::string> {
+    std::optional<etcd::KeyValue> found = client->get(prefix + name);
+    if (!found) return std::nullopt;
+    return found->value;
+  };
+  source.read("round");  // the first request finds a member that answers, or names every member tried
+  return source;
 }
 
 // Reads the job, then watches the heartbeats of a running round for up to 1.6 keep-alive
 // intervals (or until every node has beaten once): the counters hold no time.
-JobStatus sample(TcpStore& store, const StatusOptions& options, const std::string& endpoint,
-                 HeartbeatTracker& tracker) {
-  JobKeys keys = readJobKeys(store, options.runId);
-  JobStatus status = evaluateJob(options.runId, endpoint, keys, {});
+JobStatus sample(const JobSource& source, const StatusOptions& options, HeartbeatTracker& tracker) {
+  JobKeys keys = readJobKeys(source.read);
+  JobStatus status = evaluateJob(options.runId, source.endpoint, keys, {});
   if (status.state != JobStatus::State::Running) return status;
   const int slots = status.joined;
   const auto deadline =
       HeartbeatTracker::Clock::now() + std::chrono::milliseconds(status.keepAliveMs.value_or(5000) * 16 / 10);
-  tracker.observe(status.round, readHeartbeats(store, options.runId, status.round, slots),
-                  HeartbeatTracker::Clock::now());
+  tracker.observe(status.round, readHeartbeats(source.read, status.round, slots), HeartbeatTracker::Clock::now());
   while (!tracker.allMoved(status.round, slots) && HeartbeatTracker::Clock::now() < deadline) {
     std::this_thread::sleep_for(100ms);
-    tracker.observe(status.round, readHeartbeats(store, options.runId, status.round, slots),
-                    HeartbeatTracker::Clock::now());
+    tracker.observe(status.round, readHeartbeats(source.read, status.round, slots), HeartbeatTracker::Clock::now());
   }
-  keys = readJobKeys(store, options.runId);  // what changed meanwhile (a failure, the end)
-  JobStatus now = evaluateJob(options.runId, endpoint, keys, {});
+  keys = readJobKeys(source.read);  // what changed meanwhile (a failure, the end)
+  JobStatus now = evaluateJob(options.runId, source.endpoint, keys, {});
   // The ages measured belong to the round watched; a round formed meanwhile has none yet.
   if (now.round != status.round) return now;
-  return evaluateJob(options.runId, endpoint, keys, tracker.ages(status.round, HeartbeatTracker::Clock::now()));
+  return evaluateJob(options.runId, source.endpoint, keys, tracker.ages(status.round, HeartbeatTracker::Clock::now()));
 }
 
 void show(const JobStatus& status, const StatusOptions& options, bool redraw) {
@@ -123,28 +173,15 @@ namespace {
 int reportStatus(int argc, const char* const* argv, const Environment& env) {
   const StatusOptions options = parseStatusFlags(argc - 1, argv + 1);
   if (options.help) return 0;
-  const TcpStoreOptions storeOptions = storeOptionsFor(options, env);
-  const std::string endpoint = rdzv::hostPortText(storeOptions.host, storeOptions.port);
-  std::unique_ptr<TcpStore> store;
-  try {
-    store = std::make_unique<TcpStore>(storeOptions);
-  } catch (const Error& error) {
-    if (error.code() == ErrorCode::PermissionDenied) {
-      throw Error(ErrorCode::PermissionDenied, "the store at " + endpoint +
-                                                   " refused us: give the job's secret (--rdzv-conf secret_file=PATH "
-                                                   "or PLTRUN_SECRET_FILE) and its run id (--rdzv-id)");
-    }
-    throw Error(ErrorCode::Network, "nothing answers at " + endpoint +
-                                        ": the job has ended (its store went with its first node) or the endpoint is "
-                                        "wrong");
-  }
+  const RendezvousSettings settings = settingsFor(options, env);
+  const JobSource source = options.backend == "etcd" ? openEtcd(options, settings) : openTcpStore(options, settings);
   HeartbeatTracker tracker;
   while (true) {
     JobStatus status;
     try {
-      status = sample(*store, options, endpoint, tracker);
+      status = sample(source, options, tracker);
     } catch (const Error& error) {
-      throw Error(ErrorCode::Network, "the store at " + endpoint + " stopped answering (" + error.what() +
+      throw Error(ErrorCode::Network, source.name + " stopped answering (" + error.what() +
                                           "): the job has ended, or its first node is gone");
     }
     show(status, options, options.watchSeconds > 0);

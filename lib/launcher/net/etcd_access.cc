@@ -1,4 +1,4 @@
-#include "launcher/agent/etcd_connection.h"
+#include "launcher/net/etcd_access.h"
 
 #include <cmath>
 
@@ -30,20 +30,26 @@ std::string etcdMembersText(const EtcdSettings& etcd) {
   return text;
 }
 
+etcd::EtcdClientOptions etcdClientOptions(const RendezvousSettings& settings) {
+  etcd::EtcdClientOptions client;
+  for (const EtcdSettings::Member& member : settings.etcd.members) {
+    client.endpoints.push_back(etcd::EtcdEndpoint{member.host, member.port});
+  }
+  client.timeout = std::min(kLongestRequest, settings.readTimeout);
+  client.https = settings.etcd.https;
+  client.caFile = settings.etcd.caFile;
+  client.certFile = settings.etcd.certFile;
+  client.keyFile = settings.etcd.keyFile;
+  client.user = settings.etcd.user;
+  if (!settings.etcd.passwordFile.empty()) {
+    client.password = rdzv::readSecretFile(settings.etcd.passwordFile, "password_file", 1);
+  }
+  return client;
+}
+
 std::unique_ptr<etcd::EtcdStore> connectEtcdStore(const RendezvousSettings& settings, const std::string& runId) {
   etcd::EtcdStoreOptions options;
-  for (const EtcdSettings::Member& member : settings.etcd.members) {
-    options.client.endpoints.push_back(etcd::EtcdEndpoint{member.host, member.port});
-  }
-  options.client.timeout = std::min(kLongestRequest, settings.readTimeout);
-  options.client.https = settings.etcd.https;
-  options.client.caFile = settings.etcd.caFile;
-  options.client.certFile = settings.etcd.certFile;
-  options.client.keyFile = settings.etcd.keyFile;
-  options.client.user = settings.etcd.user;
-  if (!settings.etcd.passwordFile.empty()) {
-    options.client.password = rdzv::readSecretFile(settings.etcd.passwordFile, "password_file", 1);
-  }
+  options.client = etcdClientOptions(settings);
   options.keyPrefix = settings.etcd.prefix;
   options.noticePrefix = settings.etcd.prefix + "pltrun/notices/" + runId + "/";
   options.leaseTtl = leaseTimeToLive(settings);

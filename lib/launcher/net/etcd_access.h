@@ -1,6 +1,7 @@
 #pragma once
-// An elastic agent's connection to etcd (--rdzv-backend etcd): the store the rendezvous
-// runs on, built from the command line's members, TLS files, credentials and key prefix.
+// etcd as the flags name it (--rdzv-backend etcd): the members, TLS files, credentials and
+// key prefix. An elastic agent's store (with its lease), and `pltrun status`'s plain client
+// (which takes no lease: reading a job must not change it).
 
 #include <memory>
 #include <string>
@@ -14,6 +15,9 @@ namespace pltrun {
 /// live is the keep-alive budget (keep_alive_interval x keep_alive_max_attempt). Throws
 /// Error with one line naming every member and what to check when none answers.
 std::unique_ptr<etcd::EtcdStore> connectEtcdStore(const RendezvousSettings& settings, const std::string& runId);
+
+/// A client of the members, with the TLS files and credentials of `settings`.
+etcd::EtcdClientOptions etcdClientOptions(const RendezvousSettings& settings);
 
 /// "HOST:PORT,HOST:PORT", as --rdzv-endpoint reads it back.
 std::string etcdMembersText(const EtcdSettings& etcd);
