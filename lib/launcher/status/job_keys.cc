@@ -41,12 +41,27 @@ JobKeys readJobKeys(const JobKeyReader& read) {
   return keys;
 }
 
-JobKeys readHeartbeats(const JobKeyReader& read, int round, int slots) {
-  JobKeys keys;
-  for (int slot = 1; slot <= slots; ++slot) {
-    readIfPresent(read, "r" + std::to_string(round) + "/beat/" + std::to_string(slot), keys);
-  }
-  return keys;
+JobKeysReader storeKeysReader(Store& store, const std::string& runId) {
+  return [&store, read = storeKeyReader(store, runId),
+          prefix = "pltrun/rdzv/" + runId + "/"](const std::vector<std::string>& names) {
+    JobKeys keys;
+    std::vector<std::string> fullKeys;
+    for (const std::string& name : names) fullKeys.push_back(prefix + name);
+    if (!fullKeys.empty() && store.check(fullKeys)) {
+      const std::vector<std::string> values = store.multiGet(fullKeys, std::chrono::seconds(10));
+      for (size_t index = 0; index < names.size(); ++index) keys[names[index]] = values[index];
+      return keys;
+    }
+    for (const std::string& name : names) readIfPresent(read, name, keys);
+    return keys;
+  };
+}
+
+JobKeys readHeartbeats(const JobKeysReader& readMany, int round, int slots) {
+  std::vector<std::string> names;
+  for (int slot = 1; slot <= slots; ++slot)
+    names.push_back("r" + std::to_string(round) + "/beat/" + std::to_string(slot));
+  return readMany(names);
 }
 
 }  // namespace pltrun

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <set>
 #include <thread>
 
 #include "launcher/net/etcd_access.h"
@@ -86,6 +87,7 @@ struct JobSource {
   std::string endpoint;  ///< as the summary line shows it
   std::string name;      ///< "the store at HOST:PORT", "etcd at HOST:PORT,..."
   JobKeyReader read;
+  JobKeysReader readMany;
   std::unique_ptr<TcpStore> store;
   std::unique_ptr<etcd::EtcdClient> etcd;
 };
@@ -116,6 +118,7 @@ JobSource openTcpStore(const StatusOptions& options, const RendezvousSettings& s
                                         "wrong");
   }
   source.read = storeKeyReader(*source.store, options.runId);
+  source.readMany = storeKeysReader(*source.store, options.runId);
   return source;
 }
 
@@ -132,6 +135,19 @@ JobSource openEtcd(const StatusOptions& options, RendezvousSettings settings) {
     if (!found) return std::nullopt;
     return found->value;
   };
+  // A poll of the heartbeats: one range request for the keys under the prefix they share
+  // (readHeartbeats asks for "rR/beat/1", "rR/beat/2", ...).
+  source.readMany = [client = source.etcd.get(), prefix](const std::vector<std::string>& names) {
+    JobKeys keys;
+    if (names.empty()) return keys;
+    const std::string common = names.front().substr(0, names.front().rfind('/') + 1);  // "rR/beat/"
+    const std::set<std::string> wanted(names.begin(), names.end());
+    for (const etcd::KeyValue& kv : client->getPrefix(prefix + common).kvs) {
+      const std::string name = kv.key.substr(prefix.size());
+      if (wanted.count(name) != 0) keys[name] = kv.value;
+    }
+    return keys;
+  };
   source.read("round");  // the first request finds a member that answers, or names every member tried
   return source;
 }
@@ -145,10 +161,10 @@ JobStatus sample(const JobSource& source, const StatusOptions& options, Heartbea
   const int slots = status.joined;
   const auto deadline =
       HeartbeatTracker::Clock::now() + std::chrono::milliseconds(status.keepAliveMs.value_or(5000) * 16 / 10);
-  tracker.observe(status.round, readHeartbeats(source.read, status.round, slots), HeartbeatTracker::Clock::now());
+  tracker.observe(status.round, readHeartbeats(source.readMany, status.round, slots), HeartbeatTracker::Clock::now());
   while (!tracker.allMoved(status.round, slots) && HeartbeatTracker::Clock::now() < deadline) {
     std::this_thread::sleep_for(100ms);
-    tracker.observe(status.round, readHeartbeats(source.read, status.round, slots), HeartbeatTracker::Clock::now());
+    tracker.observe(status.round, readHeartbeats(source.readMany, status.round, slots), HeartbeatTracker::Clock::now());
   }
   keys = readJobKeys(source.read);  // what changed meanwhile (a failure, the end)
   JobStatus now = evaluateJob(options.runId, source.endpoint, keys, {});
