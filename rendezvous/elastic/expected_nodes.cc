@@ -1,6 +1,7 @@
 #include "rendezvous/elastic/expected_nodes.h"
 
 #include <functional>
+#include <nlohmann/json.hpp>
 
 namespace pltrun::rdzv {
 
@@ -54,6 +55,18 @@ std::string nodeNamesText(const std::vector<std::string>& names, size_t shown) {
   }
   if (names.size() > shown) text += " and " + std::to_string(names.size() - shown) + " more";
   return text;
+}
+
+std::string nodeNamesJson(const std::vector<std::string>& names) { return nlohmann::json(names).dump(); }
+
+std::optional<std::vector<std::string>> nodeNamesFromJson(const std::string& text) {
+  const nlohmann::json names = nlohmann::json::parse(text, nullptr, false);
+  if (!names.is_array()) return std::nullopt;
+  std::vector<std::string> result;
+  for (const nlohmann::json& name : names) {
+    if (name.is_string()) result.push_back(name.get<std::string>());
+  }
+  return result;
 }
 
 }  // namespace pltrun::rdzv

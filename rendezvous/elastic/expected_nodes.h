@@ -5,6 +5,7 @@
 // matches a node by the name it was given (--rdzv-conf node_name=), its host name, its
 // short host name (gpu-07 for gpu-07.cluster.local, either way round) or its address. Pure.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,5 +22,10 @@ std::vector<std::string> missingNodes(const std::vector<std::string>& expected,
 
 /// Names for one log line: "a, b, c", at most `shown` of them, then "and N more".
 std::string nodeNamesText(const std::vector<std::string>& names, size_t shown = 8);
+
+/// The names as rR/missing holds them: a JSON array of strings.
+std::string nodeNamesJson(const std::vector<std::string>& names);
+/// rR/missing read back; none when `text` is not a JSON array (its non-strings are skipped).
+std::optional<std::vector<std::string>> nodeNamesFromJson(const std::string& text);
 
 }  // namespace pltrun::rdzv

@@ -1,7 +1,6 @@
 #include "rendezvous/elastic/join_roster.h"
 
 #include <chrono>
-#include <nlohmann/json.hpp>
 
 #include "pltrun/error.h"
 #include "rendezvous/elastic/expected_nodes.h"
@@ -25,7 +24,7 @@ void JoinRoster::track(int joined) {
   }
   std::vector<std::string> now = missingNodes(expected_, arrivals_);
   if (tracked_ && *tracked_ == now) return;
-  store_.set(roundPrefix_ + "missing", nlohmann::json(now).dump());
+  store_.set(roundPrefix_ + "missing", nodeNamesJson(now));
   tracked_ = std::move(now);
 }
 
@@ -33,13 +32,7 @@ std::optional<std::vector<std::string>> JoinRoster::missing() {
   if (tracked_) return tracked_;
   const std::string key = roundPrefix_ + "missing";
   if (!store_.check({key})) return std::nullopt;
-  const nlohmann::json names = nlohmann::json::parse(store_.get(key, std::chrono::seconds(10)), nullptr, false);
-  if (!names.is_array()) return std::nullopt;
-  std::vector<std::string> result;
-  for (const nlohmann::json& name : names) {
-    if (name.is_string()) result.push_back(name.get<std::string>());
-  }
-  return result;
+  return nodeNamesFromJson(store_.get(key, std::chrono::seconds(10)));
 }
 
 }  // namespace pltrun::rdzv

@@ -92,6 +92,27 @@ TEST_CASE("status: while a round forms after a loss, the members not back are mi
   CHECK_THAT(renderStatusText(status), Catch::Contains("missing: a"));
 }
 
+TEST_CASE("status: where the job expects named nodes, rR/missing names them, first round or not", "[status]") {
+  JobKeys waiting = {
+      {"round", "0"}, {"r0/count", "1"}, {"r0/slot/1", slot("a", 101)}, {"r0/missing", R"(["gpu-07","gpu-08"])"}};
+  JobStatus status = evaluateJob("job", "h:1", waiting, {});
+  CHECK(status.state == JobStatus::State::Waiting);
+  CHECK(status.missing == std::vector<std::string>{"gpu-07", "gpu-08"});
+  CHECK_THAT(renderStatusText(status), Catch::Contains("  missing: gpu-07, gpu-08\n"));
+  CHECK(statusJson(status)["missing"] == nlohmann::json{"gpu-07", "gpu-08"});
+  // While re-forming, the published names win over the last round's hosts.
+  JobKeys reforming = runningJob();
+  reforming["r1/end"] = R"({"reason":"node_lost","host":"a","message":"","status":0,"failures":1,"final":false})";
+  reforming["round"] = "2";
+  reforming["r2/count"] = "1";
+  reforming["r2/slot/1"] = slot("b", 102);
+  reforming["r2/missing"] = R"(["node-a"])";
+  CHECK(evaluateJob("job", "h:1", reforming, {}).missing == std::vector<std::string>{"node-a"});
+  // Not a list (another program's value): no names rather than a wrong one.
+  waiting["r0/missing"] = "gpu-07";
+  CHECK(evaluateJob("job", "h:1", waiting, {}).missing.empty());
+}
+
 TEST_CASE("status: the first round waits, an ended job gives its status, and no keys is no job", "[status]") {
   JobKeys waiting = {{"round", "0"}, {"r0/count", "1"}, {"r0/slot/1", slot("a", 101)}};
   JobStatus status = evaluateJob("job", "h:1", waiting, {});

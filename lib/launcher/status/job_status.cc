@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "pltrun/error.h"
+#include "rendezvous/elastic/expected_nodes.h"
 #include "rendezvous/elastic/node_assignment.h"
 
 namespace pltrun {
@@ -97,13 +98,9 @@ void readFormedRound(const JobKeys& keys, int round, int nnodes, const Heartbeat
 // The expected nodes not joined yet, as the round's slot 1 publishes them (rR/missing)
 // where the job expects named nodes.
 std::optional<std::vector<std::string>> publishedMissing(const JobKeys& keys, int round) {
-  const json names = parsedOr(valueOf(keys, roundName(round, "missing")));
-  if (!names.is_array()) return std::nullopt;
-  std::vector<std::string> missing;
-  for (const json& name : names) {
-    if (name.is_string()) missing.push_back(name.get<std::string>());
-  }
-  return missing;
+  const std::optional<std::string> text = valueOf(keys, roundName(round, "missing"));
+  if (!text) return std::nullopt;
+  return rdzv::nodeNamesFromJson(*text);
 }
 
 // While a round forms: who joined so far, and who is missing: the expected nodes not joined
