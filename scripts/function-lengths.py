@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Lists the functions longer than a limit in the C++ sources (issue 12: none over 60 lines).
 
-A function is a definition whose body opens at the end of a line at column 0 (this tree's
-clang-format style: namespaces are not indented) and closes with a "}" at column 0; the
-count is of the lines between the signature's first line and the closing brace, inclusive.
+A function is a definition whose signature starts at column 0 (this tree's clang-format
+style: namespaces are not indented), whose body opens at the end of that line or of an
+indented continuation line, and closes with a "}" at column 0; the count is of the lines
+between the signature's first line and the closing brace, inclusive.
 Usage: scripts/function-lengths.py [--limit N] DIR...   (exit 1 if any is longer)
 """
 import pathlib
@@ -19,12 +20,21 @@ def long_functions(path, limit):
     start = None
     for number, line in enumerate(lines):
         if start is None:
-            if line.endswith("{") and line[:1] not in (" ", "\t", "#", "/", "}", "") and not NOT_FUNCTIONS.search(line):
-                # The signature may span lines: go back to its first line.
-                first = number
-                while first > 0 and lines[first - 1][:1] in (" ", "\t") and not lines[first - 1].rstrip().endswith((";", "}", "{")):
-                    first -= 1
-                start = first
+            if not line.endswith("{") or line[:1] in ("#", "/", "}", ""):
+                continue
+            # The signature may span lines, its "{" on an indented continuation line: go back
+            # to its first line, which must start at column 0.
+            first = number
+            while first > 0 and lines[first - 1][:1] in (" ", "\t") and not lines[first - 1].rstrip().endswith((";", "}", "{")):
+                first -= 1
+            if line[:1] in (" ", "\t"):
+                if first == 0:
+                    continue
+                first -= 1  # the continuation lines follow the signature's column-0 line
+            head = lines[first]
+            if head[:1] in (" ", "\t", "#", "/", "}", "") or NOT_FUNCTIONS.search(head) or head.rstrip().endswith((";", "}")):
+                continue
+            start = first
         elif line == "}" or line.startswith("}  //"):
             length = number - start + 1
             if length > limit:

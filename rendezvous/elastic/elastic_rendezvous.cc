@@ -63,9 +63,7 @@ std::string nodeCountRange(const ElasticRendezvousOptions& options) {
 ElasticRendezvous::ElasticRendezvous(Store& store, ElasticRendezvousOptions options, NodeDescriptor self)
     : store_(store), options_(std::move(options)), self_(std::move(self)) {}
 
-std::string ElasticRendezvous::jobKey(const std::string& name) const {
-  return "pltrun/rdzv/" + options_.runId + "/" + name;
-}
+std::string ElasticRendezvous::jobKey(const std::string& name) const { return jobKeyPrefix(options_.runId) + name; }
 
 std::string ElasticRendezvous::roundKey(int round, const std::string& name) const {
   return jobKey("r" + std::to_string(round) + "/" + name);
@@ -196,35 +194,7 @@ std::optional<RoundInfo> ElasticRendezvous::tryRound(int round, std::optional<in
       std::max(options_.minNodes, std::min(expectedNodes.value_or(options_.maxNodes), options_.maxNodes));
   if (slot >= closeEarlyAt) closeRound(round);
 
-  // Waiting costs little: the WAIT on "complete" is parked in the store, and a look every
-  // poll interval is one CHECK. Only slot 1 keeps the last call (reading the count each
-  // time, and the joiners' names where the job expects named nodes); the others read it
-  // when they report progress or their join timeout expires.
-  const bool keepsLastCall = slot == 1;
-  JoinRoster roster(store_, options_.expectedHosts, roundKey(round, ""));
-  std::optional<Clock::time_point> lastCallEnds;
-  auto nextProgress = Clock::now() + kFirstProgress;
-  while (!waitForKey(roundKey(round, "complete"), options_.pollInterval)) {
-    if (betweenWaits) betweenWaits();
-    // A joiner vanished, or the job was closed: the next round (join() then sees why).
-    if (store_.check({roundKey(round, "end")})) return std::nullopt;
-    const auto now = Clock::now();
-    if (!keepsLastCall && now < nextProgress && now < deadline_) continue;
-    const int joined = static_cast<int>(store_.add(roundKey(round, "count"), 0));
-    if (keepsLastCall) {
-      roster.track(joined);
-      if (joined >= options_.minNodes && !lastCallEnds) lastCallEnds = now + options_.lastCallTimeout;
-      if (joined >= closeEarlyAt || (lastCallEnds && now >= *lastCallEnds)) {
-        closeRound(round);
-        continue;
-      }
-    }
-    if (now >= deadline_ && joined < options_.minNodes) failJoinTimeout(round, joined, roster);
-    if (now >= nextProgress) {
-      reportWaiting(joined, lastCallEnds, roster);
-      nextProgress = now + options_.progressInterval;
-    }
-  }
+  if (!waitUntilFormed(round, slot, closeEarlyAt, betweenWaits)) return std::nullopt;
 
   // The closer wrote every member's assignment before "complete": none for this slot means
   // it joined just after the round closed.
@@ -243,6 +213,41 @@ std::optional<RoundInfo> ElasticRendezvous::tryRound(int round, std::optional<in
   info.assignment = nodeAssignmentFromJson(values[1]);
   info.failures = storedCount(storedJson(roundKey(round, "complete"), values[0]), "failures", 0);
   return info;
+}
+
+// Until `round` is complete (true), or ends before forming (false): keeps the last call in
+// slot 1, says who is missing, and ends the job when the join timeout passes.
+bool ElasticRendezvous::waitUntilFormed(int round, int slot, int closeEarlyAt, const BetweenWaits& betweenWaits) {
+  // Waiting costs little: the WAIT on "complete" is parked in the store, and a look every
+  // poll interval is one CHECK. Only slot 1 keeps the last call (reading the count each
+  // time, and the joiners' names where the job expects named nodes); the others read it
+  // when they report progress or their join timeout expires.
+  const bool keepsLastCall = slot == 1;
+  JoinRoster roster(store_, options_.expectedHosts, roundKey(round, ""));
+  std::optional<Clock::time_point> lastCallEnds;
+  auto nextProgress = Clock::now() + kFirstProgress;
+  while (!waitForKey(roundKey(round, "complete"), options_.pollInterval)) {
+    if (betweenWaits) betweenWaits();
+    // A joiner vanished, or the job was closed: the next round (join() then sees why).
+    if (store_.check({roundKey(round, "end")})) return false;
+    const auto now = Clock::now();
+    if (!keepsLastCall && now < nextProgress && now < deadline_) continue;
+    const int joined = static_cast<int>(store_.add(roundKey(round, "count"), 0));
+    if (keepsLastCall) {
+      roster.track(joined);
+      if (joined >= options_.minNodes && !lastCallEnds) lastCallEnds = now + options_.lastCallTimeout;
+      if (joined >= closeEarlyAt || (lastCallEnds && now >= *lastCallEnds)) {
+        closeRound(round);
+        continue;
+      }
+    }
+    if (now >= deadline_ && joined < options_.minNodes) failJoinTimeout(round, joined, roster);
+    if (now >= nextProgress) {
+      reportWaiting(joined, lastCallEnds, roster);
+      nextProgress = now + options_.progressInterval;
+    }
+  }
+  return true;
 }
 
 // Nobody came in time: the job ends for every agent, with who is missing (by name where
@@ -266,8 +271,9 @@ void ElasticRendezvous::failJoinTimeout(int round, int joined, JoinRoster& roste
   throw JobClosed{timedOut};
 }
 
-// One progress line while a round forms: "waiting for nodes: 3/4 joined, missing: gpu-07;
-// join timeout in 540 s". Names only where the job expects named nodes.
+// One progress line while a round forms: "waiting for nodes: 3/4 joined (1 missing to
+// start), missing: gpu-07; join timeout in 540 s". Names only where the job expects named
+// nodes.
 void ElasticRendezvous::reportWaiting(int joined, std::optional<Clock::time_point> lastCallEnds, JoinRoster& roster) {
   std::string line = "waiting for nodes: " + std::to_string(joined) + "/";
   if (joined >= options_.minNodes) {

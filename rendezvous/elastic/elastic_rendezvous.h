@@ -34,6 +34,9 @@
 
 namespace pltrun::rdzv {
 
+/// Where a job's keys live in the store: "pltrun/rdzv/RUN_ID/" (on etcd under etcd_prefix).
+inline std::string jobKeyPrefix(const std::string& runId) { return "pltrun/rdzv/" + runId + "/"; }
+
 struct ElasticRendezvousOptions {
   std::string runId;
   int minNodes = 1;
@@ -115,6 +118,7 @@ class ElasticRendezvous {
  private:
   std::optional<RoundInfo> tryRound(int round, std::optional<int> expectedNodes, const BetweenWaits& betweenWaits);
   void waitUntilFormedOrEnded(int round, const BetweenWaits& betweenWaits);
+  bool waitUntilFormed(int round, int slot, int closeEarlyAt, const BetweenWaits& betweenWaits);
   [[noreturn]] void failJoinTimeout(int round, int joined, JoinRoster& roster);
   void reportWaiting(int joined, std::optional<std::chrono::steady_clock::time_point> lastCallEnds, JoinRoster& roster);
   void closeRound(int round);

@@ -1,5 +1,7 @@
 #include "rendezvous/elastic/expected_nodes.h"
 
+#include <algorithm>
+#include <cctype>
 #include <functional>
 #include <nlohmann/json.hpp>
 
@@ -7,21 +9,26 @@ namespace pltrun::rdzv {
 
 namespace {
 
-// "gpu-07.cluster.local" -> "gpu-07". An address keeps its dots: 10.0.0.7 is not "10".
+// "GPU-07.cluster.local" -> "gpu-07": host names compare without case, as DNS does. An
+// address keeps its dots: 10.0.0.7 is not "10".
 std::string shortName(const std::string& name) {
   const bool numeric = name.find_first_not_of("0123456789.") == std::string::npos;
   const bool ipv6 = name.find(':') != std::string::npos;
-  if (numeric || ipv6) return name;
-  return name.substr(0, name.find('.'));
+  std::string result = numeric || ipv6 ? name : name.substr(0, name.find('.'));
+  std::transform(result.begin(), result.end(), result.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return result;
 }
 
 bool exactMatch(const std::string& expected, const NodeDescriptor& node) {
   return expected == node.name || expected == node.host || expected == node.addr;
 }
 
+// By the short form of its given name or of its host name (a Slurm node whose host name
+// differs from its Slurm name answers to both).
 bool shortMatch(const std::string& expected, const NodeDescriptor& node) {
   const std::string wanted = shortName(expected);
-  return wanted == shortName(node.name.empty() ? node.host : node.name);
+  return wanted == shortName(node.host) || (!node.name.empty() && wanted == shortName(node.name));
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 // where the job was described (Slurm's node list, the driver's --hosts, or --rdzv-conf
 // expected_hosts=...), and they need not be spelled as the nodes call themselves: a name
 // matches a node by the name it was given (--rdzv-conf node_name=), its host name, its
-// short host name (gpu-07 for gpu-07.cluster.local, either way round) or its address. Pure.
+// short host name (gpu-07 for gpu-07.cluster.local, either way round, without case) or its
+// address. Pure.
 
 #include <optional>
 #include <string>

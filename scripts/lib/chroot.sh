@@ -274,10 +274,12 @@ chroot_inner() {
   for var in "${unset_vars[@]}"; do unset "$var"; done
   # The command runs as a child (stdin kept) so that a TERM, INT or HUP sent to this script
   # reaches it, and the mounts are undone when it ends.
-  local status=0 child
+  local status=0 child input=/dev/stdin
+  # A closed standard input (a CI runner's) cannot be handed on: the command reads nothing.
+  [ -e /proc/self/fd/0 ] || input=/dev/null
   # shellcheck disable=SC2016 # $0 and $@ expand in the chroot's sh
   PATH=$chroot_path HOME=/root LANG=C.UTF-8 \
-    chroot "$root" /bin/sh -c 'cd "$0" && exec "$@"' "$cwd" "$@" <&0 &
+    chroot "$root" /bin/sh -c 'cd "$0" && exec "$@"' "$cwd" "$@" <"$input" &
   child=$!
   trap 'kill -TERM "$child" 2>/dev/null || true' TERM INT HUP
   while :; do

@@ -158,7 +158,10 @@ TEST_CASE("etcd client: without quorum requests fail with a network error, and s
   cluster.restart(1);
   cluster.restart(2);
   cluster.waitUntilAnswering(0);
-  CHECK(client.get("/pltrun/k")->value == "kept");
+  // The failed put's outcome is unknown, as etcd's clients are told: the leader may have
+  // logged it before the request timed out, and then commits it once the quorum is back.
+  const std::string afterOutage = client.get("/pltrun/k")->value;
+  CHECK((afterOutage == "kept" || afterOutage == "lost"));
   client.put("/pltrun/k", "back");
   CHECK(client.get("/pltrun/k")->value == "back");
 }

@@ -51,10 +51,10 @@ step "man pages and bash completion"
 for page in pltrun pltrun-store pltrun-status; do
   file=/usr/share/man/man1/$page.1.gz
   [ -f "$file" ] || fail "no man page $file"
-  gzip -dc "$file" | grep -q '^\.SH OPTIONS' || fail "$file has no OPTIONS section"
+  gzip -dc "$file" | grep -c '^\.SH OPTIONS' >/dev/null || fail "$file has no OPTIONS section"
 done
-gzip -dc /usr/share/man/man1/pltrun.1.gz | grep -qF 'nproc\-per\-node' || fail "pltrun(1) does not list --nproc-per-node"
-gzip -dc /usr/share/man/man1/pltrun-status.1.gz | grep -qF 'rdzv\-endpoint' || fail "pltrun-status(1) does not list --rdzv-endpoint"
+gzip -dc /usr/share/man/man1/pltrun.1.gz | grep -cF 'nproc\-per\-node' >/dev/null || fail "pltrun(1) does not list --nproc-per-node"
+gzip -dc /usr/share/man/man1/pltrun-status.1.gz | grep -cF 'rdzv\-endpoint' >/dev/null || fail "pltrun-status(1) does not list --rdzv-endpoint"
 bash "$source_copy/tests/package/check_completion.sh" /usr/share/bash-completion/completions || fail "bash completion"
 
 # --- a 2-worker job ----------------------------------------------------------------------

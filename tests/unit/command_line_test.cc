@@ -802,7 +802,7 @@ std::string siteError(const std::vector<std::string>& arguments, const std::stri
 TEST_CASE("site defaults: /etc/pltrun.toml fills what the flags and PET_* variables leave out", "[command_line]") {
   const std::string site =
       "# cluster defaults\nmax-restarts = 3\nnproc_per_node = \"2\"\nterm-timeout = 60\nno-prefix = true\n"
-      "rdzv-conf = \"join_timeout=900\"\nhosts = [\"a:2\", \"b:2\"]\n";
+      "rdzv-conf = \"join_timeout=900\"\nexport = [\"NCCL_DEBUG\", \"HF_HOME\"]\nssh-port = 2222\n";
   SECTION("the file alone") {
     LaunchConfig config = parseWithSite({"train.py"}, site);
     CHECK(config.maxRestarts == 3);
@@ -810,8 +810,12 @@ TEST_CASE("site defaults: /etc/pltrun.toml fills what the flags and PET_* variab
     CHECK(config.termTimeout == std::chrono::seconds(60));
     CHECK_FALSE(config.prefixOutput);
     CHECK(config.rdzv.joinTimeout == std::chrono::seconds(900));
-    REQUIRE(config.remote.hosts.size() == 2);  // a TOML array is a comma list
-    CHECK(config.remote.hosts[1].host == "b");
+    CHECK_FALSE(config.remote.sshPort);  // the driver's options: only for runs with hosts
+  }
+  SECTION("the driver's options apply to a run with hosts, a TOML array as a comma list") {
+    LaunchConfig config = parseWithSite({"--hosts", "a:2,b:2", "train.py"}, site);
+    CHECK(config.remote.sshPort == 2222);
+    CHECK(config.remote.exports == std::vector<std::string>{"NCCL_DEBUG", "HF_HOME"});
   }
   SECTION("a flag wins over its PET_* variable, which wins over the file") {
     LaunchConfig config = parseWithSite({"--max-restarts", "1", "train.py"}, "max-restarts = 3\nterm-timeout = 60\n",
@@ -834,6 +838,11 @@ TEST_CASE("site defaults: a bad file is one line naming the file and the key", "
   CHECK_THAT(siteError({"p"}, "[cluster]\nmax-restarts = 1\n"),
              Contains("'cluster.max-restarts': sections are not read"));
   CHECK_THAT(siteError({"p"}, "version = true\n"), Contains("'version' is not a pltrun option"));
+  // What places one job would make every job on every node one job, and hide Slurm's variables.
+  for (const char* key : {"nnodes = 2", "hosts = \"a,b\"", "rdzv_endpoint = \"store:29400\"", "rdzv-id = \"x\""}) {
+    CHECK_THAT(siteError({"p"}, std::string(key) + "\n"),
+               Contains("places one job, so it goes on that job's command line") && Contains("site config"));
+  }
   // A value the plan refuses is traced to the file, not blamed on a flag nobody typed.
   CHECK_THAT(siteError({"p"}, "max-restarts = \"many\"\n"),
              Contains("--max-restarts: 'many' is not valid") && Contains("(set in site config /etc/pltrun.toml)"));
@@ -843,10 +852,9 @@ TEST_CASE("site defaults: a bad file is one line naming the file and the key", "
 
 TEST_CASE("site defaults: what a job says another way drops the file's setting instead of contradicting it",
           "[command_line]") {
-  const std::string site = "nproc-per-node = 8\nhostfile = \"/etc/cluster-hosts\"\n";
-  LaunchConfig devices = parseWithSite({"--devices", "0,1", "--hosts", "a,b", "p"}, site);
+  LaunchConfig devices = parseWithSite({"--devices", "0,1", "p"}, "nproc-per-node = 8\n");
   CHECK_FALSE(devices.nprocPerNode);
-  CHECK(devices.remote.hosts.size() == 2);
+  CHECK(devices.devices);
   CHECK(parseWithSite({"p"}, "nproc-per-node = 8\n", {{"PET_NP", "3"}}).nprocPerNode == WorkerCount::fixed(3));
   CHECK(parseWithSite({"p"}, "nproc-per-node = 8\n").nprocPerNode == WorkerCount::fixed(8));
 }

@@ -35,6 +35,9 @@ TEST_CASE("missing nodes: a node matches by its given name, host name or address
 TEST_CASE("missing nodes: short host names match either way round, addresses never shortened", "[expected_nodes]") {
   CHECK(missingNodes({"gpu-07", "gpu-08.cluster"}, {node("gpu-07.cluster.local", "10.0.0.7"), node("gpu-08", "x")})
             .empty());
+  // Without case, and by the host name too where the node was given another name.
+  CHECK(missingNodes({"GPU-07"}, {node("gpu-07.cluster", "x")}).empty());
+  CHECK(missingNodes({"box.cluster"}, {node("box", "x", "node1")}).empty());
   // 10.0.0.1 is not "10": an address only matches itself.
   CHECK(missingNodes({"10.0.0.1"}, {node("10", "10.0.0.9")}) == Names{"10.0.0.1"});
 }

@@ -331,6 +331,9 @@ TEST_CASE("applyRendezvousConf: expected_hosts takes a comma list with Slurm's r
   CHECK(confOf("expected_hosts = a , b ,").expectedHosts == Names{"a", "b"});
   requireBadConf("expected_hosts=gpu-[01-03", {"--rdzv-conf", "expected_hosts expects host names", "'[' without ']'"});
   requireBadConf("expected_hosts=gpu-[3-1]", {"runs backwards"});
+  requireBadConf("expected_hosts=a,b c", {"'b c' is not one"});
+  requireBadConf("node_name=x\xff", {"node_name expects a host name"});
+  CHECK(confOf("expected_hosts=::1,fe80::1%eth0").expectedHosts == Names{"::1", "fe80::1%eth0"});
 }
 
 TEST_CASE("applyRendezvousConf: errors", "[rendezvous_flags]") {

@@ -82,14 +82,15 @@ std::string thisExecutable() {
 std::string secondsText(std::chrono::milliseconds duration) { return rdzv::secondsText(duration, 3); }
 
 // The hosts by the names the driver was given, so that an agent that never starts is named
-// in the others' waiting lines; none where a name would not survive the hostlist grammar
-// of expected_hosts (brackets, as in an IPv6 address).
+// in the others' waiting lines (host names hold no ',', '=' or brackets: parseHostList
+// refuses them). Past kLongestHostList the names are left out, counts only: the whole agent
+// command is one argument of sh -c, which Linux caps at 128 KiB.
+constexpr size_t kLongestHostList = 64 * 1024;
+
 std::string expectedHostsConf(const std::vector<HostSlots>& hosts, const HostSlots& self) {
   std::string names;
-  for (const HostSlots& host : hosts) {
-    if (host.host.find_first_of("[],=") != std::string::npos) return "";
-    names += (names.empty() ? "" : ",") + host.host;
-  }
+  for (const HostSlots& host : hosts) names += (names.empty() ? "" : ",") + host.host;
+  if (names.size() > kLongestHostList) return "";
   return ",node_name=" + self.host + ",expected_hosts=" + names;
 }
 

@@ -319,18 +319,12 @@ std::vector<HostSlots> firstSlots(std::vector<HostSlots> hosts, int count) {
   return chosen;
 }
 
-std::vector<HostSlots> selectHosts(std::vector<HostSlots> hosts, const std::string& include,
-                                   const std::string& exclude) {
-  const bool including = !trimSpaces(include).empty();
-  const bool excluding = !trimSpaces(exclude).empty();
-  if (including && excluding) {
-    throw Error(ErrorCode::InvalidArgument, "--include and --exclude cannot be used together; use one of them");
-  }
-  if (!including && !excluding) return hosts;
-  const std::string flag = including ? "--include" : "--exclude";
-  const std::string& text = including ? include : exclude;
+namespace {
 
-  std::vector<Pick> picks = parsePicks(flag, text);
+// Each pick by its host, checked against the list: a host not in it, or a slot it lacks, is
+// an error naming the flag.
+std::map<std::string, const Pick*> checkedPicks(const std::vector<Pick>& picks, const std::vector<HostSlots>& hosts,
+                                                const std::string& flag, const std::string& text, bool excluding) {
   std::map<std::string, const Pick*> pickOf;
   for (const Pick& pick : picks) {
     auto found =
@@ -355,6 +349,24 @@ std::vector<HostSlots> selectHosts(std::vector<HostSlots> hosts, const std::stri
     }
     pickOf[pick.host] = &pick;
   }
+  return pickOf;
+}
+
+}  // namespace
+
+std::vector<HostSlots> selectHosts(std::vector<HostSlots> hosts, const std::string& include,
+                                   const std::string& exclude) {
+  const bool including = !trimSpaces(include).empty();
+  const bool excluding = !trimSpaces(exclude).empty();
+  if (including && excluding) {
+    throw Error(ErrorCode::InvalidArgument, "--include and --exclude cannot be used together; use one of them");
+  }
+  if (!including && !excluding) return hosts;
+  const std::string flag = including ? "--include" : "--exclude";
+  const std::string& text = including ? include : exclude;
+
+  const std::vector<Pick> picks = parsePicks(flag, text);
+  const std::map<std::string, const Pick*> pickOf = checkedPicks(picks, hosts, flag, text, excluding);
 
   std::vector<HostSlots> selected;
   for (HostSlots& entry : hosts) {

@@ -92,16 +92,25 @@ bool applyEtcdConfItem(const std::string& item, const std::string& key, std::str
   return true;
 }
 
+// A host name or address as the agents publish it (IPv6 with its ':' and %zone).
+bool isNodeName(std::string_view name) {
+  return !name.empty() &&
+         std::all_of(name.begin(), name.end(), [](char c) { return isNameCharacter(c) || c == ':' || c == '%'; });
+}
+
 // expected_hosts=gpu-[01-03,07],gpu-10: Slurm's hostlist grammar (slurm.h).
 std::vector<std::string> parseExpectedHosts(const std::string& item, std::string_view value) {
+  constexpr const char* kForm = "expected_hosts expects host names separated by commas, with ranges like gpu-[01-08]";
+  std::vector<std::string> names;
   try {
-    return expandHostlist(std::string(value));
+    names = expandHostlist(std::string(value));
   } catch (const Error& error) {
-    throwInvalidFlag(kConfFlag, item,
-                     std::string("expected_hosts expects host names separated by commas, with ranges like "
-                                 "gpu-[01-08]: ") +
-                         error.what());
+    throwInvalidFlag(kConfFlag, item, std::string(kForm) + ": " + error.what());
   }
+  for (const std::string& name : names) {
+    if (!isNodeName(name)) throwInvalidFlag(kConfFlag, item, std::string(kForm) + "; '" + name + "' is not one");
+  }
+  return names;
 }
 
 void applyConfItem(const std::string& item, RendezvousSettings& settings) {
@@ -138,6 +147,7 @@ void applyConfItem(const std::string& item, RendezvousSettings& settings) {
   } else if (key == "expected_hosts") {
     settings.expectedHosts = parseExpectedHosts(item, value);
   } else if (key == "node_name") {
+    if (!isNodeName(value)) throwInvalidFlag(kConfFlag, item, "node_name expects a host name, like gpu-07");
     settings.nodeName = std::string(value);
   } else if (applyEtcdConfItem(item, key, value, settings.etcd)) {
     // An etcd key: checked against the backend once the whole command line is read.

@@ -24,21 +24,32 @@ std::optional<std::string> siteConfigText(const Environment& env, const FileRead
     return readFile(path);
   } catch (const FileReadError& error) {
     if (error.reason() == FileReadError::Reason::Missing && !named) return std::nullopt;
-    badSetting(path, std::string(error.what()) + (named ? " (named by PLTRUN_CONFIG)" : ""));
+    const std::string why = error.reason() == FileReadError::Reason::IsDirectory
+                                ? "is a directory; give the path of a file"
+                                : std::string(error.what());
+    badSetting(path, why + (named ? " (named by PLTRUN_CONFIG)" : ""));
   }
 }
+
+// Options that place one job (its nodes, hosts, rendezvous, run id). In a file every node
+// reads, they would make every job one job, hide Slurm's variables, and contradict the
+// flags the driver gives its agents: refused.
+const std::set<std::string> kPerJobOptions = {
+    "--hosts",     "--hostfile",    "--include",     "--exclude",         "--np",           "--nnodes",
+    "--node-rank", "--master-addr", "--master-port", "--rdzv-endpoint",   "--rdzv-backend", "--rdzv-id",
+    "--run-id",    "--standalone",  "--local-addr",  "--exit-with-parent"};
+
+// The multi-host driver's own options: defaults for its runs, left out of every other run
+// (where they would be refused as "goes with --hosts").
+const std::set<std::string> kDriverOptions = {"--ssh-port", "--ssh-identity",      "--remote-command", "--export",
+                                              "--env-file", "--network-interface", "--remote-pltrun"};
 
 // Options that say one thing in different ways: a job that gives one of them (flag or PET_*
 // variable) sets that thing, so the file's others are left out rather than refused as a
 // contradiction ("--devices 1" with the site's nproc-per-node = 8).
 const std::vector<std::vector<std::string>> kAlternatives = {
     {"--nproc-per-node", "--devices", "--np"},
-    {"--hosts", "--hostfile"},
-    {"--include", "--exclude"},
     {"--module", "--no-python"},
-    {"--rdzv-id", "--run-id"},
-    {"--standalone", "--nnodes"},
-    {"--standalone", "--rdzv-endpoint"},
 };
 
 bool givenAnotherWay(const std::string& option, const std::set<std::string>& given) {
@@ -60,6 +71,29 @@ std::set<std::string> givenOptions(const CLI::App& app) {
   return given;
 }
 
+// The file's top-level keys, or none without a file. A [section] is refused.
+std::optional<std::vector<CLI::ConfigItem>> siteItems(const Environment& env, const FileReader& readFile,
+                                                      std::string& path) {
+  const std::optional<std::string> text = siteConfigText(env, readFile, path);
+  if (!text) return std::nullopt;
+  std::istringstream stream(*text);
+  std::vector<CLI::ConfigItem> items;
+  try {
+    items = CLI::ConfigTOML().from_config(stream);
+  } catch (const CLI::Error& error) {
+    badSetting(path, std::string("not TOML pltrun can read: ") + error.what());
+  }
+  std::vector<CLI::ConfigItem> topLevel;
+  for (CLI::ConfigItem& item : items) {
+    if (item.name == "++") continue;  // CLI11's marker for the start of a [section]
+    if (!item.parents.empty()) {
+      badSetting(path, "'" + item.fullname() + "': sections are not read; write the options at the top level");
+    }
+    topLevel.push_back(std::move(item));
+  }
+  return topLevel;
+}
+
 std::string joined(const std::vector<std::string>& inputs) {
   std::string text;
   for (const std::string& input : inputs) text += (text.empty() ? "" : ",") + input;
@@ -68,39 +102,57 @@ std::string joined(const std::vector<std::string>& inputs) {
 
 }  // namespace
 
+// The option `item` sets, or a one-line error: no such option, or one that places a job.
+CLI::Option* siteOption(CLI::App& app, const CLI::ConfigItem& item, const std::string& path) {
+  CLI::Option* option = app.get_option_no_throw("--" + item.name);
+  if (option == nullptr || item.name == "help" || item.name == "version") {
+    badSetting(path, "'" + item.name + "' is not a pltrun option; keys are long options without the dashes, " +
+                         "like max-restarts = 3 (see pltrun --help)");
+  }
+  if (kPerJobOptions.count(option->get_name()) != 0) {
+    badSetting(path, "'" + item.name + "' places one job, so it goes on that job's command line, not in a file " +
+                         "every node and job reads (site defaults are how jobs run: max-restarts, term-timeout, " +
+                         "log-dir, rdzv-conf, ...)");
+  }
+  return option;
+}
+
 SiteSettings applySiteConfig(CLI::App& app, const Environment& env, const FileReader& readFile) {
   SiteSettings applied;
-  std::string& path = applied.path;
-  const std::optional<std::string> text = siteConfigText(env, readFile, path);
-  if (!text) return applied;
-  std::istringstream stream(*text);
-  std::vector<CLI::ConfigItem> items;
-  try {
-    items = CLI::ConfigTOML().from_config(stream);
-  } catch (const CLI::Error& error) {
-    badSetting(path, std::string("not TOML pltrun can read: ") + error.what());
-  }
+  const std::optional<std::vector<CLI::ConfigItem>> items = siteItems(env, readFile, applied.path);
+  if (!items) return applied;
   const std::set<std::string> given = givenOptions(app);
-  for (const CLI::ConfigItem& item : items) {
-    if (item.name == "++") continue;  // CLI11's marker for the start of a [section]
-    if (!item.parents.empty()) {
-      badSetting(path, "'" + item.fullname() + "': sections are not read; write the options at the top level");
-    }
-    CLI::Option* option = app.get_option_no_throw("--" + item.name);
-    if (option == nullptr || item.name == "help" || item.name == "version") {
-      badSetting(path, "'" + item.name + "' is not a pltrun option; keys are long options without the dashes, " +
-                           "like max-restarts = 3 (see pltrun --help)");
-    }
-    if (option->count() != 0 || givenAnotherWay(option->get_name(), given)) continue;
+  const bool driverRun = given.count("--hosts") != 0 || given.count("--hostfile") != 0;
+  for (const CLI::ConfigItem& item : *items) {
+    CLI::Option* option = siteOption(app, item, applied.path);
+    const std::string name = option->get_name();
+    if (option->count() != 0 || givenAnotherWay(name, given)) continue;
+    if (kDriverOptions.count(name) != 0 && !driverRun) continue;
     try {
-      option->add_result(option->get_type_size() == 0 && item.inputs.empty() ? "true" : joined(item.inputs));
+      if (option->get_items_expected_max() > 1) {
+        for (const std::string& input : item.inputs) option->add_result(input);  // -x: one name each
+      } else {
+        option->add_result(option->get_type_size() == 0 && item.inputs.empty() ? "true" : joined(item.inputs));
+      }
       option->run_callback();
     } catch (const CLI::ParseError& error) {
-      badSetting(path, "'" + item.name + "': " + error.what());
+      badSetting(applied.path, "'" + item.name + "': " + error.what());
     }
-    applied.options.push_back(option->get_name());
+    applied.options.push_back(name);
   }
   return applied;
+}
+
+std::optional<std::string> siteConfigValue(const std::string& key, const Environment& env, const FileReader& readFile) {
+  std::string path;
+  const std::optional<std::vector<CLI::ConfigItem>> items = siteItems(env, readFile, path);
+  if (!items) return std::nullopt;
+  for (const CLI::ConfigItem& item : *items) {
+    std::string name = item.name;
+    std::replace(name.begin(), name.end(), '_', '-');  // rdzv_conf is rdzv-conf
+    if (name == key) return joined(item.inputs);
+  }
+  return std::nullopt;
 }
 
 Error tracedToSiteConfig(const Error& error, const SiteSettings& settings) {

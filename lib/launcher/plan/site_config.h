@@ -10,9 +10,12 @@
 // The file is $PLTRUN_CONFIG when that is set (set and empty: no file), else
 // /etc/pltrun.toml when it exists. A flag on the command line wins over its PET_* variable,
 // which wins over the file: the file only fills what both left out, and leaves out what the
-// job said another way (the job's --devices drops the file's nproc-per-node).
+// job said another way (the job's --devices drops the file's nproc-per-node). Options that
+// place one job (nnodes, hosts, rdzv-endpoint, ...) are refused in it; the driver's own
+// (ssh-port, remote-command, ...) apply only to runs with --hosts/--hostfile.
 
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +40,10 @@ struct SiteSettings {
 /// that cannot be read.
 /// Returns what it set, so that a value the plan refuses later can be traced to the file.
 SiteSettings applySiteConfig(CLI::App& app, const Environment& env, const FileReader& readFile);
+
+/// The file's value of `key` ("rdzv-conf"), for commands other than the launch itself
+/// (`pltrun status` takes the agents' rdzv-conf from it); none without a file or the key.
+std::optional<std::string> siteConfigValue(const std::string& key, const Environment& env, const FileReader& readFile);
 
 /// `error`, with " (set in site config PATH)" when it names an option the file set.
 Error tracedToSiteConfig(const Error& error, const SiteSettings& settings);

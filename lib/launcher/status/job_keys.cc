@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "rendezvous/elastic/elastic_rendezvous.h"
+
 namespace pltrun {
 
 namespace {
@@ -24,7 +26,7 @@ void readRound(const JobKeyReader& read, int round, JobKeys& keys) {
 }  // namespace
 
 JobKeyReader storeKeyReader(Store& store, const std::string& runId) {
-  return [&store, prefix = "pltrun/rdzv/" + runId + "/"](const std::string& name) -> std::optional<std::string> {
+  return [&store, prefix = rdzv::jobKeyPrefix(runId)](const std::string& name) -> std::optional<std::string> {
     const std::string key = prefix + name;
     if (!store.check({key})) return std::nullopt;
     return store.get(key, std::chrono::seconds(10));
@@ -43,7 +45,7 @@ JobKeys readJobKeys(const JobKeyReader& read) {
 
 JobKeysReader storeKeysReader(Store& store, const std::string& runId) {
   return [&store, read = storeKeyReader(store, runId),
-          prefix = "pltrun/rdzv/" + runId + "/"](const std::vector<std::string>& names) {
+          prefix = rdzv::jobKeyPrefix(runId)](const std::vector<std::string>& names) {
     JobKeys keys;
     std::vector<std::string> fullKeys;
     for (const std::string& name : names) fullKeys.push_back(prefix + name);

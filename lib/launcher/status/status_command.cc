@@ -12,10 +12,12 @@
 #include "launcher/net/etcd_access.h"
 #include "launcher/plan/launch_config.h"
 #include "launcher/plan/rendezvous_flags.h"
+#include "launcher/plan/site_config.h"
 #include "launcher/status/heartbeat_tracker.h"
 #include "launcher/status/job_keys.h"
 #include "pltrun/error.h"
 #include "pltrun/tcp_store.h"
+#include "rendezvous/elastic/elastic_rendezvous.h"
 #include "rendezvous/etcd/etcd_client.h"
 #include "rendezvous/store/host_port_text.h"
 #include "rendezvous/store/secret_file.h"
@@ -74,7 +76,10 @@ StatusOptions parseStatusFlags(int argc, const char* const* argv) {
 // for etcd, the members, TLS files, credentials and key prefix.
 RendezvousSettings settingsFor(const StatusOptions& options, const Environment& env) {
   RendezvousSettings settings;
-  if (!options.rdzvConf.empty()) applyRendezvousConf(options.rdzvConf, settings);
+  // The agents' --rdzv-conf, else the site file's (its secret_file, its etcd TLS files).
+  std::optional<std::string> conf = options.rdzvConf;
+  if (conf->empty()) conf = siteConfigValue("rdzv-conf", env, readFileFromDisk);
+  if (conf && !conf->empty()) applyRendezvousConf(*conf, settings);
   if (settings.secretFile.empty()) {
     auto fromEnvironment = env.find("PLTRUN_SECRET_FILE");
     if (fromEnvironment != env.end()) settings.secretFile = fromEnvironment->second;
@@ -86,6 +91,7 @@ RendezvousSettings settingsFor(const StatusOptions& options, const Environment& 
 struct JobSource {
   std::string endpoint;  ///< as the summary line shows it
   std::string name;      ///< "the store at HOST:PORT", "etcd at HOST:PORT,..."
+  std::string lostHint;  ///< what it means when it stops answering
   JobKeyReader read;
   JobKeysReader readMany;
   std::unique_ptr<TcpStore> store;
@@ -105,6 +111,7 @@ JobSource openTcpStore(const StatusOptions& options, const RendezvousSettings& s
   JobSource source;
   source.endpoint = rdzv::hostPortText(endpoint.host, endpoint.port);
   source.name = "the store at " + source.endpoint;
+  source.lostHint = "the job has ended, or its first node is gone";
   try {
     source.store = std::make_unique<TcpStore>(storeOptions);
   } catch (const Error& error) {
@@ -128,8 +135,9 @@ JobSource openEtcd(const StatusOptions& options, RendezvousSettings settings) {
   JobSource source;
   source.endpoint = etcdMembersText(settings.etcd);
   source.name = "etcd at " + source.endpoint;
+  source.lostHint = "check that a quorum of the members runs, and the TLS files and credentials in --rdzv-conf";
   source.etcd = std::make_unique<etcd::EtcdClient>(etcdClientOptions(settings));
-  const std::string prefix = settings.etcd.prefix + "pltrun/rdzv/" + options.runId + "/";
+  const std::string prefix = settings.etcd.prefix + rdzv::jobKeyPrefix(options.runId);
   source.read = [client = source.etcd.get(), prefix](const std::string& name) -> std::optional<std::string> {
     std::optional<etcd::KeyValue> found = client->get(prefix + name);
     if (!found) return std::nullopt;
@@ -197,8 +205,7 @@ int reportStatus(int argc, const char* const* argv, const Environment& env) {
     try {
       status = sample(source, options, tracker);
     } catch (const Error& error) {
-      throw Error(ErrorCode::Network, source.name + " stopped answering (" + error.what() +
-                                          "): the job has ended, or its first node is gone");
+      throw Error(ErrorCode::Network, source.name + " stopped answering (" + error.what() + "): " + source.lostHint);
     }
     show(status, options, options.watchSeconds > 0);
     if (options.watchSeconds <= 0 || status.state == JobStatus::State::Finished) return statusExitCode(status);
