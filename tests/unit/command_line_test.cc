@@ -830,6 +830,13 @@ TEST_CASE("site defaults: /etc/pltrun.toml fills what the flags and PET_* variab
     CHECK(parseWithSite({"train.py"}, "max-restarts = 3\n", {{"PLTRUN_CONFIG", ""}}).maxRestarts == 0);
   }
   SECTION("no file at the default path: no site defaults") { CHECK(parseConfig({"train.py"}).maxRestarts == 0); }
+  SECTION("the probe says the default file is absent: it is not read") {
+    std::vector<const char*> argv{"pltrun", "train.py"};
+    auto absent = [](const std::string&) { return false; };
+    auto result =
+        pltrun::parseCommandLine(2, argv.data(), {}, siteFile("/etc/pltrun.toml", "max-restarts = 3\n"), absent);
+    CHECK(std::get<LaunchConfig>(result).maxRestarts == 0);
+  }
 }
 
 TEST_CASE("site defaults: a bad file is one line naming the file and the key", "[command_line]") {

@@ -128,7 +128,8 @@ LaunchConfig buildConfig(RawFlags raw, const std::vector<std::string>& command, 
 }  // namespace
 
 std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const char* const* argv,
-                                                                const Environment& env, const FileReader& readFile) {
+                                                                const Environment& env, const FileReader& readFile,
+                                                                const FileProbe& exists) {
   CLI::App app{"pltrun: start and supervise the workers of a distributed job.", "pltrun"};
   app.prefix_command();  // PROGRAM and everything after it belong to the program
   app.set_version_flag("--version", versionText());
@@ -142,7 +143,7 @@ std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const 
   try {
     app.parse(args);
     applyFlagVariables(*variables, env);
-    siteSettings = applySiteConfig(app, env, readFile);
+    siteSettings = applySiteConfig(app, env, readFile, exists);
   } catch (const CLI::CallForHelp&) {
     return InformationRequest{app.help()};
   } catch (const CLI::CallForVersion&) {

@@ -22,7 +22,9 @@ struct InformationRequest {
 /// defaults, Slurm's variables and PLTRUN_SECRET_FILE come from `env`, a --hostfile through
 /// `readFile` (main() passes currentEnvironment() and readFileFromDisk). Throws
 /// Error(InvalidArgument) with a one-line message for bad input.
+/// `exists` probes for the site config before it is read (readFile alone where omitted).
 std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const char* const* argv,
-                                                                const Environment& env, const FileReader& readFile);
+                                                                const Environment& env, const FileReader& readFile,
+                                                                const FileProbe& exists = assumeFileExists);
 
 }  // namespace pltrun

@@ -1,5 +1,7 @@
 #include "launcher/plan/file_reader.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -7,6 +9,11 @@
 #include <sstream>
 
 namespace pltrun {
+
+bool fileExistsOnDisk(const std::string& path) {
+  struct stat status {};
+  return ::stat(path.c_str(), &status) == 0 || errno != ENOENT;  // unreadable is still "there": say why later
+}
 
 std::string readFileFromDisk(const std::string& path) {
   std::error_code ignored;

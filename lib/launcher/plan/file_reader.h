@@ -30,4 +30,12 @@ using FileReader = std::function<std::string(const std::string& path)>;
 /// The FileReader of the real file system (what() of its errors: strerror's text).
 std::string readFileFromDisk(const std::string& path);
 
+/// Whether something is at `path`: a probe that throws nothing, for a file most machines
+/// lack (/etc/pltrun.toml), so that a launch without one throws no exception and opens no
+/// stream (0.45 MB less peak RSS in one interleaved run, docs/PERFORMANCE.md).
+using FileProbe = std::function<bool(const std::string& path)>;
+bool fileExistsOnDisk(const std::string& path);
+/// The probe of a file system that FileReader alone describes (the tests' fakes).
+inline bool assumeFileExists(const std::string&) { return true; }
+
 }  // namespace pltrun

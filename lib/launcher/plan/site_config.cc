@@ -15,11 +15,13 @@ namespace {
 }
 
 // The file's text; none when the default file is absent (a site without one).
-std::optional<std::string> siteConfigText(const Environment& env, const FileReader& readFile, std::string& path) {
+std::optional<std::string> siteConfigText(const Environment& env, const FileReader& readFile, const FileProbe& exists,
+                                          std::string& path) {
   auto variable = env.find("PLTRUN_CONFIG");
   const bool named = variable != env.end();
   if (named && variable->second.empty()) return std::nullopt;  // PLTRUN_CONFIG= : no site defaults
   path = named ? variable->second : kSiteConfigPath;
+  if (!named && !exists(path)) return std::nullopt;
   try {
     return readFile(path);
   } catch (const FileReadError& error) {
@@ -73,8 +75,8 @@ std::set<std::string> givenOptions(const CLI::App& app) {
 
 // The file's top-level keys, or none without a file. A [section] is refused.
 std::optional<std::vector<CLI::ConfigItem>> siteItems(const Environment& env, const FileReader& readFile,
-                                                      std::string& path) {
-  const std::optional<std::string> text = siteConfigText(env, readFile, path);
+                                                      const FileProbe& exists, std::string& path) {
+  const std::optional<std::string> text = siteConfigText(env, readFile, exists, path);
   if (!text) return std::nullopt;
   std::istringstream stream(*text);
   std::vector<CLI::ConfigItem> items;
@@ -117,9 +119,10 @@ CLI::Option* siteOption(CLI::App& app, const CLI::ConfigItem& item, const std::s
   return option;
 }
 
-SiteSettings applySiteConfig(CLI::App& app, const Environment& env, const FileReader& readFile) {
+SiteSettings applySiteConfig(CLI::App& app, const Environment& env, const FileReader& readFile,
+                             const FileProbe& exists) {
   SiteSettings applied;
-  const std::optional<std::vector<CLI::ConfigItem>> items = siteItems(env, readFile, applied.path);
+  const std::optional<std::vector<CLI::ConfigItem>> items = siteItems(env, readFile, exists, applied.path);
   if (!items) return applied;
   const std::set<std::string> given = givenOptions(app);
   const bool driverRun = given.count("--hosts") != 0 || given.count("--hostfile") != 0;
@@ -143,9 +146,10 @@ SiteSettings applySiteConfig(CLI::App& app, const Environment& env, const FileRe
   return applied;
 }
 
-std::optional<std::string> siteConfigValue(const std::string& key, const Environment& env, const FileReader& readFile) {
+std::optional<std::string> siteConfigValue(const std::string& key, const Environment& env, const FileReader& readFile,
+                                           const FileProbe& exists) {
   std::string path;
-  const std::optional<std::vector<CLI::ConfigItem>> items = siteItems(env, readFile, path);
+  const std::optional<std::vector<CLI::ConfigItem>> items = siteItems(env, readFile, exists, path);
   if (!items) return std::nullopt;
   for (const CLI::ConfigItem& item : *items) {
     std::string name = item.name;

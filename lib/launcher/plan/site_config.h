@@ -39,11 +39,14 @@ struct SiteSettings {
 /// is no option, a [section], a value the option refuses, or a file named by $PLTRUN_CONFIG
 /// that cannot be read.
 /// Returns what it set, so that a value the plan refuses later can be traced to the file.
-SiteSettings applySiteConfig(CLI::App& app, const Environment& env, const FileReader& readFile);
+/// `exists` is asked first about the default path, which most machines lack.
+SiteSettings applySiteConfig(CLI::App& app, const Environment& env, const FileReader& readFile,
+                             const FileProbe& exists);
 
 /// The file's value of `key` ("rdzv-conf"), for commands other than the launch itself
 /// (`pltrun status` takes the agents' rdzv-conf from it); none without a file or the key.
-std::optional<std::string> siteConfigValue(const std::string& key, const Environment& env, const FileReader& readFile);
+std::optional<std::string> siteConfigValue(const std::string& key, const Environment& env, const FileReader& readFile,
+                                           const FileProbe& exists);
 
 /// `error`, with " (set in site config PATH)" when it names an option the file set.
 Error tracedToSiteConfig(const Error& error, const SiteSettings& settings);

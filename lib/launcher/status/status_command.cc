@@ -78,7 +78,7 @@ RendezvousSettings settingsFor(const StatusOptions& options, const Environment& 
   RendezvousSettings settings;
   // The agents' --rdzv-conf, else the site file's (its secret_file, its etcd TLS files).
   std::optional<std::string> conf = options.rdzvConf;
-  if (conf->empty()) conf = siteConfigValue("rdzv-conf", env, readFileFromDisk);
+  if (conf->empty()) conf = siteConfigValue("rdzv-conf", env, readFileFromDisk, fileExistsOnDisk);
   if (conf && !conf->empty()) applyRendezvousConf(*conf, settings);
   if (settings.secretFile.empty()) {
     auto fromEnvironment = env.find("PLTRUN_SECRET_FILE");
