@@ -153,14 +153,19 @@ TEST_CASE("a descendant that left the worker's session does not outlive the job"
   // of the worker's group kill; the worker itself exits at once.
   SECTION("the job ends normally") {
     Finished run = runPltrun({"--nproc-per-node", "2", "/bin/sh", "-c",
-                              "setsid sleep 78 & echo $! > " + dir.path() + "/escaped_$RANK; exit 0"});
+                              "setsid sleep 78 & echo $! > " + dir.path() + "/tmp_$RANK; mv " + dir.path() +
+                                  "/tmp_$RANK " + dir.path() + "/escaped_$RANK; exit 0"});
     INFO(run.err);
     CHECK(run.status == 0);
     CHECK(run.err.find("left behind outside their process groups") != std::string::npos);
   }
   SECTION("the job is stopped by SIGTERM, the escaped process's parent still running") {
+    // The pid goes in under another name first: once escaped_N exists it holds the pid, and
+    // the SIGTERM below cannot cut the shell between creating the file and writing it (it
+    // did, under load).
     ChildProcess pltrun(pltrunCommand({"--nproc-per-node", "2", "/bin/sh", "-c",
-                                       "setsid sleep 78 & echo $! > " + dir.path() + "/escaped_$RANK; sleep 1000"}));
+                                       "setsid sleep 78 & echo $! > " + dir.path() + "/tmp_$RANK; mv " + dir.path() +
+                                           "/tmp_$RANK " + dir.path() + "/escaped_$RANK; sleep 1000"}));
     for (int rank = 0; rank < 2; ++rank) REQUIRE(waitForFile(dir / ("escaped_" + std::to_string(rank)), 20s));
     pltrun.signal(SIGTERM);
     CHECK(pltrun.wait(30s).status == 128 + SIGTERM);
