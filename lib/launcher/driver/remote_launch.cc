@@ -88,8 +88,9 @@ std::string secondsText(std::chrono::milliseconds duration) { return rdzv::secon
 constexpr size_t kLongestHostList = 64 * 1024;
 
 std::string expectedHostsConf(const std::vector<HostSlots>& hosts, const HostSlots& self) {
-  std::string names;
-  for (const HostSlots& host : hosts) names += (names.empty() ? "" : ",") + host.host;
+  std::vector<std::string> hostNames;
+  for (const HostSlots& host : hosts) hostNames.push_back(host.host);
+  const std::string names = joinText(hostNames, ",");
   if (names.size() > kLongestHostList) return "";
   return ",node_name=" + self.host + ",expected_hosts=" + names;
 }

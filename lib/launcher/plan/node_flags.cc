@@ -155,10 +155,7 @@ void applyNodeFlags(const RawFlags& raw, LaunchConfig& config, const Environment
   RendezvousSettings& rdzv = config.rdzv;
   applyEndpoint(raw, config);
   if (!raw.rdzvConf.empty()) applyRendezvousConf(raw.rdzvConf, rdzv);
-  if (rdzv.secretFile.empty()) {
-    auto fromEnvironment = env.find("PLTRUN_SECRET_FILE");
-    if (fromEnvironment != env.end()) rdzv.secretFile = fromEnvironment->second;
-  }
+  applySecretFileDefault(env, rdzv);
   checkEtcdConf(raw, rdzv);
   if (!raw.localAddr.empty()) rdzv.localAddr = raw.localAddr;
   applyNodeRank(raw, config);

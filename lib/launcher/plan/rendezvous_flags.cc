@@ -265,6 +265,12 @@ std::vector<EtcdSettings::Member> parseEtcdMembers(const std::string& flag, cons
   return members;
 }
 
+void applySecretFileDefault(const Environment& env, RendezvousSettings& settings) {
+  if (!settings.secretFile.empty()) return;
+  auto fromEnvironment = env.find("PLTRUN_SECRET_FILE");
+  if (fromEnvironment != env.end()) settings.secretFile = fromEnvironment->second;
+}
+
 void applyRendezvousConf(const std::string& text, RendezvousSettings& settings) {
   for (const std::string& item : rendezvousConfItems(text)) applyConfItem(item, settings);
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "launcher/plan/launch_config.h"
+#include "launcher/plan/worker_env.h"
 
 namespace pltrun {
 
@@ -55,5 +56,8 @@ std::vector<EtcdSettings::Member> parseEtcdMembers(const std::string& flag, cons
 /// torch's own store). etcd's: protocol (http or https), cacert, cert, key, etcd_prefix (a key
 /// prefix starting with /), user, password_file. Any other key is an error listing the accepted ones.
 void applyRendezvousConf(const std::string& text, RendezvousSettings& settings);
+
+/// No secret_file given: $PLTRUN_SECRET_FILE's, as the agents and `pltrun status` both take it.
+void applySecretFileDefault(const Environment& env, RendezvousSettings& settings);
 
 }  // namespace pltrun

@@ -6,6 +6,8 @@
 #include <set>
 #include <sstream>
 
+#include "launcher/plan/text_parsing.h"
+
 namespace pltrun {
 
 namespace {
@@ -96,14 +98,6 @@ std::optional<std::vector<CLI::ConfigItem>> siteItems(const Environment& env, co
   return topLevel;
 }
 
-std::string joined(const std::vector<std::string>& inputs) {
-  std::string text;
-  for (const std::string& input : inputs) text += (text.empty() ? "" : ",") + input;
-  return text;
-}
-
-}  // namespace
-
 // The option `item` sets, or a one-line error: no such option, or one that places a job.
 CLI::Option* siteOption(CLI::App& app, const CLI::ConfigItem& item, const std::string& path) {
   CLI::Option* option = app.get_option_no_throw("--" + item.name);
@@ -118,6 +112,8 @@ CLI::Option* siteOption(CLI::App& app, const CLI::ConfigItem& item, const std::s
   }
   return option;
 }
+
+}  // namespace
 
 SiteSettings applySiteConfig(CLI::App& app, const Environment& env, const FileReader& readFile,
                              const FileProbe& exists) {
@@ -135,7 +131,7 @@ SiteSettings applySiteConfig(CLI::App& app, const Environment& env, const FileRe
       if (option->get_items_expected_max() > 1) {
         for (const std::string& input : item.inputs) option->add_result(input);  // -x: one name each
       } else {
-        option->add_result(option->get_type_size() == 0 && item.inputs.empty() ? "true" : joined(item.inputs));
+        option->add_result(option->get_type_size() == 0 && item.inputs.empty() ? "true" : joinText(item.inputs, ","));
       }
       option->run_callback();
     } catch (const CLI::ParseError& error) {
@@ -154,7 +150,7 @@ std::optional<std::string> siteConfigValue(const std::string& key, const Environ
   for (const CLI::ConfigItem& item : *items) {
     std::string name = item.name;
     std::replace(name.begin(), name.end(), '_', '-');  // rdzv_conf is rdzv-conf
-    if (name == key) return joined(item.inputs);
+    if (name == key) return joinText(item.inputs, ",");
   }
   return std::nullopt;
 }

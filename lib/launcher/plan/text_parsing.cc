@@ -66,6 +66,15 @@ std::chrono::milliseconds parseSecondsFlag(const std::string& flag, const std::s
   return *duration;
 }
 
+std::string joinText(const std::vector<std::string>& pieces, std::string_view separator) {
+  std::string text;
+  for (size_t index = 0; index < pieces.size(); ++index) {
+    if (index > 0) text += separator;
+    text += pieces[index];
+  }
+  return text;
+}
+
 std::vector<std::string_view> splitText(std::string_view text, char separator) {
   std::vector<std::string_view> pieces;
   size_t start = 0;

@@ -51,4 +51,7 @@ std::chrono::milliseconds parseSecondsFlag(const std::string& flag, const std::s
 /// Splits at every `separator`, keeping empty pieces so callers can reject them.
 std::vector<std::string_view> splitText(std::string_view text, char separator);
 
+/// The pieces with `separator` between them: splitText's inverse.
+std::string joinText(const std::vector<std::string>& pieces, std::string_view separator);
+
 }  // namespace pltrun

@@ -289,11 +289,8 @@ std::string renderStatusText(const JobStatus& status) {
     text += "  spare: " + spare.host + " (" + spare.address + (spare.pid ? ", pid " + std::to_string(spare.pid) : "") +
             ")\n";
   }
-  if (!status.missing.empty()) {
-    std::string names;
-    for (const std::string& host : status.missing) names += (names.empty() ? "" : ", ") + host;
-    text += "  missing: " + names + "\n";
-  }
+  if (!status.missing.empty())
+    text += "  missing: " + rdzv::nodeNamesText(status.missing, status.missing.size()) + "\n";
   return text;
 }
 

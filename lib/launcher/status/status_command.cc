@@ -80,10 +80,7 @@ RendezvousSettings settingsFor(const StatusOptions& options, const Environment& 
   std::optional<std::string> conf = options.rdzvConf;
   if (conf->empty()) conf = siteConfigValue("rdzv-conf", env, readFileFromDisk, fileExistsOnDisk);
   if (conf && !conf->empty()) applyRendezvousConf(*conf, settings);
-  if (settings.secretFile.empty()) {
-    auto fromEnvironment = env.find("PLTRUN_SECRET_FILE");
-    if (fromEnvironment != env.end()) settings.secretFile = fromEnvironment->second;
-  }
+  applySecretFileDefault(env, settings);
   return settings;
 }
 
