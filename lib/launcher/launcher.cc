@@ -99,7 +99,8 @@ int runLauncher(const LaunchConfig& config) {
   }
   if (directory.keepsLogs()) spdlog::info("worker logs go to {}", directory.root().string());
 
-  const RunPlan plan{config, inherited, directory, command, layout, runId, localHostName()};
+  const SupervisionFiles supervision(config.stallTimeout.has_value());
+  const RunPlan plan{config, inherited, directory, command, layout, runId, localHostName(), &supervision};
   StaticAttempts attempts(plan);
   SupervisorOptions options;
   options.maxRestarts = config.maxRestarts;
@@ -107,6 +108,9 @@ int runLauncher(const LaunchConfig& config) {
   options.host = plan.host;
   options.reportPath = directory.failureReportPath();
   options.slurmSignalReach = config.slurmSignalReach;
+  options.stallTimeout = config.stallTimeout;
+  options.stackSignal = supervision.stackSignal();
+  if (directory.keepsLogs()) options.eventLogPath = (directory.root() / "events.jsonl").string();
   return Supervisor(context, options, guard).run([&attempts](int attempt) { return attempts.workersOf(attempt); });
 }
 

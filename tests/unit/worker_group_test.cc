@@ -105,7 +105,7 @@ TEST_CASE_METHOD(GroupFixture, "worker group: the first failure is the root caus
                  "[worker_group]") {
   std::vector<int> rootCauses;
   GroupSettings groupSettings = settings();
-  groupSettings.onRootCause = [&](const WorkerSpec& spec, pid_t, const ProcessEnd&) {
+  groupSettings.onRootCause = [&](const WorkerSpec& spec, pid_t, const RootCauseNotice&) {
     rootCauses.push_back(spec.rank);
   };
   start(3, groupSettings);

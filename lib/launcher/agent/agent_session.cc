@@ -199,6 +199,13 @@ GroupSettings AgentSession::groupSettings(int round) {
   group.attempt = round;
   group.termTimeout = job.config.termTimeout;
   group.host = host;
+  group.stallTimeout = job.config.stallTimeout;
+  group.stackSignal = supervision.stackSignal();
+  group.onStall = [this, round](const StallReport& report) {
+    nlohmann::json fields = report.json();
+    fields["round"] = round;
+    events.write("stall_detected", fields);
+  };
   group.onWorkerStarted = [this, round](const WorkerSpec& spec, pid_t pid) {
     events.write("worker_started",
                  {{"round", round}, {"rank", spec.rank}, {"local_rank", spec.localRank}, {"pid", pid}});

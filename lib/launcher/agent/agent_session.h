@@ -19,6 +19,7 @@
 #include "launcher/process/orphan_guard.h"
 #include "launcher/process/process_runtime.h"
 #include "launcher/process/run_directory.h"
+#include "launcher/process/supervision_files.h"
 #include "launcher/process/worker_group.h"
 #include "pltrun/tcp_store.h"
 #include "rendezvous/elastic/elastic_rendezvous.h"
@@ -66,6 +67,8 @@ struct AgentSession {
   std::unique_ptr<Store> store;
   std::unique_ptr<rdzv::ElasticRendezvous> rendezvous;
   RunDirectory directory;
+  /// Heartbeat sockets, stack files and the Python hook of every round's workers.
+  SupervisionFiles supervision{job.config.stallTimeout.has_value()};
   EventLog events;
   boost::asio::io_context context;
   GroupRunner runner{context};

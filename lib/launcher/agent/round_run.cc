@@ -40,12 +40,13 @@ RoundReport RoundRun::run() {
   const std::optional<NodePlacement> placement = placeThisNode();
   if (!placement) return ended();
   const AgentSession& s = session_;
-  const RunPlan plan{s.job.config, s.job.inherited, s.directory, s.job.command, s.job.layout, s.job.runId, s.host};
+  const RunPlan plan{s.job.config, s.job.inherited, s.directory, s.job.command,
+                     s.job.layout, s.job.runId,     s.host,      &s.supervision};
   const std::vector<WorkerSpec> specs = workerSpecsFor(plan, info_.round, *placement);
 
   GroupSettings settings = session_.groupSettings(info_.round);
-  settings.onRootCause = [this](const WorkerSpec& spec, pid_t pid, const ProcessEnd& end) {
-    onRootCause(spec, pid, end);
+  settings.onRootCause = [this](const WorkerSpec& spec, pid_t pid, const RootCauseNotice& notice) {
+    onRootCause(spec, pid, notice);
   };
   group_ = std::make_unique<WorkerGroup>(session_.context, session_.runner.console(), session_.guard, settings,
                                          session_.runtime);
@@ -120,13 +121,13 @@ void RoundRun::publishState(const std::string& state, int workersRunning) {
 
 // The first failure is announced at once, before this node's workers are stopped: the
 // other nodes stop theirs meanwhile, and the report stays with the node that failed.
-void RoundRun::onRootCause(const WorkerSpec& spec, pid_t pid, const ProcessEnd& end) {
+void RoundRun::onRootCause(const WorkerSpec& spec, pid_t pid, const RootCauseNotice& notice) {
   if (end_ || storeLost_) return;
   RoundEnd failure;
   failure.host = session_.host;
-  failure.status = end.shellStatus();
+  failure.status = notice.status;
   failure.message = "rank " + std::to_string(spec.rank) + " (local rank " + std::to_string(spec.localRank) + ", pid " +
-                    std::to_string(pid) + ") ended with " + end.describe();
+                    std::to_string(pid) + ") " + notice.what;
   try {
     end_ = session_.rendezvous->reportWorkerFailure(info_.round, failure, session_.job.config.maxRestarts);
     reportedHere_ =

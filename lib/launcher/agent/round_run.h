@@ -44,7 +44,7 @@ class RoundRun {
  private:
   std::optional<NodePlacement> placeThisNode();
   void publishState(const std::string& state, int workersRunning);
-  void onRootCause(const WorkerSpec& spec, pid_t pid, const ProcessEnd& end);
+  void onRootCause(const WorkerSpec& spec, pid_t pid, const RootCauseNotice& notice);
   void watch();
   void linkToPeer();
   void onPeerLost(const std::string& peerHost, const std::string& why);

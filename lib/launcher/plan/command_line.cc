@@ -1,5 +1,7 @@
 #include "launcher/plan/command_line.h"
 
+#include "launcher/plan/stall_timeout.h"
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 
@@ -7,6 +9,7 @@
 #include "launcher/plan/node_flags.h"
 #include "launcher/plan/remote_flags.h"
 #include "launcher/plan/site_config.h"
+#include "launcher/plan/stall_timeout.h"
 #include "launcher/plan/text_parsing.h"
 #include "pltrun/error.h"
 #include "version/version.h"
@@ -51,8 +54,18 @@ void applySupervisionFlags(const RawFlags& raw, LaunchConfig& config) {
         parseIntegerFlag("--max-restarts", raw.maxRestarts, 0, 1'000'000, "expected a non-negative integer"));
   }
   if (!raw.termTimeout.empty()) config.termTimeout = parseSecondsFlag("--term-timeout", raw.termTimeout);
+  if (!raw.stallTimeout.empty()) config.stallTimeout = parseStallTimeout("--stall-timeout", raw.stallTimeout);
   if (!raw.monitorInterval.empty()) parseSecondsFlag("--monitor-interval", raw.monitorInterval);  // checked, unused
   config.agentStore = !raw.noAgentStore;
+}
+
+// torchrun's watchdog: TORCHELASTIC_ENABLE_FILE_TIMER=1 (exactly "1", as torchrun reads
+// it) serves the FileTimer at TORCHELASTIC_TIMER_FILE, or at a FIFO pltrun makes.
+void applyFileTimerVariables(const Environment& env, LaunchConfig& config) {
+  auto enabled = env.find("TORCHELASTIC_ENABLE_FILE_TIMER");
+  config.fileTimer = enabled != env.end() && enabled->second == "1";
+  auto path = env.find("TORCHELASTIC_TIMER_FILE");
+  if (config.fileTimer && path != env.end()) config.fileTimerPath = path->second;
 }
 
 // The run id names a directory under --log-dir and the job's keys in the store: a safe
@@ -118,6 +131,7 @@ LaunchConfig buildConfig(RawFlags raw, const std::vector<std::string>& command, 
   if (config.slurmSummary && config.rdzv.nodeRankHint && !config.rdzv.isHost)
     config.rdzv.isHost = config.rdzv.nodeRankHint == 0;
   applySupervisionFlags(raw, config);
+  applyFileTimerVariables(env, config);
   checkRunId(raw.runId);
   config.runId = raw.runId;
   if (!raw.role.empty()) config.role = raw.role;

@@ -125,6 +125,10 @@ void declareOutputAndProgramFlags(FlagDeclarer& declare, RawFlags& raw) {
   declare.section("Program and supervision");
   declare.valued("term-timeout", raw.termTimeout,
                  "seconds between SIGTERM and SIGKILL when stopping workers (default 30)");
+  declare.valued("stall-timeout", raw.stallTimeout,
+                 "a worker that sent a heartbeat ($PLTRUN_HEARTBEAT) and then none for SECONDS has stalled: "
+                 "report every rank's stack and the culprit, stop the workers, restart (or exit 124); auto: 5x the "
+                 "longest interval seen, at least 60 s; default off");
   declare.valued("monitor-interval", raw.monitorInterval,
                  "accepted for torchrun compatibility; pltrun reacts to exits at once");
   declare.valued("start-method", raw.startMethod,
@@ -171,13 +175,15 @@ std::shared_ptr<const FlagVariables> declareFlags(CLI::App& app, RawFlags& raw) 
   app.formatter(std::make_shared<VariablesInHelp>(variables));
   app.footer(
       "Exit status: 0 when every worker succeeded; otherwise the first failed worker's own\n"
-      "  status (128+N if signal N killed it); 2 for a bad flag or value; 127 when PROGRAM is\n"
+      "  status (128+N if signal N killed it); 124 when ranks stalled (--stall-timeout);\n"
+      "  2 for a bad flag or value; 127 when PROGRAM is\n"
       "  missing or not executable; 128+N when pltrun was stopped by signal N; 1 for any other\n"
       "  failure (a lost rendezvous, a worker that could not be started).\n"
       "Environment: PET_<FLAG> gives a flag's default (as torchrun); PLTRUN_SECRET_FILE the\n"
       "  shared secret; PLTRUN_CGROUP=off no job cgroup; PYTHON_EXEC the interpreter for .py;\n"
       "  TMPDIR the temporary run directory; CUDA_VISIBLE_DEVICES (or PLTRUN_FAKE_GPUS) the\n"
-      "  GPUs; SLURM_* a Slurm step's nodes, node rank and job id.\n"
+      "  GPUs; SLURM_* a Slurm step's nodes, node rank and job id; TORCHELASTIC_ENABLE_FILE_TIMER=1\n"
+      "  serves torch's FileTimer watchdog at TORCHELASTIC_TIMER_FILE (or a FIFO pltrun makes).\n"
       "Site defaults: /etc/pltrun.toml (or $PLTRUN_CONFIG; PLTRUN_CONFIG= for none), long options\n"
       "  without dashes (max-restarts = 3); flags and PET_* variables win over it.\n"
       "A running elastic job's state: pltrun status --rdzv-endpoint HOST:PORT --rdzv-id ID\n"

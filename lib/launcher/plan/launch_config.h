@@ -10,6 +10,7 @@
 #include "launcher/plan/device_selection.h"
 #include "launcher/plan/host_list.h"
 #include "launcher/plan/slurm_signals.h"
+#include "launcher/plan/stall_timeout.h"
 #include "launcher/plan/stream_selection.h"
 #include "launcher/plan/worker_count.h"
 
@@ -135,6 +136,11 @@ struct LaunchConfig {
   // Supervision.
   int maxRestarts = 0;
   std::chrono::milliseconds termTimeout{30000};
+  std::optional<StallTimeout> stallTimeout;  ///< --stall-timeout; empty: off
+  /// TORCHELASTIC_ENABLE_FILE_TIMER=1 in pltrun's environment: torch's FileTimer is served,
+  /// at TORCHELASTIC_TIMER_FILE when that is set (torchrun's variables).
+  bool fileTimer = false;
+  std::string fileTimerPath;
 
   // Output.
   std::optional<std::string> logDir;

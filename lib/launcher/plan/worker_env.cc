@@ -18,6 +18,23 @@ bool setsOmpNumThreads(const Environment& inherited, int localWorldSize) {
   return localWorldSize > 1 && inherited.count("OMP_NUM_THREADS") == 0;
 }
 
+namespace {
+
+// Heartbeats, stack dumps and torch's FileTimer. The Python hook goes first on PYTHONPATH,
+// before the user's entries, which it leaves in place.
+void addSupervisionVariables(Environment& env, const WorkerPlacement& placement) {
+  if (!placement.heartbeatPath.empty()) env["PLTRUN_HEARTBEAT"] = placement.heartbeatPath;
+  if (!placement.timerFile.empty()) env["TORCHELASTIC_TIMER_FILE"] = placement.timerFile;
+  if (placement.pythonHookDirectory.empty() || placement.stackSignal == 0) return;
+  env["PLTRUN_STACK_FILE"] = placement.stackFile;
+  env["PLTRUN_STACK_SIGNAL"] = std::to_string(placement.stackSignal);
+  auto path = env.find("PYTHONPATH");
+  const bool userPath = path != env.end() && !path->second.empty();
+  env["PYTHONPATH"] = placement.pythonHookDirectory + (userPath ? ":" + path->second : "");
+}
+
+}  // namespace
+
 Environment buildWorkerEnv(const Environment& inherited, const WorkerPlacement& placement) {
   Environment env = inherited;
   const int worldSize = placement.worldSize > 0 ? placement.worldSize : placement.localWorldSize * placement.nnodes;
@@ -51,6 +68,7 @@ Environment buildWorkerEnv(const Environment& inherited, const WorkerPlacement& 
   env.emplace("TORCH_NCCL_ASYNC_ERROR_HANDLING", oldName != inherited.end() ? oldName->second : "1");
   if (setsOmpNumThreads(inherited, placement.localWorldSize)) env["OMP_NUM_THREADS"] = "1";
   if (placement.cudaVisibleDevices) env["CUDA_VISIBLE_DEVICES"] = *placement.cudaVisibleDevices;
+  addSupervisionVariables(env, placement);
   return env;
 }
 

@@ -29,6 +29,12 @@ struct WorkerPlacement {
   std::string errorFile;
   bool useAgentStore = false;
   std::optional<std::string> cudaVisibleDevices;  ///< set only when --devices chose GPUs
+  /// Supervision (README "Hangs"); each empty/0 when unused.
+  std::string heartbeatPath;        ///< PLTRUN_HEARTBEAT
+  std::string stackFile;            ///< PLTRUN_STACK_FILE
+  int stackSignal = 0;              ///< PLTRUN_STACK_SIGNAL
+  std::string pythonHookDirectory;  ///< put first on PYTHONPATH
+  std::string timerFile;            ///< TORCHELASTIC_TIMER_FILE (torch's FileTimer)
 };
 
 /// This process's environment.

@@ -70,12 +70,21 @@ std::vector<WorkerSpec> workerSpecsFor(const RunPlan& plan, int attempt, const N
   for (int localRank = 0; localRank < workers; ++localRank) {
     placement.localRank = localRank;
     placement.errorFile = plan.directory.errorFile(attempt, localRank);
+    placement.timerFile = plan.timerFile;
+    if (plan.supervision != nullptr) {
+      placement.heartbeatPath = plan.supervision->heartbeatPath(attempt, localRank);
+      placement.stackFile = plan.supervision->stackFile(attempt, localRank);
+      placement.stackSignal = plan.supervision->stackSignal();
+      placement.pythonHookDirectory = plan.supervision->pythonHookDirectory();
+    }
     fs::remove(placement.errorFile);  // never report a previous run's error
 
     WorkerSpec spec;
     spec.rank = firstRank + localRank;
     spec.localRank = localRank;
     spec.errorFile = placement.errorFile;
+    spec.heartbeatPath = placement.heartbeatPath;
+    spec.stackFile = placement.stackSignal != 0 ? placement.stackFile : "";
     spec.consolePrefix = plan.config.prefixOutput ? "[rank " + std::to_string(spec.rank) + "] " : "";
     std::tie(spec.stdoutRoute, spec.stderrRoute) = outputRoutes(plan, attempt, localRank);
     spec.launch.executable = plan.command.executable;

@@ -10,6 +10,7 @@
 #include "launcher/plan/worker_env.h"
 #include "launcher/plan/worker_layout.h"
 #include "launcher/process/run_directory.h"
+#include "launcher/process/supervision_files.h"
 #include "launcher/process/worker_group.h"
 
 namespace pltrun {
@@ -22,6 +23,10 @@ struct RunPlan {
   WorkerLayout layout;
   std::string runId;
   std::string host;
+  /// Heartbeat sockets, stack files, the Python hook; none in unit tests.
+  const SupervisionFiles* supervision = nullptr;
+  /// TORCHELASTIC_TIMER_FILE, when torch's FileTimer is served; empty otherwise.
+  std::string timerFile;
 };
 
 /// This node's place in the job for one attempt: from the flags (static), or from the

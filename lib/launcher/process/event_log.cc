@@ -23,7 +23,7 @@ void EventLog::write(const std::string& name, nlohmann::json fields) {
   nlohmann::json line = {{"event", name}, {"time", now}};
   line.update(fields);
   // One write per line (O_APPEND): a reader, or a crash, sees every event up to the last.
-  const std::string text = line.dump() + '\n';
+  const std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + '\n';
   writeAll(fd_, text.data(), text.size());
 }
 

@@ -36,6 +36,8 @@ nlohmann::json failureJson(const WorkerFailure& failure) {
       {"time", isoTime(failure.time)},
       {"error_file", failure.errorFile},
   };
+  if (failure.stall) entry["stall"] = failure.stall->json();
+  if (!failure.expiredTimer.empty()) entry["expired_timer"] = failure.expiredTimer;
   if (failure.recorded) {
     entry["message"] = failure.recorded->message;
     entry["traceback"] = failure.recorded->traceback;
@@ -69,11 +71,25 @@ std::optional<RecordedError> readErrorFile(const std::string& path) {
   return recorded;
 }
 
+std::string WorkerFailure::describe() const {
+  if (stall) return "stalled: " + stall->summary();
+  std::string text = "ended with " + end.describe();
+  if (!expiredTimer.empty()) text += " (" + expiredTimer + ")";
+  return text;
+}
+
 std::string formatFailureReport(const WorkerFailure& root, const std::vector<WorkerFailure>& others) {
-  std::string report = "pltrun: worker failure (root cause: the first worker to fail)\n";
+  std::string report = root.stall ? "pltrun: stalled ranks (root cause: the culprit the stall report named)\n"
+                                  : "pltrun: worker failure (root cause: the first worker to fail)\n";
   report += "  rank " + std::to_string(root.rank) + " (local rank " + std::to_string(root.localRank) + ") on " +
             root.host + ", pid " + std::to_string(root.pid) + ", attempt " + std::to_string(root.attempt) + "\n";
-  report += "  ended with " + root.end.describe() + " at " + isoTime(root.time) + "\n";
+  if (root.stall) {
+    report += "  " + root.describe() + "\n";
+    report += "  stopped, then ended with " + root.end.describe() + " at " + isoTime(root.time) +
+              "; every rank's stack is in the stall report above\n";
+  } else {
+    report += "  " + root.describe() + " at " + isoTime(root.time) + "\n";
+  }
   if (root.recorded) {
     report += "  error: " + root.recorded->message + "\n";
     if (!root.recorded->traceback.empty()) {
@@ -91,11 +107,11 @@ std::string formatFailureReport(const WorkerFailure& root, const std::vector<Wor
   } else if (!root.stderrTail.empty()) {
     report += "  last lines of its stderr:\n";
     for (const std::string& line : root.stderrTail) report += "    " + line + "\n";
-  } else {
+  } else if (!root.stall) {
     report += "  it wrote nothing to stderr and no error file\n";
   }
   for (const WorkerFailure& other : others) {
-    report += "  also: rank " + std::to_string(other.rank) + " ended with " + other.end.describe() + "\n";
+    report += "  also: rank " + std::to_string(other.rank) + " " + other.describe() + "\n";
   }
   return report;
 }
@@ -115,12 +131,15 @@ int printFailureReport(WorkerFailure rootCause, const std::vector<WorkerFailure>
   if (!jsonPath) rootCause.errorFile.clear();  // a temporary file, gone when pltrun exits
   std::string report = formatFailureReport(rootCause, others);
   if (jsonPath) {
-    if (writePrivateFile(*jsonPath, failureReportJson(rootCause, others).dump(2) + "\n")) {
+    // Replacing invalid UTF-8 (a worker's stderr, a stack's path) rather than throwing.
+    const std::string json =
+        failureReportJson(rootCause, others).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (writePrivateFile(*jsonPath, json + "\n")) {
       report += "  report: " + *jsonPath + "\n";
     }
   }
   launcherConsole().write(report, true);  // after the workers' last lines, in order
-  return rootCause.end.shellStatus();
+  return rootCause.shellStatus();
 }
 
 }  // namespace pltrun

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/process/stall_report.h"
 #include "launcher/process/worker_process.h"
 
 namespace pltrun {
@@ -33,6 +34,14 @@ struct WorkerFailure {
   std::string errorFile;
   std::optional<RecordedError> recorded;
   std::vector<std::string> stderrTail;  ///< used when there is no recorded error
+  std::optional<StallReport> stall;      ///< it was stopped because ranks stalled
+  std::string expiredTimer;              ///< torch's FileTimer killed it: which scope, which signal
+
+  /// The job's exit status for this root cause: kStalledExitStatus for a stall, otherwise
+  /// the worker's own (128 + N for signal N).
+  int shellStatus() const { return stall ? kStalledExitStatus : end.shellStatus(); }
+  /// "ended with exit code 3", "stalled (...)", "was killed by its FileTimer (...)".
+  std::string describe() const;
 };
 
 /// The most of a worker's error file pltrun reads: a traceback is kilobytes.

@@ -10,16 +10,20 @@
 namespace pltrun {
 namespace fs = std::filesystem;
 
-namespace {
-
-fs::path makeTemporaryDirectory(const std::string& stem) {
+std::string temporaryBase() {
   const char* base = std::getenv("TMPDIR");
-  std::string pattern = std::string(base && *base ? base : "/tmp") + "/" + stem + "-XXXXXX";
+  return base && *base ? base : "/tmp";
+}
+
+fs::path makeTemporaryDirectory(const std::string& stem, const std::string& base) {
+  std::string pattern = (base.empty() ? temporaryBase() : base) + "/" + stem + "-XXXXXX";
   if (mkdtemp(pattern.data()) == nullptr) {
     throw Error(ErrorCode::System, "cannot create a temporary directory like " + pattern + ": " + strerror(errno));
   }
   return pattern;
 }
+
+namespace {
 
 void createDirectories(const fs::path& path) {
   std::error_code error;

@@ -14,6 +14,12 @@
 
 namespace pltrun {
 
+/// $TMPDIR, or /tmp when it is unset or empty.
+std::string temporaryBase();
+/// A new directory BASE/STEM-XXXXXX, mode 0700 (BASE: `base`, or temporaryBase()); throws
+/// Error(System).
+std::filesystem::path makeTemporaryDirectory(const std::string& stem, const std::string& base = "");
+
 class RunDirectory {
  public:
   /// Creates the directory; throws Error(System) when it cannot.

@@ -2,17 +2,28 @@
 
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
 
 #include "launcher/process/group_runner.h"
+#include "launcher/process/stack_sampler.h"
 
 namespace pltrun {
 namespace {
 
 constexpr size_t kStderrTailLines = 20;
+// How long the stack dumps of a stall may take before the report goes out without them.
+constexpr std::chrono::milliseconds kStackBudget{700};
+
+std::string rankLabel(const WorkerSpec& spec) {
+  return spec.label.empty() ? "rank " + std::to_string(spec.rank) : spec.label;
+}
 
 }  // namespace
 
 struct WorkerGroup::Worker {
+  size_t index = 0;
   WorkerSpec spec;
   std::unique_ptr<OutputStream> stdoutStream;
   std::unique_ptr<OutputStream> stderrStream;
@@ -21,6 +32,7 @@ struct WorkerGroup::Worker {
   std::optional<ProcessEnd> end;
   std::chrono::system_clock::time_point endTime;
   bool retired = false;  ///< its group killed and forgotten, the leader reaped
+  std::string expiredTimer;  ///< torch's FileTimer killed it
 };
 
 WorkerGroup::WorkerGroup(boost::asio::io_context& context, ConsoleWriter& console, OrphanGuard& guard,
@@ -55,8 +67,14 @@ void WorkerGroup::retire(Worker& worker) {
 
 void WorkerGroup::start(const std::vector<WorkerSpec>& specs, std::function<void()> onDone) {
   onDone_ = std::move(onDone);
+  monitor_ = std::make_unique<StallMonitor>(context_, runtime_.timers.makeTimer(context_), settings_.stallTimeout,
+                                            specs.size());
+  for (size_t index = 0; index < specs.size(); ++index) {
+    if (!specs[index].heartbeatPath.empty()) monitor_->bind(index, specs[index].heartbeatPath);
+  }
   for (const WorkerSpec& spec : specs) {
     auto worker = std::make_unique<Worker>();
+    worker->index = workers_.size();
     worker->spec = spec;
     worker->stdoutStream = std::make_unique<OutputStream>(context_, spec.consolePrefix, spec.stdoutRoute, console_);
     worker->stderrStream = std::make_unique<OutputStream>(context_, spec.consolePrefix, spec.stderrRoute, console_);
@@ -78,19 +96,20 @@ void WorkerGroup::start(const std::vector<WorkerSpec>& specs, std::function<void
     raw->stdoutStream->start([this] { onStreamEnd(); });
     raw->stderrStream->start([this] { onStreamEnd(); });
   }
+  monitor_->start([this](const std::vector<size_t>& stalled) { onStall(stalled); });
 }
 
 void WorkerGroup::onWorkerEnd(Worker& worker, ProcessEnd end) {
   worker.end = end;
   worker.endTime = std::chrono::system_clock::now();
   --running_;
+  monitor_->ended(worker.index);
   if (settings_.onWorkerExited) settings_.onWorkerExited(worker.spec, worker.pid, end);
   if (!end.succeeded() && !stopping_ && rootCause_ == nullptr) {
-    rootCause_ = &worker;
-    spdlog::warn("{} (pid {}) ended with {}; stopping the other workers",
-                 worker.spec.label.empty() ? "rank " + std::to_string(worker.spec.rank) : worker.spec.label, worker.pid,
-                 end.describe());
-    if (settings_.onRootCause) settings_.onRootCause(worker.spec, worker.pid, end);
+    std::string what = "ended with " + end.describe();
+    if (!worker.expiredTimer.empty()) what += " (" + worker.expiredTimer + ")";
+    spdlog::warn("{} (pid {}) {}; stopping the other workers", rankLabel(worker.spec), worker.pid, what);
+    becomeRootCause(worker, RootCauseNotice{what, end.shellStatus()});
     if (settings_.stopDelayAfterFailure.count() > 0) {
       failureTimer_->expireAfter(settings_.stopDelayAfterFailure, [this] {
         if (finished_ || running_ == 0 || stopping_) return;
@@ -101,6 +120,85 @@ void WorkerGroup::onWorkerEnd(Worker& worker, ProcessEnd end) {
     }
   }
   if (running_ == 0) afterAllEnded();
+}
+
+void WorkerGroup::becomeRootCause(Worker& worker, const RootCauseNotice& notice) {
+  rootCause_ = &worker;
+  if (settings_.onRootCause) settings_.onRootCause(worker.spec, worker.pid, notice);
+}
+
+// Ranks stopped sending heartbeats. Before anything is stopped: where every running worker
+// is, which rank caused it, and the report on the console and to the observers. Then it is a
+// failure like any other, with the culprit (or the first stalled worker) as its root cause.
+void WorkerGroup::onStall(const std::vector<size_t>& stalled) {
+  if (finished_ || stopping_ || rootCause_ != nullptr || running_ == 0) return;
+  StallReport report = diagnoseStall(stalled);
+  console_.write(report.text(), true);
+  if (settings_.onStall) settings_.onStall(report);
+  Worker* culprit = workers_.at(stalled.front()).get();
+  for (const auto& worker : workers_) {
+    const auto& culprits = report.verdict.culprits;
+    if (!worker->end && std::find(culprits.begin(), culprits.end(), worker->spec.rank) != culprits.end()) {
+      culprit = worker.get();
+      break;
+    }
+  }
+  spdlog::warn("{}; stopping the workers", report.summary());
+  stallReport_ = report;
+  becomeRootCause(*culprit, RootCauseNotice{"stalled: " + report.summary(), kStalledExitStatus});
+  stopRunningWorkers(SIGTERM);
+}
+
+StallReport WorkerGroup::diagnoseStall(const std::vector<size_t>& stalled) {
+  StallReport report;
+  report.attempt = settings_.attempt;
+  report.host = settings_.host;
+  report.timeoutText = monitor_->timeoutText();
+  std::vector<StackTarget> targets;
+  std::vector<Worker*> running;
+  for (auto& worker : workers_) {
+    if (worker->end) continue;
+    running.push_back(worker.get());
+    targets.push_back(StackTarget{worker->pid, worker->spec.stackFile});
+  }
+  const std::vector<StackSample> stacks = sampleStacks(targets, settings_.stackSignal, kStackBudget);
+  for (size_t index = 0; index < running.size(); ++index) {
+    RankEvidence evidence = monitor_->progressEvidence(running[index]->index);
+    evidence.rank = running[index]->spec.rank;
+    evidence.host = settings_.host;
+    evidence.pid = running[index]->pid;
+    evidence.stalled = evidence.stalled || std::count(stalled.begin(), stalled.end(), running[index]->index) > 0;
+    evidence.stack = stacks[index];
+    report.ranks.push_back(evidence);
+  }
+  report.verdict = judgeStall(report.ranks);
+  return report;
+}
+
+std::optional<int> WorkerGroup::rankOfProcess(pid_t pid) const {
+  const pid_t group = getpgid(pid);
+  for (const auto& worker : workers_) {
+    if (!worker->end && (worker->pid == pid || worker->pid == group)) return worker->spec.rank;
+  }
+  return std::nullopt;
+}
+
+void WorkerGroup::noteExpiredTimer(int rank, const std::string& what) {
+  for (auto& worker : workers_) {
+    if (worker->spec.rank == rank && !worker->end) worker->expiredTimer = what;
+  }
+}
+
+std::vector<RankEvidence> WorkerGroup::progress() const {
+  std::vector<RankEvidence> ranks;
+  for (const auto& worker : workers_) {
+    RankEvidence evidence = monitor_->progressEvidence(worker->index);
+    evidence.rank = worker->spec.rank;
+    evidence.host = settings_.host;
+    evidence.pid = worker->pid;
+    ranks.push_back(evidence);
+  }
+  return ranks;
 }
 
 void WorkerGroup::handleSignal(int signal, bool workersHaveIt) {
@@ -144,11 +242,13 @@ void WorkerGroup::stop() {
 void WorkerGroup::kill() {
   if (running_ == 0) return;
   stopping_ = true;
+  if (monitor_) monitor_->stopChecking();
   killRunningWorkers();
 }
 
 void WorkerGroup::stopRunningWorkers(int signal) {
   stopping_ = true;
+  if (monitor_) monitor_->stopChecking();
   if (signal != 0) signalRunningWorkers(signal);
   killTimer_->expireAfter(settings_.termTimeout, [this] {
     // The deadline passed just as the last worker ended: the cancel came too late.
@@ -217,6 +317,8 @@ WorkerFailure WorkerGroup::describeFailure(const Worker& worker) const {
   failure.time = worker.endTime;
   failure.errorFile = worker.spec.errorFile;
   failure.recorded = readErrorFile(worker.spec.errorFile);
+  failure.expiredTimer = worker.expiredTimer;
+  if (&worker == rootCause_) failure.stall = stallReport_;
   if (!failure.recorded) failure.stderrTail = worker.stderrStream->lastLines(kStderrTailLines);
   return failure;
 }

@@ -15,6 +15,8 @@
 #include "launcher/process/orphan_guard.h"
 #include "launcher/process/output_stream.h"
 #include "launcher/process/process_runtime.h"
+#include "launcher/process/stall_monitor.h"
+#include "launcher/process/stall_report.h"
 #include "launcher/process/worker_process.h"
 
 namespace pltrun {
@@ -29,6 +31,14 @@ struct WorkerSpec {
   OutputRoute stderrRoute;
   std::string errorFile;
   std::string label;  ///< in pltrun's messages, e.g. "host h2"; empty: "rank N"
+  std::string heartbeatPath;  ///< PLTRUN_HEARTBEAT, bound before it starts; empty: none
+  std::string stackFile;      ///< PLTRUN_STACK_FILE; empty: no Python stack dumps
+};
+
+/// Why a group has a root cause, for the observers: "ended with exit code 3", "stalled: ...".
+struct RootCauseNotice {
+  std::string what;
+  int status = 1;  ///< the shell status the job ends with if it is not restarted
 };
 
 struct GroupSettings {
@@ -42,7 +52,13 @@ struct GroupSettings {
   /// driver's agents end by themselves once their job has failed, and finish their reports).
   std::chrono::milliseconds stopDelayAfterFailure{0};
   /// The first failure (the root cause), before the other workers are stopped.
-  std::function<void(const WorkerSpec&, pid_t, const ProcessEnd&)> onRootCause;
+  std::function<void(const WorkerSpec&, pid_t, const RootCauseNotice&)> onRootCause;
+  /// --stall-timeout: workers silent for longer (after a first heartbeat) are stalled.
+  std::optional<StallTimeout> stallTimeout;
+  /// The real-time signal pltrun's Python hook dumps stacks on (stack_sampler.h).
+  int stackSignal = 0;
+  /// A stall was found and diagnosed, before any worker is stopped (the event log).
+  std::function<void(const StallReport&)> onStall;
 };
 
 struct GroupOutcome {
@@ -85,10 +101,20 @@ class WorkerGroup {
 
   GroupOutcome outcome() const;
 
+  /// The worker (or a process of its group) `pid` belongs to: its rank, or none.
+  std::optional<int> rankOfProcess(pid_t pid) const;
+  /// torch's FileTimer killed `pid` of rank `rank` (file_timer_server.h): its failure report says so.
+  void noteExpiredTimer(int rank, const std::string& what);
+  /// Heartbeats of this attempt's workers so far (for `pltrun status`).
+  std::vector<RankEvidence> progress() const;
+
  private:
   struct Worker;
 
   void onWorkerEnd(Worker& worker, ProcessEnd end);
+  void onStall(const std::vector<size_t>& stalled);
+  StallReport diagnoseStall(const std::vector<size_t>& stalled);
+  void becomeRootCause(Worker& worker, const RootCauseNotice& notice);
   void stopRunningWorkers(int signal);  ///< signal 0: none is sent, the grace period starts
   void killRunningWorkers();
   void signalRunningWorkers(int signal);
@@ -114,6 +140,8 @@ class WorkerGroup {
   bool finished_ = false;
   int interruptSignal_ = 0;
   Worker* rootCause_ = nullptr;
+  std::unique_ptr<StallMonitor> monitor_;
+  std::optional<StallReport> stallReport_;  ///< when the root cause is a stall
 };
 
 }  // namespace pltrun

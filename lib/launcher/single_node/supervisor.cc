@@ -8,7 +8,7 @@ namespace pltrun {
 
 Supervisor::Supervisor(boost::asio::io_context& context, SupervisorOptions options, OrphanGuard& guard,
                        ProcessRuntime runtime)
-    : context_(context), options_(std::move(options)), guard_(guard), runtime_(runtime) {}
+    : context_(context), options_(std::move(options)), guard_(guard), runtime_(runtime), events_(options_.eventLogPath) {}
 
 int Supervisor::run(const AttemptPlanner& planAttempt) {
   GroupRunner runner(context_);
@@ -19,13 +19,16 @@ int Supervisor::run(const AttemptPlanner& planAttempt) {
     settings.attempt = attempt;
     settings.termTimeout = options_.termTimeout;
     settings.host = options_.host;
+    settings.stallTimeout = options_.stallTimeout;
+    settings.stackSignal = options_.stackSignal;
+    settings.onStall = [this](const StallReport& report) { events_.write("stall_detected", report.json()); };
     WorkerGroup group(context_, runner.console(), guard_, settings, runtime_);
     const std::vector<WorkerSpec> specs = planAttempt(attempt);
     GroupOutcome outcome = runner.run(group, specs);
     const AfterAttempt next = decideAfterAttempt(outcome, attempt, options_.maxRestarts);
     if (next.action == AfterAttempt::Action::Restart) {
-      spdlog::warn("restarting the worker group ({} of {} restarts) after rank {} ended with {}", attempt + 1,
-                   options_.maxRestarts, outcome.rootCause->rank, outcome.rootCause->end.describe());
+      spdlog::warn("restarting the worker group ({} of {} restarts) after rank {} {}", attempt + 1,
+                   options_.maxRestarts, outcome.rootCause->rank, outcome.rootCause->describe());
       continue;
     }
     if (next.reportFailure) printFailureReport(*outcome.rootCause, outcome.others, options_.reportPath);
@@ -50,7 +53,7 @@ AfterAttempt decideAfterAttempt(const GroupOutcome& outcome, int attempt, int ma
       break;
   }
   if (attempt < maxRestarts) return AfterAttempt{AfterAttempt::Action::Restart, 0, false};
-  return AfterAttempt{AfterAttempt::Action::Finish, outcome.rootCause->end.shellStatus(), true};
+  return AfterAttempt{AfterAttempt::Action::Finish, outcome.rootCause->shellStatus(), true};
 }
 
 }  // namespace pltrun

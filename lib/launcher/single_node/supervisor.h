@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "launcher/plan/slurm_signals.h"
+#include "launcher/process/event_log.h"
 #include "launcher/process/orphan_guard.h"
 #include "launcher/process/worker_group.h"
 
@@ -21,6 +22,9 @@ struct SupervisorOptions {
   std::string host;
   std::optional<std::string> reportPath;  ///< where the failure report's JSON goes, if anywhere
   SlurmSignalReach slurmSignalReach = SlurmSignalReach::TaskGroup;  ///< under srun: Slurm's own signals
+  std::optional<StallTimeout> stallTimeout;                          ///< --stall-timeout
+  int stackSignal = 0;                                               ///< pltrun's Python hook's
+  std::optional<std::string> eventLogPath;                           ///< events.jsonl (stalls), if anywhere
 };
 
 /// What the supervisor does once an attempt's group has ended.
@@ -56,6 +60,7 @@ class Supervisor {
   SupervisorOptions options_;
   OrphanGuard& guard_;
   ProcessRuntime runtime_;
+  EventLog events_;
 };
 
 }  // namespace pltrun

@@ -1,0 +1,41 @@
+#pragma once
+// Pure: which rank caused a hang, as well as the evidence allows. Every rank's progress
+// counter and stack go in (from this node, or published by the other nodes of an elastic
+// job); out comes the culprit(s) and one line that says why:
+//   1. counters differ: the ranks with the lowest counter are behind everyone else;
+//   2. equal counters (a collective hang): the ranks whose stack is not in a collective (or
+//      that are stopped) while the others' are;
+//   3. otherwise the ranks that went silent while others still send heartbeats;
+//   4. otherwise it cannot tell, and says so: every stack is shown.
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/process/stack_sample.h"
+
+namespace pltrun {
+
+struct RankEvidence {
+  int rank = 0;
+  std::string host;
+  pid_t pid = 0;
+  std::optional<long long> counter;     ///< the last progress counter it sent
+  std::optional<double> silentSeconds;  ///< since its last heartbeat; none: it never sent one
+  bool stalled = false;                 ///< silent for longer than --stall-timeout
+  StackSample stack;
+};
+
+struct StallVerdict {
+  std::vector<int> culprits;  ///< empty: it cannot tell
+  std::string why;            ///< one line: "rank 2 is in train.py:33 in step; ranks 0, 1, 3 wait in all_reduce"
+};
+
+StallVerdict judgeStall(const std::vector<RankEvidence>& ranks);
+
+/// "rank 2" or "ranks 0, 1, 3".
+std::string rankListText(const std::vector<int>& ranks);
+
+}  // namespace pltrun
