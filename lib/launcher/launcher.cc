@@ -14,6 +14,7 @@
 #include "launcher/net/host_identity.h"
 #include "launcher/plan/gpu_inventory.h"
 #include "launcher/process/attempt_plan.h"
+#include "launcher/process/file_timer_server.h"
 #include "launcher/process/orphan_guard.h"
 #include "launcher/process/run_directory.h"
 #include "launcher/single_node/supervisor.h"
@@ -100,7 +101,16 @@ int runLauncher(const LaunchConfig& config) {
   if (directory.keepsLogs()) spdlog::info("worker logs go to {}", directory.root().string());
 
   const SupervisionFiles supervision(config.stallTimeout.has_value());
-  const RunPlan plan{config, inherited, directory, command, layout, runId, localHostName(), &supervision};
+  std::unique_ptr<FileTimerServer> fileTimer = serveFileTimer(config, context, supervision.timerFifoPath());
+  const RunPlan plan{config,
+                     inherited,
+                     directory,
+                     command,
+                     layout,
+                     runId,
+                     localHostName(),
+                     &supervision,
+                     fileTimer ? fileTimer->path() : ""};
   StaticAttempts attempts(plan);
   SupervisorOptions options;
   options.maxRestarts = config.maxRestarts;
@@ -110,6 +120,7 @@ int runLauncher(const LaunchConfig& config) {
   options.slurmSignalReach = config.slurmSignalReach;
   options.stallTimeout = config.stallTimeout;
   options.stackSignal = supervision.stackSignal();
+  options.fileTimer = fileTimer.get();
   if (directory.keepsLogs()) options.eventLogPath = (directory.root() / "events.jsonl").string();
   return Supervisor(context, options, guard).run([&attempts](int attempt) { return attempts.workersOf(attempt); });
 }

@@ -240,3 +240,61 @@ TEST_CASE("inherited variables pass through, stale worker variables are overwrit
     }
   }
 }
+
+namespace {
+
+// A placement under supervision: a heartbeat socket, torch's FileTimer and the stack hook.
+WorkerPlacement supervisedPlacement() {
+  WorkerPlacement placement = placementFor(1, 2, 0, 1);
+  placement.heartbeatPath = "/tmp/pltrun-run-1/heartbeat/1.sock";
+  placement.timerFile = "/tmp/pltrun-run-1/timer";
+  placement.stackFile = "/tmp/pltrun-run-1/stacks/1.txt";
+  placement.stackSignal = 40;
+  placement.pythonHookDirectory = "/usr/lib/pltrun/python";
+  return placement;
+}
+
+}  // namespace
+
+TEST_CASE("worker env: supervision sets the heartbeat socket, the stack hook and torch's timer file",
+          "[worker_env]") {
+  const Environment env = buildWorkerEnv({{"PATH", "/usr/bin"}}, supervisedPlacement());
+  CHECK(valueOf(env, "PLTRUN_HEARTBEAT") == "/tmp/pltrun-run-1/heartbeat/1.sock");
+  CHECK(valueOf(env, "PLTRUN_STACK_FILE") == "/tmp/pltrun-run-1/stacks/1.txt");
+  CHECK(valueOf(env, "PLTRUN_STACK_SIGNAL") == "40");
+  CHECK(valueOf(env, "TORCHELASTIC_TIMER_FILE") == "/tmp/pltrun-run-1/timer");
+  CHECK(valueOf(env, "PYTHONPATH") == "/usr/lib/pltrun/python");  // no user entries: no trailing ':'
+}
+
+TEST_CASE("worker env: the hook goes first on PYTHONPATH and the user's entries stay after it", "[worker_env]") {
+  const WorkerPlacement placement = supervisedPlacement();
+  CHECK(valueOf(buildWorkerEnv({{"PYTHONPATH", "/home/ada/lib:/opt/site"}}, placement), "PYTHONPATH") ==
+        "/usr/lib/pltrun/python:/home/ada/lib:/opt/site");
+  CHECK(valueOf(buildWorkerEnv({{"PYTHONPATH", ""}}, placement), "PYTHONPATH") == "/usr/lib/pltrun/python");
+}
+
+TEST_CASE("worker env: without a hook, no PLTRUN_STACK_* and PYTHONPATH is the user's", "[worker_env]") {
+  WorkerPlacement placement = supervisedPlacement();
+  placement.pythonHookDirectory.clear();
+  Environment env = buildWorkerEnv({{"PYTHONPATH", "/home/ada/lib"}}, placement);
+  CHECK(valueOf(env, "PLTRUN_HEARTBEAT") == placement.heartbeatPath);  // heartbeats need no hook
+  CHECK(valueOf(env, "TORCHELASTIC_TIMER_FILE") == placement.timerFile);
+  CHECK(valueOf(env, "PLTRUN_STACK_FILE") == "<unset>");
+  CHECK(valueOf(env, "PLTRUN_STACK_SIGNAL") == "<unset>");
+  CHECK(valueOf(env, "PYTHONPATH") == "/home/ada/lib");
+
+  placement = supervisedPlacement();
+  placement.stackSignal = 0;  // no real-time signal to spare: no hook either
+  env = buildWorkerEnv({}, placement);
+  CHECK(valueOf(env, "PLTRUN_STACK_FILE") == "<unset>");
+  CHECK(valueOf(env, "PYTHONPATH") == "<unset>");
+}
+
+TEST_CASE("worker env: no supervision, no supervision variables", "[worker_env]") {
+  const Environment env = buildWorkerEnv({{"PYTHONPATH", "/home/ada/lib"}}, placementFor(1, 2, 0, 0));
+  for (const char* name : {"PLTRUN_HEARTBEAT", "PLTRUN_STACK_FILE", "PLTRUN_STACK_SIGNAL", "TORCHELASTIC_TIMER_FILE"}) {
+    INFO(name);
+    CHECK(valueOf(env, name) == "<unset>");
+  }
+  CHECK(valueOf(env, "PYTHONPATH") == "/home/ada/lib");
+}

@@ -6,6 +6,7 @@
 
 #include "pltrun/error.h"
 #include "pltrun/group.h"
+#include "pltrun/heartbeat.h"
 #include "pltrun/pltrun.h"
 #include "pltrun/sampler.h"
 
@@ -214,5 +215,7 @@ pltrun_status pltrun_sampler_indices(uint64_t dataset_size, int rank, int world_
     return PLTRUN_OK;
   });
 }
+
+void pltrun_heartbeat(long long step) { pltrun::heartbeat(step); }
 
 }  // extern "C"

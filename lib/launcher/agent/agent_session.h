@@ -15,6 +15,7 @@
 #include "launcher/net/peer_link.h"
 #include "launcher/net/rendezvous_host.h"
 #include "launcher/process/event_log.h"
+#include "launcher/process/file_timer_server.h"
 #include "launcher/process/group_runner.h"
 #include "launcher/process/orphan_guard.h"
 #include "launcher/process/process_runtime.h"
@@ -71,6 +72,8 @@ struct AgentSession {
   SupervisionFiles supervision{job.config.stallTimeout.has_value()};
   EventLog events;
   boost::asio::io_context context;
+  /// torch's FileTimer watchdog, when TORCHELASTIC_ENABLE_FILE_TIMER=1.
+  std::unique_ptr<FileTimerServer> fileTimer = serveFileTimer(job.config, context, supervision.timerFifoPath());
   GroupRunner runner{context};
   /// etcd: where this agent's ring neighbour links to it each round (peer_link.h).
   std::unique_ptr<PeerLinkListener> links;

@@ -34,14 +34,17 @@ int parsePortValue(const std::string& key, const std::string& value) {
 
 RoundRun::RoundRun(AgentSession& session, const rdzv::RoundInfo& info) : session_(session), info_(info) {}
 
-RoundRun::~RoundRun() = default;
+RoundRun::~RoundRun() {
+  if (session_.fileTimer) session_.fileTimer->serve(nullptr);  // the group goes with this round
+}
 
 RoundReport RoundRun::run() {
   const std::optional<NodePlacement> placement = placeThisNode();
   if (!placement) return ended();
   const AgentSession& s = session_;
-  const RunPlan plan{s.job.config, s.job.inherited, s.directory, s.job.command,
-                     s.job.layout, s.job.runId,     s.host,      &s.supervision};
+  const RunPlan plan{s.job.config,  s.job.inherited, s.directory,    s.job.command,
+                     s.job.layout,  s.job.runId,     s.host,         &s.supervision,
+                     s.fileTimer ? s.fileTimer->path() : ""};
   const std::vector<WorkerSpec> specs = workerSpecsFor(plan, info_.round, *placement);
 
   GroupSettings settings = session_.groupSettings(info_.round);
@@ -50,6 +53,7 @@ RoundReport RoundRun::run() {
   };
   group_ = std::make_unique<WorkerGroup>(session_.context, session_.runner.console(), session_.guard, settings,
                                          session_.runtime);
+  if (session_.fileTimer) session_.fileTimer->serve(group_.get());
   session_.runner.start(*group_, specs);
   publishState("running", static_cast<int>(specs.size()));
   watch();

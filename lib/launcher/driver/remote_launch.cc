@@ -116,6 +116,10 @@ std::vector<std::string> agentArguments(const LaunchConfig& config, const HostSl
                                    secondsText(config.termTimeout),
                                    "--role",
                                    config.role};
+  if (config.stallTimeout) {
+    args.push_back("--stall-timeout");
+    args.push_back(stallTimeoutText(*config.stallTimeout));
+  }
   args.push_back("--rdzv-conf");
   // The user's secret file, at the same path on every host (as pltrun itself is), or "-":
   // the secret the driver made comes on the agent's standard input. Never in argv.

@@ -24,7 +24,9 @@ int Supervisor::run(const AttemptPlanner& planAttempt) {
     settings.onStall = [this](const StallReport& report) { events_.write("stall_detected", report.json()); };
     WorkerGroup group(context_, runner.console(), guard_, settings, runtime_);
     const std::vector<WorkerSpec> specs = planAttempt(attempt);
+    if (options_.fileTimer != nullptr) options_.fileTimer->serve(&group);
     GroupOutcome outcome = runner.run(group, specs);
+    if (options_.fileTimer != nullptr) options_.fileTimer->serve(nullptr);
     const AfterAttempt next = decideAfterAttempt(outcome, attempt, options_.maxRestarts);
     if (next.action == AfterAttempt::Action::Restart) {
       spdlog::warn("restarting the worker group ({} of {} restarts) after rank {} {}", attempt + 1,

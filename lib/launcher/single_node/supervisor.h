@@ -11,6 +11,7 @@
 
 #include "launcher/plan/slurm_signals.h"
 #include "launcher/process/event_log.h"
+#include "launcher/process/file_timer_server.h"
 #include "launcher/process/orphan_guard.h"
 #include "launcher/process/worker_group.h"
 
@@ -25,6 +26,7 @@ struct SupervisorOptions {
   std::optional<StallTimeout> stallTimeout;                          ///< --stall-timeout
   int stackSignal = 0;                                               ///< pltrun's Python hook's
   std::optional<std::string> eventLogPath;                           ///< events.jsonl (stalls), if anywhere
+  FileTimerServer* fileTimer = nullptr;                              ///< torch's FileTimer, when served
 };
 
 /// What the supervisor does once an attempt's group has ended.
