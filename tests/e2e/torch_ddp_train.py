@@ -13,6 +13,12 @@ exists, so a resumed run follows the clean run's trajectory step for step.
 the start of step K, after the checkpoint of step K-1 (at least) is on disk; the launcher
 restarts every node's workers, which resume from the checkpoint.
 
+Every rank sends a heartbeat with its step to $PLTRUN_HEARTBEAT at the start of each step
+(the README's one-liner). `--stall-at K --stall-how sleep|stop`: in the first round rank 2
+stops making progress at the start of step K, after its heartbeat: it sleeps for an hour, or
+SIGSTOPs itself; the other ranks then wait in step K's gradient all-reduce. With
+--stall-timeout the launcher names rank 2, stops every worker and restarts them.
+
 Rank 0 writes DIR/result.json at the end: the final parameters (flattened), the restart
 count it ran under, the step it resumed from, and the torch version. Every worker writes its pid to
 DIR/pids/round<N>_rank<R> first, so the test can check that none survives.
@@ -22,6 +28,8 @@ import argparse
 import json
 import os
 import signal
+import socket
+import time
 
 import torch
 import torch.distributed as dist
@@ -55,11 +63,20 @@ def write_json_atomically(value, path):
     os.replace(temporary, path)
 
 
+def stall(how):
+    """A rank that stops making progress without exiting."""
+    if how == "stop":
+        os.kill(os.getpid(), signal.SIGSTOP)
+    time.sleep(3600)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("directory")
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--fail-at", type=int, default=-1)
+    parser.add_argument("--stall-at", type=int, default=-1)
+    parser.add_argument("--stall-how", choices=["sleep", "stop"], default="sleep")
     args = parser.parse_args()
 
     rank = int(os.environ["RANK"])
@@ -104,6 +121,9 @@ def main():
                             checkpoint_path)
         if rank == 3 and restart_count == 0 and step == args.fail_at:
             os.kill(os.getpid(), signal.SIGKILL)  # a worker killed mid-training
+        socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(str(step).encode(), os.environ["PLTRUN_HEARTBEAT"])
+        if rank == 2 and restart_count == 0 and step == args.stall_at:
+            stall(args.stall_how)
         inputs, targets = batch_for(rank, step)
         optimizer.zero_grad()
         loss = torch.nn.functional.mse_loss(ddp(inputs), targets)

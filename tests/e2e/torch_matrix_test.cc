@@ -52,17 +52,24 @@ constexpr double kTolerance = 1e-5;
 
 enum class Layout { SingleNode, TwoAgents, TwoAgentsOnEtcd };
 enum class WorkersStore { Agent, RankZero };
+// What goes wrong in the faulty run: rank 3 SIGKILLed at step kFailAt, or rank 2 stalled
+// there (asleep, or SIGSTOPped) while it still lives, found by --stall-timeout.
+enum class Fault { None, Kill, StallAsleep, StallStopped };
+constexpr const char* kStallTimeout = "4";
 
 struct Cell {
   TorchRuntime torch;
   Layout layout;
   WorkersStore store;
+  Fault fault = Fault::Kill;
 
   std::string name() const {
     const char* layouts[] = {"single node", "2 elastic agents", "2 elastic agents on etcd"};
+    const char* faults[] = {"", "", ", rank 2 stalls (asleep)", ", rank 2 stalls (SIGSTOP)"};
     return "torch " + torch.version + ", " + layouts[static_cast<int>(layout)] + ", " +
-           (store == WorkersStore::Agent ? "agent store" : "--no-agent-store");
+           (store == WorkersStore::Agent ? "agent store" : "--no-agent-store") + faults[static_cast<int>(fault)];
   }
+  bool stalls() const { return fault == Fault::StallAsleep || fault == Fault::StallStopped; }
 };
 
 struct TrainingRun {
@@ -87,7 +94,7 @@ struct TrainingRun {
 };
 
 // `endpoint`: the c10d store's (127.0.0.1:0 for the agent that hosts it), or etcd's members.
-std::vector<std::string> pltrunArgs(const Cell& cell, const TempDir& dir, const std::string& runId, bool fault,
+std::vector<std::string> pltrunArgs(const Cell& cell, const TempDir& dir, const std::string& runId, Fault fault,
                                     const std::string& endpoint) {
   std::vector<std::string> args;
   if (cell.layout == Layout::SingleNode) {
@@ -98,13 +105,18 @@ std::vector<std::string> pltrunArgs(const Cell& cell, const TempDir& dir, const 
     if (cell.layout == Layout::TwoAgentsOnEtcd) args.insert(args.end(), {"--rdzv-backend", "etcd"});
   }
   if (cell.store == WorkersStore::RankZero) args.push_back("--no-agent-store");
+  if (cell.stalls()) args.insert(args.end(), {"--stall-timeout", kStallTimeout});
   args.insert(args.end(),
               {"--max-restarts", "1", "--term-timeout", "5", kScript, dir.path(), "--steps", std::to_string(kSteps)});
-  if (fault) args.insert(args.end(), {"--fail-at", std::to_string(kFailAt)});
+  if (fault == Fault::Kill) args.insert(args.end(), {"--fail-at", std::to_string(kFailAt)});
+  if (fault == Fault::StallAsleep || fault == Fault::StallStopped) {
+    args.insert(args.end(), {"--stall-at", std::to_string(kFailAt), "--stall-how",
+                             fault == Fault::StallAsleep ? "sleep" : "stop"});
+  }
   return args;
 }
 
-TrainingRun runTraining(const Cell& cell, const TempDir& dir, const std::string& runId, bool fault) {
+TrainingRun runTraining(const Cell& cell, const TempDir& dir, const std::string& runId, Fault fault) {
   const std::vector<std::string> env = cell.torch.workerEnvironment(dir.path());
   TrainingRun run;
   if (cell.layout == Layout::SingleNode) {
@@ -165,6 +177,24 @@ std::vector<double> parametersOf(const TrainingRun& run) {
   return run.result.at("parameters").get<std::vector<double>>();
 }
 
+// The stall report named rank 2 as the culprit, showed where it is, and came within the
+// timeout + 1 s of its last heartbeat (the largest silence the report quotes).
+void checkStallReport(const Cell& cell, const std::string& err) {
+  if (cell.fault == Fault::StallAsleep) {
+    CHECK_THAT(err, Catch::Contains("culprit: rank 2 is in torch_ddp_train.py:"));
+    CHECK_THAT(err, Catch::Contains("torch_ddp_train.py\", line 70 in stall"));  // its stack: file, line, function
+  } else {
+    CHECK_THAT(err, Catch::Contains("culprit: rank 2 is stopped (SIGSTOP"));
+  }
+  CHECK_THAT(err, Catch::Contains("in backward"));  // the others wait in DDP's gradient all-reduce
+  const std::string marker = "no heartbeat for ";
+  const size_t found = err.find(marker);
+  REQUIRE(found != std::string::npos);
+  const double silence = std::stod(err.substr(found + marker.size()));
+  CHECK(silence >= std::stod(kStallTimeout));
+  CHECK(silence <= std::stod(kStallTimeout) + 1.0);
+}
+
 void checkCell(const Cell& cell) {
   if (!cell.torch.available()) return;
   INFO(cell.name());
@@ -172,7 +202,7 @@ void checkCell(const Cell& cell) {
 
   TempDir cleanDir;
   const auto cleanStarted = std::chrono::steady_clock::now();
-  TrainingRun clean = runTraining(cell, cleanDir, id + "-clean", false);
+  TrainingRun clean = runTraining(cell, cleanDir, id + "-clean", Fault::None);
   const std::chrono::duration<double> cleanSeconds = std::chrono::steady_clock::now() - cleanStarted;
   checkEndedCleanly(clean, 1);
   INFO(clean.output());
@@ -187,7 +217,7 @@ void checkCell(const Cell& cell) {
 
   TempDir faultDir;
   const auto faultStarted = std::chrono::steady_clock::now();
-  TrainingRun fault = runTraining(cell, faultDir, id + "-fault", true);
+  TrainingRun fault = runTraining(cell, faultDir, id + "-fault", cell.fault);
   const std::chrono::duration<double> faultSeconds = std::chrono::steady_clock::now() - faultStarted;
   checkEndedCleanly(fault, 2);
   INFO(fault.output());
@@ -195,9 +225,11 @@ void checkCell(const Cell& cell) {
   // The attempt that wrote the result is the second, and exactly one restart was used.
   CHECK(fault.result.at("restart_count") == 1);
   const std::string err = fault.allStderr();
-  CHECK_THAT(err, Catch::Contains("rank 3"));
+  if (cell.stalls()) checkStallReport(cell, err);
+  const std::string failed = cell.stalls() ? "rank 2" : "rank 3";
+  CHECK_THAT(err, Catch::Contains(failed));
   if (cell.layout == Layout::SingleNode) {
-    CHECK_THAT(err, Catch::Contains("restarting the worker group (1 of 1 restarts) after rank 3"));
+    CHECK_THAT(err, Catch::Contains("restarting the worker group (1 of 1 restarts) after " + failed));
   } else {
     for (const Finished& agent : fault.launchers) {
       CHECK_THAT(agent.err, Catch::Contains("restarting every node's workers (1 of 1 restarts)"));
@@ -254,4 +286,25 @@ TEST_CASE("torch matrix: 2.6, 2 elastic agents, --no-agent-store", "[torch][torc
 }
 TEST_CASE("torch matrix: 2.6, 2 elastic agents on etcd, agent store", "[torch][torch2][matrix][elastic][etcd]") {
   checkCell({torch26(), Layout::TwoAgentsOnEtcd, WorkersStore::Agent});
+}
+
+// Hangs (README "Hangs"): rank 2 stops at step kFailAt without exiting; --stall-timeout finds
+// it, names it, shows its stack, and the job restarts from its checkpoint.
+TEST_CASE("torch stall: 1.13, single node, rank 2 asleep", "[torch][stall]") {
+  checkCell({torch113(), Layout::SingleNode, WorkersStore::Agent, Fault::StallAsleep});
+}
+TEST_CASE("torch stall: 1.13, single node, rank 2 stopped", "[torch][stall]") {
+  checkCell({torch113(), Layout::SingleNode, WorkersStore::Agent, Fault::StallStopped});
+}
+TEST_CASE("torch stall: 1.13, 2 elastic agents, rank 2 asleep", "[torch][stall][elastic]") {
+  checkCell({torch113(), Layout::TwoAgents, WorkersStore::Agent, Fault::StallAsleep});
+}
+TEST_CASE("torch stall: 1.13, 2 elastic agents on etcd, rank 2 asleep", "[torch][stall][elastic][etcd]") {
+  checkCell({torch113(), Layout::TwoAgentsOnEtcd, WorkersStore::Agent, Fault::StallAsleep});
+}
+TEST_CASE("torch stall: 2.6, single node, rank 2 asleep", "[torch][torch2][stall]") {
+  checkCell({torch26(), Layout::SingleNode, WorkersStore::Agent, Fault::StallAsleep});
+}
+TEST_CASE("torch stall: 2.6, 2 elastic agents, rank 2 stopped", "[torch][torch2][stall][elastic]") {
+  checkCell({torch26(), Layout::TwoAgents, WorkersStore::Agent, Fault::StallStopped});
 }

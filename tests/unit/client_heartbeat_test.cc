@@ -18,7 +18,7 @@
 
 #include "pltrun/heartbeat.h"
 #include "pltrun/pltrun.h"
-#include "unit/scoped_env.h"
+#include "scoped_env.h"
 
 using pltrun_test::ScopedEnv;
 
@@ -93,8 +93,7 @@ TEST_CASE("client heartbeat: the C API sends the same", "[client_heartbeat]") {
   CHECK(receiver.receive() == "beat");
 }
 
-TEST_CASE("client heartbeat: outside pltrun (PLTRUN_HEARTBEAT unset or empty) nothing is sent",
-          "[client_heartbeat]") {
+TEST_CASE("client heartbeat: outside pltrun (PLTRUN_HEARTBEAT unset or empty) nothing is sent", "[client_heartbeat]") {
   Receiver receiver;
   {
     ScopedEnv unset("PLTRUN_HEARTBEAT", std::nullopt);

@@ -25,9 +25,11 @@ TEST_CASE("heartbeat counter: surrounding spaces and a newline are allowed", "[h
 }
 
 TEST_CASE("heartbeat counter: garbage, empty and huge payloads carry no counter", "[heartbeat_counter]") {
-  for (const std::string payload :
-       {"", " ", "\n", "beat", "alive", "42abc", "4 2", "-1", "+5", "1e3", "0x10", "3.5", "1,000",
-        "9999999999999999999", "99999999999999999999999999999", std::string("4\0" "2", 3)}) {
+  for (const std::string payload : {"", " ", "\n", "beat", "alive", "42abc", "4 2", "-1", "+5", "1e3", "0x10", "3.5",
+                                    "1,000", "9999999999999999999", "99999999999999999999999999999",
+                                    std::string("4\0"
+                                                "2",
+                                                3)}) {
     INFO("payload '" << payload << "'");
     CHECK_FALSE(heartbeatCounter(payload));
   }

@@ -9,8 +9,8 @@
 using pltrun::kernelStackSample;
 using pltrun::nativeStackSample;
 using pltrun::pythonStackSample;
-using pltrun::StackSample;
 using pltrun::stackKindName;
+using pltrun::StackSample;
 using pltrun::stoppedStackSample;
 
 namespace {
@@ -84,11 +84,11 @@ TEST_CASE("stack sample: torch 2.x's c10d_logger wrapper around all_reduce is st
 }
 
 TEST_CASE("stack sample: DDP's backward (the gradient all-reduce) waits in backward", "[stack_sample]") {
-  const StackSample sample = pythonStackSample(dumpWithMainThread(
-      "  File \"/usr/lib/python3/dist-packages/torch/autograd/__init__.py\", line 251 in backward\n"
-      "  File \"/usr/lib/python3/dist-packages/torch/_tensor.py\", line 492 in backward\n"
-      "  File \"/home/ada/project/train.py\", line 35 in train_step\n" +
-      kUserFrames));
+  const StackSample sample = pythonStackSample(
+      dumpWithMainThread("  File \"/usr/lib/python3/dist-packages/torch/autograd/__init__.py\", line 251 in backward\n"
+                         "  File \"/usr/lib/python3/dist-packages/torch/_tensor.py\", line 492 in backward\n"
+                         "  File \"/home/ada/project/train.py\", line 35 in train_step\n" +
+                         kUserFrames));
   CHECK(sample.where == "__init__.py:251 in backward");
   CHECK(sample.inCollective);
   CHECK(sample.waitingIn == "backward");
@@ -104,11 +104,10 @@ TEST_CASE("stack sample: only the main thread counts, wherever faulthandler list
   CHECK(first.where == "train.py:33 in train_step");
   CHECK_FALSE(first.inCollective);
   // No "Current thread" (a dump from elsewhere): the last thread, as the main thread is listed last.
-  const StackSample unmarked = pythonStackSample(
-      kOtherThread +
-      "Thread 0x00007f3b3c1b2740 (most recent call first):\n"
-      "  File \"/home/ada/project/train.py\", line 33 in train_step\n" +
-      kUserFrames);
+  const StackSample unmarked = pythonStackSample(kOtherThread +
+                                                 "Thread 0x00007f3b3c1b2740 (most recent call first):\n"
+                                                 "  File \"/home/ada/project/train.py\", line 33 in train_step\n" +
+                                                 kUserFrames);
   CHECK(unmarked.where == "train.py:33 in train_step");
   CHECK_FALSE(unmarked.inCollective);
 }

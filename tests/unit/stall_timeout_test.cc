@@ -54,8 +54,8 @@ TEST_CASE("stall timeout: a bad value is an invalid argument with the flag's one
       FAIL("accepted");
     } catch (const pltrun::Error& error) {
       CHECK(error.code() == pltrun::ErrorCode::InvalidArgument);
-      CHECK(std::string(error.what()) == "--stall-timeout: '" + value +
-                                             "' is not valid: expected a number of seconds like 300, auto, or off");
+      CHECK(std::string(error.what()) ==
+            "--stall-timeout: '" + value + "' is not valid: expected a number of seconds like 300, auto, or off");
     }
   }
 }

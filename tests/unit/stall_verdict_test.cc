@@ -24,8 +24,9 @@ StackSample inUserCode(const std::string& where) {
   StackSample stack;
   stack.kind = StackSample::Kind::Python;
   stack.where = where;
-  stack.text = "Current thread 0x00007f3b3c1b2740 (most recent call first):\n  File \"/home/ada/train.py\", line 33 in "
-               "train_step\n";
+  stack.text =
+      "Current thread 0x00007f3b3c1b2740 (most recent call first):\n  File \"/home/ada/train.py\", line 33 in "
+      "train_step\n";
   return stack;
 }
 
@@ -35,9 +36,10 @@ StackSample waitingIn(const std::string& collective) {
   stack.where = "distributed_c10d.py:1536 in " + collective;
   stack.inCollective = true;
   stack.waitingIn = collective;
-  stack.text = "Current thread 0x00007f3b3c1b2741 (most recent call first):\n  File "
-               "\"/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py\", line 1536 in " +
-               collective + "\n";
+  stack.text =
+      "Current thread 0x00007f3b3c1b2741 (most recent call first):\n  File "
+      "\"/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py\", line 1536 in " +
+      collective + "\n";
   return stack;
 }
 
@@ -60,8 +62,8 @@ std::vector<RankEvidence> stalledRanks(int count) {
 // The classic collective hang: rank 2 stays in user code, ranks 0, 1, 3 wait for it in all_reduce.
 std::vector<RankEvidence> collectiveHang() {
   std::vector<RankEvidence> ranks = stalledRanks(4);
-  for (RankEvidence& rank : ranks) rank.stack = rank.rank == 2 ? inUserCode("train.py:33 in train_step")
-                                                               : waitingIn("all_reduce");
+  for (RankEvidence& rank : ranks)
+    rank.stack = rank.rank == 2 ? inUserCode("train.py:33 in train_step") : waitingIn("all_reduce");
   ranks[2].silentSeconds = 4.3;
   return ranks;
 }
@@ -183,8 +185,8 @@ TEST_CASE("stall report: the console shows every rank's line and the culprit's s
                             "train.py:33 in train_step"));
   CHECK_THAT(text, Contains("rank 0 (pid 1000 on node-a): step 41, last heartbeat 4.1 s ago (stalled); waits in "
                             "all_reduce at distributed_c10d.py:1536 in all_reduce"));
-  CHECK_THAT(text, Contains("    Current thread 0x00007f3b3c1b2740"));      // the culprit's stack, indented
-  CHECK_THAT(text, !Contains("Current thread 0x00007f3b3c1b2741"));         // the waiters' only in the JSON
+  CHECK_THAT(text, Contains("    Current thread 0x00007f3b3c1b2740"));  // the culprit's stack, indented
+  CHECK_THAT(text, !Contains("Current thread 0x00007f3b3c1b2741"));     // the waiters' only in the JSON
 }
 
 TEST_CASE("stall report: the JSON has the verdict and every rank's evidence", "[stall_report]") {

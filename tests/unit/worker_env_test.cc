@@ -256,8 +256,7 @@ WorkerPlacement supervisedPlacement() {
 
 }  // namespace
 
-TEST_CASE("worker env: supervision sets the heartbeat socket, the stack hook and torch's timer file",
-          "[worker_env]") {
+TEST_CASE("worker env: supervision sets the heartbeat socket, the stack hook and torch's timer file", "[worker_env]") {
   const Environment env = buildWorkerEnv({{"PATH", "/usr/bin"}}, supervisedPlacement());
   CHECK(valueOf(env, "PLTRUN_HEARTBEAT") == "/tmp/pltrun-run-1/heartbeat/1.sock");
   CHECK(valueOf(env, "PLTRUN_STACK_FILE") == "/tmp/pltrun-run-1/stacks/1.txt");

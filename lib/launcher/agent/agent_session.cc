@@ -187,6 +187,11 @@ std::unique_ptr<Store> AgentSession::connectWatcherStore() const {
   return std::make_unique<TcpStore>(options);
 }
 
+// A node whose stalled workers all wait in collectives leaves the node of the culprit this
+// long to end the round with its name: the stalls of one hang are seen within a heartbeat
+// interval and a stack dump of each other.
+constexpr std::chrono::milliseconds kUnexplainedStallGrace{3000};
+
 // The signal handler runs whenever the event loop does: while workers run, and between the
 // waits of a rendezvous.
 void AgentSession::pollEvents() {
@@ -201,6 +206,7 @@ GroupSettings AgentSession::groupSettings(int round) {
   group.host = host;
   group.stallTimeout = job.config.stallTimeout;
   group.stackSignal = supervision.stackSignal();
+  group.unexplainedStallGrace = kUnexplainedStallGrace;
   group.onStall = [this, round](const StallReport& report) {
     nlohmann::json fields = report.json();
     fields["round"] = round;

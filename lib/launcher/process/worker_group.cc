@@ -44,7 +44,8 @@ WorkerGroup::WorkerGroup(boost::asio::io_context& context, ConsoleWriter& consol
       runtime_(runtime),
       killTimer_(runtime.timers.makeTimer(context)),
       drainTimer_(runtime.timers.makeTimer(context)),
-      failureTimer_(runtime.timers.makeTimer(context)) {}
+      failureTimer_(runtime.timers.makeTimer(context)),
+      stallGraceTimer_(runtime.timers.makeTimer(context)) {}
 
 WorkerGroup::~WorkerGroup() {
   // Normally finish() has run and every worker is retired. On an error path those still
@@ -135,7 +136,23 @@ void WorkerGroup::onStall(const std::vector<size_t>& stalled) {
   StallReport report = diagnoseStall(stalled);
   console_.write(report.text(), true);
   if (settings_.onStall) settings_.onStall(report);
-  Worker* culprit = workers_.at(stalled.front()).get();
+  const bool allWaiting = std::all_of(report.ranks.begin(), report.ranks.end(),
+                                      [](const RankEvidence& rank) { return rank.stack.inCollective; });
+  if (allWaiting && settings_.unexplainedStallGrace.count() > 0) {
+    spdlog::warn("every worker here waits in a collective: the culprit is on another node; ending the round in {} s "
+                 "unless that node does first",
+                 settings_.unexplainedStallGrace.count() / 1000.0);
+    stallGraceTimer_->expireAfter(settings_.unexplainedStallGrace, [this, report, first = stalled.front()] {
+      if (finished_ || stopping_ || rootCause_ != nullptr || running_ == 0) return;
+      stopForStall(report, first);
+    });
+    return;
+  }
+  stopForStall(report, stalled.front());
+}
+
+void WorkerGroup::stopForStall(const StallReport& report, size_t firstStalled) {
+  Worker* culprit = workers_.at(firstStalled).get();
   for (const auto& worker : workers_) {
     const auto& culprits = report.verdict.culprits;
     if (!worker->end && std::find(culprits.begin(), culprits.end(), worker->spec.rank) != culprits.end()) {
@@ -147,6 +164,8 @@ void WorkerGroup::onStall(const std::vector<size_t>& stalled) {
   stallReport_ = report;
   becomeRootCause(*culprit, RootCauseNotice{"stalled: " + report.summary(), kStalledExitStatus});
   stopRunningWorkers(SIGTERM);
+  // A stopped worker (SIGSTOP) acts on SIGTERM only once it runs again.
+  signalRunningWorkers(SIGCONT);
 }
 
 StallReport WorkerGroup::diagnoseStall(const std::vector<size_t>& stalled) {
@@ -270,6 +289,7 @@ void WorkerGroup::signalRunningWorkers(int signal) {
 void WorkerGroup::afterAllEnded() {
   killTimer_->cancel();
   failureTimer_->cancel();
+  stallGraceTimer_->cancel();
   // Whatever is left in a worker's process group has lost its leader: an orphan. Kill it,
   // so nothing a worker started outlives the attempt.
   for (auto& worker : workers_) retire(*worker);

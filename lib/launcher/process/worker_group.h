@@ -59,6 +59,9 @@ struct GroupSettings {
   int stackSignal = 0;
   /// A stall was found and diagnosed, before any worker is stopped (the event log).
   std::function<void(const StallReport&)> onStall;
+  /// Elastic jobs: when every stalled worker here waits in a collective (the culprit is on
+  /// another node), how long this node leaves the others to name it before it ends the round.
+  std::chrono::milliseconds unexplainedStallGrace{0};
 };
 
 struct GroupOutcome {
@@ -113,6 +116,7 @@ class WorkerGroup {
 
   void onWorkerEnd(Worker& worker, ProcessEnd end);
   void onStall(const std::vector<size_t>& stalled);
+  void stopForStall(const StallReport& report, size_t firstStalled);
   StallReport diagnoseStall(const std::vector<size_t>& stalled);
   void becomeRootCause(Worker& worker, const RootCauseNotice& notice);
   void stopRunningWorkers(int signal);  ///< signal 0: none is sent, the grace period starts
@@ -133,6 +137,7 @@ class WorkerGroup {
   std::unique_ptr<Timer> killTimer_;
   std::unique_ptr<Timer> drainTimer_;
   std::unique_ptr<Timer> failureTimer_;
+  std::unique_ptr<Timer> stallGraceTimer_;
   std::function<void()> onDone_;
   size_t running_ = 0;
   size_t openStreams_ = 0;
