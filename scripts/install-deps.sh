@@ -16,7 +16,7 @@ packages=(
   slurmctld slurmd slurm-client munge  # the real-Slurm tests start a two-node cluster (issue 15)
   # The Debian package (scripts/package.sh, issue 16): man pages, dependencies, stripping;
   # its test checks the debug symbols and the store's unit, and installs it in a chroot.
-  help2man dpkg-dev file gdb systemd debootstrap
+  help2man dpkg-dev file gdb systemd debootstrap elfutils
 )
 for argument in "$@"; do
   case "$argument" in

@@ -102,15 +102,9 @@ int runLauncher(const LaunchConfig& config) {
 
   const SupervisionFiles supervision(config.stallTimeout.has_value());
   std::unique_ptr<FileTimerServer> fileTimer = serveFileTimer(config, context, supervision.timerFifoPath());
-  const RunPlan plan{config,
-                     inherited,
-                     directory,
-                     command,
-                     layout,
-                     runId,
-                     localHostName(),
-                     &supervision,
-                     fileTimer ? fileTimer->path() : ""};
+  const RunPlan plan{config,          inherited,    directory,
+                     command,         layout,       runId,
+                     localHostName(), &supervision, fileTimer ? fileTimer->path() : ""};
   StaticAttempts attempts(plan);
   SupervisorOptions options;
   options.maxRestarts = config.maxRestarts;

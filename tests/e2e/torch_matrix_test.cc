@@ -110,8 +110,8 @@ std::vector<std::string> pltrunArgs(const Cell& cell, const TempDir& dir, const 
               {"--max-restarts", "1", "--term-timeout", "5", kScript, dir.path(), "--steps", std::to_string(kSteps)});
   if (fault == Fault::Kill) args.insert(args.end(), {"--fail-at", std::to_string(kFailAt)});
   if (fault == Fault::StallAsleep || fault == Fault::StallStopped) {
-    args.insert(args.end(), {"--stall-at", std::to_string(kFailAt), "--stall-how",
-                             fault == Fault::StallAsleep ? "sleep" : "stop"});
+    args.insert(args.end(),
+                {"--stall-at", std::to_string(kFailAt), "--stall-how", fault == Fault::StallAsleep ? "sleep" : "stop"});
   }
   return args;
 }

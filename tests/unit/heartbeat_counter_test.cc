@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "launcher/process/heartbeat_socket.h"
 
@@ -25,11 +26,23 @@ TEST_CASE("heartbeat counter: surrounding spaces and a newline are allowed", "[h
 }
 
 TEST_CASE("heartbeat counter: garbage, empty and huge payloads carry no counter", "[heartbeat_counter]") {
-  for (const std::string payload : {"", " ", "\n", "beat", "alive", "42abc", "4 2", "-1", "+5", "1e3", "0x10", "3.5",
-                                    "1,000", "9999999999999999999", "99999999999999999999999999999",
-                                    std::string("4\0"
-                                                "2",
-                                                3)}) {
+  const std::vector<std::string> payloads = {"",
+                                             " ",
+                                             "\n",
+                                             "beat",
+                                             "alive",
+                                             "42abc",
+                                             "4 2",
+                                             "-1",
+                                             "+5",
+                                             "1e3",
+                                             "0x10",
+                                             "3.5",
+                                             "1,000",
+                                             "9999999999999999999",  // 19 digits: past what the receiver reads
+                                             "99999999999999999999999999999",  // past a long long
+                                             std::string("4\0002", 3)};        // a NUL inside
+  for (const std::string& payload : payloads) {
     INFO("payload '" << payload << "'");
     CHECK_FALSE(heartbeatCounter(payload));
   }

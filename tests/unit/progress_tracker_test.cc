@@ -93,8 +93,11 @@ TEST_CASE("progress tracker: auto's interval is the longest of any worker, above
   ProgressTracker tracker(2);
   const milliseconds slow(30000);  // 5 x 30 s = 150 s, over the 60 s floor
   REQUIRE(slow * kAutoStallFactor > kAutoStallFloor);
-  beatEvery(tracker, 0, kStart, milliseconds(1000), kAutoStallIntervals + 1);
   const auto slowLast = beatEvery(tracker, 1, kStart, slow, kAutoStallIntervals + 1);
+  // Worker 0 beats every second, its last beat half a second after worker 1's.
+  const auto fastFirst = slowLast + milliseconds(500) - milliseconds(1000) * kAutoStallIntervals;
+  beatEvery(tracker, 0, fastFirst, milliseconds(1000), kAutoStallIntervals + 1);
+  REQUIRE(tracker.progress(0).longestInterval == ProgressTracker::Clock::duration(milliseconds(1000)));
   const auto expected = std::chrono::duration_cast<ProgressTracker::Clock::duration>(slow * kAutoStallFactor);
   // Worker 0 steps every second, but the ranks of a job step together: it gets 150 s too.
   CHECK(tracker.allowedSilence(0, autoTimeout()) == expected);
@@ -102,6 +105,7 @@ TEST_CASE("progress tracker: auto's interval is the longest of any worker, above
   CHECK(tracker.progress(1).longestInterval == ProgressTracker::Clock::duration(slow));
   CHECK(tracker.stalled(slowLast + expected, autoTimeout()).empty());
   CHECK(tracker.stalled(slowLast + expected + milliseconds(1), autoTimeout()) == std::vector<size_t>{1});
+  CHECK(tracker.stalled(slowLast + expected + milliseconds(501), autoTimeout()) == std::vector<size_t>{0, 1});
 }
 
 TEST_CASE("progress tracker: a heartbeat out of order neither counts as an interval nor moves time back",

@@ -1,7 +1,5 @@
 #include "launcher/plan/command_line.h"
 
-#include "launcher/plan/stall_timeout.h"
-
 #include <CLI/CLI.hpp>
 #include <algorithm>
 

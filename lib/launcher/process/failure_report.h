@@ -34,8 +34,8 @@ struct WorkerFailure {
   std::string errorFile;
   std::optional<RecordedError> recorded;
   std::vector<std::string> stderrTail;  ///< used when there is no recorded error
-  std::optional<StallReport> stall;      ///< it was stopped because ranks stalled
-  std::string expiredTimer;              ///< torch's FileTimer killed it: which scope, which signal
+  std::optional<StallReport> stall;     ///< it was stopped because ranks stalled
+  std::string expiredTimer;             ///< torch's FileTimer killed it: which scope, which signal
 
   /// The job's exit status for this root cause: kStalledExitStatus for a stall, otherwise
   /// the worker's own (128 + N for signal N).

@@ -19,9 +19,7 @@ namespace {
 // torch's client refuses to send more than PIPE_BUF in one request; a longer line is not one.
 constexpr size_t kLineLimit = 4096;
 
-double unixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double unixNow() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 // Returns whether this call made the FIFO.
 bool makeFifo(const std::string& path) {
@@ -83,8 +81,10 @@ void FileTimerServer::takeLines() {
     for (ssize_t index = 0; index < count; ++index) {
       const char c = buffer[index];
       if (c != '\n') {
-        if (pending_.size() < kLineLimit) pending_ += c;
-        else skippingLine_ = true;
+        if (pending_.size() < kLineLimit)
+          pending_ += c;
+        else
+          skippingLine_ = true;
         continue;
       }
       if (!skippingLine_ && group_ != nullptr) {
@@ -118,9 +118,10 @@ std::unique_ptr<FileTimerServer> serveFileTimer(const LaunchConfig& config, boos
 void FileTimerServer::expire(const FileTimerRequest& timer, double now) {
   const std::optional<int> rank = group_ != nullptr ? group_->rankOfProcess(timer.pid) : std::nullopt;
   if (!rank) {
-    spdlog::warn("FileTimer: the timer '{}' of pid {} expired, but that is not a process of this job's workers: "
-                 "not signalled",
-                 timer.scopeId, timer.pid);
+    spdlog::warn(
+        "FileTimer: the timer '{}' of pid {} expired, but that is not a process of this job's workers: "
+        "not signalled",
+        timer.scopeId, timer.pid);
     return;
   }
   const std::string what = "its FileTimer scope '" + timer.scopeId + "' expired " +

@@ -4,9 +4,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <cstring>
-
 #include <boost/asio/post.hpp>
+#include <cstring>
 
 #include "pltrun/error.h"
 

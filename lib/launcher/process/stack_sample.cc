@@ -37,9 +37,8 @@ std::string baseName(const std::string& path) {
 // Frames of torch's own code that a rank sits in while it waits for the others: the
 // collectives, DDP's gradient all-reduce inside backward, a device synchronize.
 bool isTorchWaitFrame(const PythonFrame& frame) {
-  static constexpr std::array<std::string_view, 5> kPlaces = {"/torch/distributed/", "/torch/autograd/",
-                                                              "/torch/nn/parallel/", "/torch/_tensor.py",
-                                                              "/torch/cuda/"};
+  static constexpr std::array<std::string_view, 5> kPlaces = {
+      "/torch/distributed/", "/torch/autograd/", "/torch/nn/parallel/", "/torch/_tensor.py", "/torch/cuda/"};
   for (std::string_view place : kPlaces) {
     if (frame.path.find(place) != std::string::npos) return true;
   }
@@ -48,9 +47,9 @@ bool isTorchWaitFrame(const PythonFrame& frame) {
 
 bool isCollectiveName(std::string_view name) {
   static constexpr std::array<std::string_view, 14> kNames = {
-      "all_reduce",     "barrier", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
-      "all_to_all",     "gather",  "scatter",   "reduce",     "monitored_barrier",      "send",
-      "recv",           "backward"};
+      "all_reduce",        "barrier",    "broadcast", "all_gather", "all_gather_into_tensor",
+      "reduce_scatter",    "all_to_all", "gather",    "scatter",    "reduce",
+      "monitored_barrier", "send",       "recv",      "backward"};
   for (std::string_view known : kNames) {
     if (name == known) return true;
   }
@@ -101,9 +100,15 @@ StackSample pythonStackSample(const std::string& dump) {
 }
 
 StackSample nativeStackSample(const std::string& dump, int pid) {
-  static constexpr std::array<std::string_view, 9> kWaits = {
-      "nccl", "gloo::", "c10d::", "MPI_", "ProcessGroup", "cudaStreamSynchronize", "cudaDeviceSynchronize",
-      "cuStreamSynchronize", "cudaEventSynchronize"};
+  static constexpr std::array<std::string_view, 9> kWaits = {"nccl",
+                                                             "gloo::",
+                                                             "c10d::",
+                                                             "MPI_",
+                                                             "ProcessGroup",
+                                                             "cudaStreamSynchronize",
+                                                             "cudaDeviceSynchronize",
+                                                             "cuStreamSynchronize",
+                                                             "cudaEventSynchronize"};
   StackSample sample;
   sample.kind = StackSample::Kind::Native;
   sample.text = dump.substr(0, kStackTextLimit);

@@ -17,10 +17,10 @@ struct StackSample {
     Unavailable,  ///< nothing could be read
   };
   Kind kind = Kind::Unavailable;
-  std::string text;            ///< the dump as read (bounded)
-  std::string where;           ///< the main thread's innermost frame: "train.py:33 in train_step"
-  bool inCollective = false;   ///< the main thread waits in a collective or for the device
-  std::string waitingIn;       ///< for inCollective: "all_reduce", "backward", "ncclAllReduce"
+  std::string text;           ///< the dump as read (bounded)
+  std::string where;          ///< the main thread's innermost frame: "train.py:33 in train_step"
+  bool inCollective = false;  ///< the main thread waits in a collective or for the device
+  std::string waitingIn;      ///< for inCollective: "all_reduce", "backward", "ncclAllReduce"
 };
 
 /// The most of a dump that is kept: a few hundred frames.

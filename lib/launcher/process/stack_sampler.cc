@@ -97,9 +97,7 @@ std::string readFrom(const std::string& path, off_t offset) {
   return text;
 }
 
-std::string readSmallFile(const std::string& path) {
-  return readRegularFile(path, kStackTextLimit).value_or("");
-}
+std::string readSmallFile(const std::string& path) { return readRegularFile(path, kStackTextLimit).value_or(""); }
 
 // eu-stack's output within `timeout`, or empty: it is killed if it takes longer.
 std::string runEuStack(pid_t pid, std::chrono::milliseconds timeout) {

@@ -23,8 +23,8 @@ class StallMonitor {
   static constexpr std::chrono::milliseconds kCheckInterval{100};
   using OnStall = std::function<void(const std::vector<size_t>& stalled)>;
 
-  StallMonitor(boost::asio::io_context& context, std::unique_ptr<Timer> checkTimer,
-               std::optional<StallTimeout> timeout, size_t workers);
+  StallMonitor(boost::asio::io_context& context, std::unique_ptr<Timer> checkTimer, std::optional<StallTimeout> timeout,
+               size_t workers);
 
   /// Binds worker `index`'s heartbeat socket at `path`, before the worker starts (its first
   /// heartbeat must find it). Throws Error(System) when it cannot.

@@ -18,17 +18,17 @@ std::string indented(const std::string& text, const std::string& indent) {
 }
 
 std::string rankLine(const RankEvidence& rank) {
-  std::string line = "rank " + std::to_string(rank.rank) + " (pid " + std::to_string(rank.pid) + " on " + rank.host +
-                     "): ";
+  std::string line =
+      "rank " + std::to_string(rank.rank) + " (pid " + std::to_string(rank.pid) + " on " + rank.host + "): ";
   line += rank.counter ? "step " + std::to_string(*rank.counter) : "no progress counter";
-  line += rank.silentSeconds ? ", last heartbeat " + rdzv::secondsText(std::chrono::duration<double>(*rank.silentSeconds)) +
-                                   " s ago"
-                             : ", never sent a heartbeat";
+  line += rank.silentSeconds
+              ? ", last heartbeat " + rdzv::secondsText(std::chrono::duration<double>(*rank.silentSeconds)) + " s ago"
+              : ", never sent a heartbeat";
   if (rank.stalled) line += " (stalled)";
   if (!rank.stack.where.empty()) {
-    line += rank.stack.inCollective ? "; waits in " + rank.stack.waitingIn + " at " + rank.stack.where
-                                    : "; " + std::string(rank.stack.kind == StackSample::Kind::Stopped ? "" : "at ") +
-                                          rank.stack.where;
+    line += rank.stack.inCollective
+                ? "; waits in " + rank.stack.waitingIn + " at " + rank.stack.where
+                : "; " + std::string(rank.stack.kind == StackSample::Kind::Stopped ? "" : "at ") + rank.stack.where;
   }
   return line;
 }
@@ -55,8 +55,8 @@ std::string StallReport::summary() const {
 }
 
 std::string StallReport::text() const {
-  std::string report = "pltrun: stall detected on " + host + ", attempt " + std::to_string(attempt) + ": " +
-                       summary() + "\n";
+  std::string report =
+      "pltrun: stall detected on " + host + ", attempt " + std::to_string(attempt) + ": " + summary() + "\n";
   for (const RankEvidence& rank : ranks) {
     report += "  " + rankLine(rank) + "\n";
     const bool culprit =
@@ -68,26 +68,22 @@ std::string StallReport::text() const {
 }
 
 nlohmann::json StallReport::json() const {
-  nlohmann::json document = {{"attempt", attempt},
-                             {"host", host},
-                             {"stall_timeout", timeoutText},
-                             {"culprits", verdict.culprits},
-                             {"why", verdict.why},
-                             {"summary", summary()},
-                             {"ranks", nlohmann::json::array()}};
+  nlohmann::json document = {
+      {"attempt", attempt}, {"host", host},         {"stall_timeout", timeoutText},    {"culprits", verdict.culprits},
+      {"why", verdict.why}, {"summary", summary()}, {"ranks", nlohmann::json::array()}};
   for (const RankEvidence& rank : ranks) {
-    document["ranks"].push_back({{"rank", rank.rank},
-                                 {"host", rank.host},
-                                 {"pid", rank.pid},
-                                 {"counter", rank.counter ? nlohmann::json(*rank.counter) : nlohmann::json()},
-                                 {"silent_seconds", rank.silentSeconds ? nlohmann::json(*rank.silentSeconds)
-                                                                       : nlohmann::json()},
-                                 {"stalled", rank.stalled},
-                                 {"stack_kind", stackKindName(rank.stack.kind)},
-                                 {"where", rank.stack.where},
-                                 {"in_collective", rank.stack.inCollective},
-                                 {"waiting_in", rank.stack.waitingIn},
-                                 {"stack", rank.stack.text}});
+    document["ranks"].push_back(
+        {{"rank", rank.rank},
+         {"host", rank.host},
+         {"pid", rank.pid},
+         {"counter", rank.counter ? nlohmann::json(*rank.counter) : nlohmann::json()},
+         {"silent_seconds", rank.silentSeconds ? nlohmann::json(*rank.silentSeconds) : nlohmann::json()},
+         {"stalled", rank.stalled},
+         {"stack_kind", stackKindName(rank.stack.kind)},
+         {"where", rank.stack.where},
+         {"in_collective", rank.stack.inCollective},
+         {"waiting_in", rank.stack.waitingIn},
+         {"stack", rank.stack.text}});
   }
   return document;
 }

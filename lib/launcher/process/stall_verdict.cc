@@ -53,8 +53,8 @@ std::optional<StallVerdict> byStacks(const std::vector<RankEvidence>& ranks) {
     verdict.why += "rank " + std::to_string(other->rank) + " is " +
                    (other->stack.kind == StackSample::Kind::Stopped ? "" : "in ") + other->stack.where;
   }
-  verdict.why += "; " + rankListText(waiting) + (waiting.size() == 1 ? " waits" : " wait") + " in " +
-                 waitingText(waiters);
+  verdict.why +=
+      "; " + rankListText(waiting) + (waiting.size() == 1 ? " waits" : " wait") + " in " + waitingText(waiters);
   return verdict;
 }
 
@@ -89,8 +89,9 @@ StallVerdict judgeStall(const std::vector<RankEvidence>& ranks) {
   if (auto verdict = byCounters(ranks)) return *verdict;
   if (auto verdict = byStacks(ranks)) return *verdict;
   if (auto verdict = bySilence(ranks)) return *verdict;
-  return StallVerdict{{}, "cannot tell which rank caused it: the progress counters and stacks do not tell the ranks "
-                          "apart (every stack is shown)"};
+  return StallVerdict{{},
+                      "cannot tell which rank caused it: the progress counters and stacks do not tell the ranks "
+                      "apart (every stack is shown)"};
 }
 
 }  // namespace pltrun

@@ -15,7 +15,8 @@ namespace {
 // It opens the worker's stack file and registers faulthandler on pltrun's stack signal:
 // pltrun then reads every thread's stack without stopping the process. It changes nothing
 // else, and imports the sitecustomize it shadows (the system's, a virtualenv's, a test's).
-constexpr const char* kPythonHook = R"(# pltrun's Python hook: stack dumps for stall reports (see pltrun's README, "Hangs").
+constexpr const char* kPythonHook =
+    R"(# pltrun's Python hook: stack dumps for stall reports (see pltrun's README, "Hangs").
 import os
 import sys
 

@@ -31,7 +31,7 @@ struct WorkerGroup::Worker {
   pid_t pid = 0;
   std::optional<ProcessEnd> end;
   std::chrono::system_clock::time_point endTime;
-  bool retired = false;  ///< its group killed and forgotten, the leader reaped
+  bool retired = false;      ///< its group killed and forgotten, the leader reaped
   std::string expiredTimer;  ///< torch's FileTimer killed it
 };
 
@@ -139,9 +139,10 @@ void WorkerGroup::onStall(const std::vector<size_t>& stalled) {
   const bool allWaiting = std::all_of(report.ranks.begin(), report.ranks.end(),
                                       [](const RankEvidence& rank) { return rank.stack.inCollective; });
   if (allWaiting && settings_.unexplainedStallGrace.count() > 0) {
-    spdlog::warn("every worker here waits in a collective: the culprit is on another node; ending the round in {} s "
-                 "unless that node does first",
-                 settings_.unexplainedStallGrace.count() / 1000.0);
+    spdlog::warn(
+        "every worker here waits in a collective: the culprit is on another node; ending the round in {} s "
+        "unless that node does first",
+        settings_.unexplainedStallGrace.count() / 1000.0);
     stallGraceTimer_->expireAfter(settings_.unexplainedStallGrace, [this, report, first = stalled.front()] {
       if (finished_ || stopping_ || rootCause_ != nullptr || running_ == 0) return;
       stopForStall(report, first);

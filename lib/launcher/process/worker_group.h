@@ -30,7 +30,7 @@ struct WorkerSpec {
   OutputRoute stdoutRoute;
   OutputRoute stderrRoute;
   std::string errorFile;
-  std::string label;  ///< in pltrun's messages, e.g. "host h2"; empty: "rank N"
+  std::string label;          ///< in pltrun's messages, e.g. "host h2"; empty: "rank N"
   std::string heartbeatPath;  ///< PLTRUN_HEARTBEAT, bound before it starts; empty: none
   std::string stackFile;      ///< PLTRUN_STACK_FILE; empty: no Python stack dumps
 };

@@ -8,7 +8,11 @@ namespace pltrun {
 
 Supervisor::Supervisor(boost::asio::io_context& context, SupervisorOptions options, OrphanGuard& guard,
                        ProcessRuntime runtime)
-    : context_(context), options_(std::move(options)), guard_(guard), runtime_(runtime), events_(options_.eventLogPath) {}
+    : context_(context),
+      options_(std::move(options)),
+      guard_(guard),
+      runtime_(runtime),
+      events_(options_.eventLogPath) {}
 
 int Supervisor::run(const AttemptPlanner& planAttempt) {
   GroupRunner runner(context_);

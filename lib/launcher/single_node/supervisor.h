@@ -23,10 +23,10 @@ struct SupervisorOptions {
   std::string host;
   std::optional<std::string> reportPath;  ///< where the failure report's JSON goes, if anywhere
   SlurmSignalReach slurmSignalReach = SlurmSignalReach::TaskGroup;  ///< under srun: Slurm's own signals
-  std::optional<StallTimeout> stallTimeout;                          ///< --stall-timeout
-  int stackSignal = 0;                                               ///< pltrun's Python hook's
-  std::optional<std::string> eventLogPath;                           ///< events.jsonl (stalls), if anywhere
-  FileTimerServer* fileTimer = nullptr;                              ///< torch's FileTimer, when served
+  std::optional<StallTimeout> stallTimeout;                         ///< --stall-timeout
+  int stackSignal = 0;                                              ///< pltrun's Python hook's
+  std::optional<std::string> eventLogPath;                          ///< events.jsonl (stalls), if anywhere
+  FileTimerServer* fileTimer = nullptr;                             ///< torch's FileTimer, when served
 };
 
 /// What the supervisor does once an attempt's group has ended.

@@ -1,0 +1,190 @@
+// Hangs without torch (README "Hangs"): what counts as a stall and what never does, a C++
+// worker beating through libpltrun, hostile datagrams, and torch's FileTimer watchdog with
+// real torch workers. The torch DDP stalls are cells of the torch matrix.
+
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "e2e/torch_runtimes.h"
+#include "helpers/child_process.h"
+
+using namespace pltrun::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// The C++ worker that beats through libpltrun (helpers/heartbeat_worker.cc).
+std::string heartbeatWorker() { return HEARTBEAT_WORKER_BINARY; }
+
+std::vector<std::string> splitLines(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  for (size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
+    lines.push_back(text.substr(start, end - start));
+  }
+  return lines;
+}
+
+// A Python worker (Debian's python3, no torch needed) given as `-c` source.
+std::vector<std::string> python(const std::string& source) { return {"--no-python", "/usr/bin/python3", "-c", source}; }
+
+std::vector<std::string> with(std::vector<std::string> flags, const std::vector<std::string>& program) {
+  flags.insert(flags.end(), program.begin(), program.end());
+  return flags;
+}
+
+const std::string kBeat =
+    "import os, socket, sys, time\n"
+    "def beat(step):\n"
+    "    socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(str(step).encode(), os.environ['PLTRUN_HEARTBEAT'])\n"
+    "rank = int(os.environ['RANK'])\n";
+
+}  // namespace
+
+TEST_CASE("stall: a worker that never sends a heartbeat is never stopped", "[stall]") {
+  Finished run = runPltrun(with({"--nproc-per-node", "2", "--stall-timeout", "0.5"},
+                                python("import time, os\nassert os.environ['PLTRUN_HEARTBEAT']\ntime.sleep(2.5)")));
+  INFO(run.err);
+  CHECK(run.status == 0);
+  CHECK_FALSE(contains(run.err, "stall"));
+}
+
+TEST_CASE("stall: a worker that beats and then ends normally is not a stall", "[stall]") {
+  Finished run = runPltrun(with({"--nproc-per-node", "2", "--stall-timeout", "0.5"},
+                                python(kBeat + "beat(0)\n"
+                                               "if rank == 0: sys.exit(0)\n"
+                                               "for step in range(25): beat(step); time.sleep(0.1)\n")));
+  INFO(run.err);
+  CHECK(run.status == 0);
+  CHECK_FALSE(contains(run.err, "stall"));
+}
+
+TEST_CASE("stall: a silent rank is named, its stack shown, the job exits 124 with failure.json and events", "[stall]") {
+  TempDir logs;
+  Finished run = runPltrun(with({"--nproc-per-node", "3", "--stall-timeout", "1", "--term-timeout", "2", "--log-dir",
+                                 logs.path(), "--rdzv-id", "hang"},
+                                python(kBeat + "def wait_forever():\n    time.sleep(3600)\n"
+                                               "for step in range(100):\n"
+                                               "    beat(step)\n"
+                                               "    if rank == 1 and step == 3: wait_forever()\n"
+                                               "    time.sleep(0.05)\n")));
+  INFO(run.err);
+  CHECK(run.status == 124);
+  CHECK(contains(run.err, "culprit: rank 1 is behind: progress counter 3"));
+  CHECK(contains(run.err, "line 6 in wait_forever"));  // its Python stack: file, line, function
+  const nlohmann::json report = nlohmann::json::parse(readFile(logs / "hang/failure.json"));
+  CHECK(report["root_cause"]["rank"] == 1);
+  CHECK(report["root_cause"]["stall"]["culprits"] == nlohmann::json::array({1}));
+  bool eventSeen = false;
+  for (const std::string& line : splitLines(readFile(logs / "hang/events.jsonl"))) {
+    const nlohmann::json event = nlohmann::json::parse(line);
+    if (event["event"] != "stall_detected") continue;
+    eventSeen = true;
+    for (const auto& rank : event["ranks"]) {
+      if (rank["rank"] != 1) continue;
+      CHECK(rank["stalled"] == true);
+      CHECK(rank["silent_seconds"].get<double>() <= 2.0);  // within the timeout + 1 s
+      CHECK(rank["stack_kind"] == "python");
+    }
+  }
+  CHECK(eventSeen);
+}
+
+TEST_CASE("stall: heartbeats from a worker's child process count for the worker", "[stall]") {
+  // The worker itself never beats; its child does, then stops while the worker lives on.
+  Finished run = runPltrun(with({"--nproc-per-node", "1", "--stall-timeout", "1", "--term-timeout", "1"},
+                                python(kBeat + "import subprocess\n"
+                                               "child = 'import os, socket, time\\n' + "
+                                               "'for s in range(5):\\n' + "
+                                               "'    socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(b\"1\", "
+                                               "os.environ[\"PLTRUN_HEARTBEAT\"]); time.sleep(0.1)'\n"
+                                               "subprocess.run([sys.executable, '-c', child], check=True)\n"
+                                               "time.sleep(30)\n")));
+  INFO(run.err);
+  CHECK(run.status == 124);
+  CHECK(contains(run.err, "rank 0 stalled"));
+}
+
+TEST_CASE("stall: a C++ worker beating through libpltrun is named when it stops", "[stall][client]") {
+  Finished run = runPltrun(
+      {"--nproc-per-node", "3", "--stall-timeout", "1", "--term-timeout", "1", heartbeatWorker(), "250", "2"});
+  INFO(run.err);
+  CHECK(run.status == 124);
+  CHECK(contains(run.err, "culprit: rank 2 is behind: progress counter 5"));
+  // Its native stack where eu-stack is installed (scripts/install-deps.sh), else the kernel's view.
+  CHECK((contains(run.err, "nanosleep") || contains(run.err, "kernel wait")));
+}
+
+TEST_CASE("stall: with --max-restarts a stalled group restarts and can succeed", "[stall]") {
+  Finished run = runPltrun({"--nproc-per-node", "2", "--stall-timeout", "1", "--term-timeout", "1", "--max-restarts",
+                            "1", heartbeatWorker(), "60", "1"});
+  INFO(run.err);
+  CHECK(run.status == 0);
+  CHECK(contains(run.err, "restarting the worker group (1 of 1 restarts) after rank 1 stalled"));
+}
+
+TEST_CASE("stall: hostile datagrams neither crash pltrun nor stall anyone", "[stall][hostile]") {
+  // Huge, empty, binary and negative payloads, then a flood, from the worker itself; the
+  // socket's directory is private (mode 0700) so no other user reaches it.
+  const std::string source =
+      kBeat +
+      "path = os.environ['PLTRUN_HEARTBEAT']\n"
+      "assert os.stat(os.path.dirname(path)).st_mode & 0o777 == 0o700\n"
+      "s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_NONBLOCK)\n"
+      "for payload in [b'x' * 65000, b'', b'\\xff\\xfe\\x00', b'-5', b'99999999999999999999999']:\n"
+      "    s.sendto(payload, path)\n"
+      "sent = 0\n"
+      "deadline = time.time() + 1.5\n"
+      "while time.time() < deadline:\n"
+      "    try:\n"
+      "        s.sendto(b'7', path); sent += 1\n"
+      "    except BlockingIOError:\n"
+      "        pass\n"
+      "print('sent', sent)\n"
+      "for step in range(10): beat(step); time.sleep(0.05)\n";
+  Finished run = runPltrun(with({"--nproc-per-node", "2", "--stall-timeout", "1"}, python(source)));
+  INFO(run.out << run.err);
+  CHECK(run.status == 0);
+  CHECK(contains(run.out, "sent "));
+  CHECK_FALSE(contains(run.err, "stall"));
+}
+
+namespace {
+
+const std::string kTimerScript = std::string(TESTS_SOURCE_DIR) + "/e2e/torch_file_timer.py";
+
+void checkFileTimer(const TorchRuntime& torch) {
+  if (!torch.available()) return;
+  TempDir dir;
+  std::vector<std::string> env = torch.workerEnvironment(dir.path());
+  env.push_back("TORCHELASTIC_ENABLE_FILE_TIMER=1");
+  ChildProcess pltrun(pltrunCommand({"--nproc-per-node", "2", "--term-timeout", "2", kTimerScript}), env);
+  Finished run = pltrun.wait(std::chrono::seconds(120));
+  INFO(run.out << run.err);
+  CHECK(run.status == 128 + 9);  // rank 1 asked for SIGKILL
+  CHECK(contains(run.err, "rank 1: its FileTimer scope 'step2' expired"));
+  CHECK(contains(run.err, "rank 1 (local rank 1)"));
+  CHECK(contains(run.out, "[rank 0] done 0"));
+}
+
+}  // namespace
+
+TEST_CASE("stall: torch's FileTimer watchdog kills the worker whose timer expired, torch 1.13", "[stall][torch]") {
+  checkFileTimer(torch113());
+}
+
+TEST_CASE("stall: torch's FileTimer watchdog kills the worker whose timer expired, torch 2.6",
+          "[stall][torch][torch2]") {
+  checkFileTimer(torch26());
+}
+
+TEST_CASE("stall: a bad --stall-timeout is one line, exit 2", "[stall][bad_input]") {
+  Finished run = runPltrun({"--stall-timeout", "soon", "/bin/true"});
+  CHECK(run.status == 2);
+  CHECK(contains(run.err, "--stall-timeout: 'soon' is not valid"));
+}
