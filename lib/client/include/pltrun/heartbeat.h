@@ -9,9 +9,9 @@
 //     pltrun::heartbeat(step);
 //   }
 //
-// Made to be called in the hot loop: about a microsecond, it never blocks (a launcher that
-// stops reading cannot stall the worker), never throws and reports no error, and does
-// nothing outside pltrun (PLTRUN_HEARTBEAT unset or empty).
+// Made to be called in the hot loop: a few microseconds (one sendto), it never blocks (a
+// launcher that stops reading cannot stall the worker), never throws and reports no error,
+// and does nothing outside pltrun (PLTRUN_HEARTBEAT unset or empty).
 
 namespace pltrun {
 

@@ -62,7 +62,7 @@ pltrun_status pltrun_sampler_indices(uint64_t dataset_size, int rank, int world_
                                      uint64_t epoch, int drop_last, int unequal_shards, uint64_t* indices);
 
 /* One heartbeat for pltrun's hang detection (pltrun/heartbeat.h): `step` is the progress
- * counter, a negative step a heartbeat without one. About a microsecond; never blocks, has
+ * counter, a negative step a heartbeat without one. A few microseconds; never blocks, has
  * no status (it cannot fail in a way the caller could act on), and does nothing outside
  * pltrun (PLTRUN_HEARTBEAT unset). */
 void pltrun_heartbeat(long long step);
