@@ -1,5 +1,6 @@
 #include "launcher/process/heartbeat_socket.h"
 
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -26,7 +27,17 @@ int boundSocket(const std::string& path) {
   }
   std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
   const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw Error(ErrorCode::System, std::string("cannot make a heartbeat socket: ") + std::strerror(errno));
+  if (fd < 0) {
+    const int error = errno;
+    rlimit limit{};
+    getrlimit(RLIMIT_NOFILE, &limit);
+    const std::string hint = error == EMFILE || error == ENFILE
+                                 ? "; each worker needs about 5 descriptors (its pipes and heartbeat socket) and the "
+                                   "open-file limit is " +
+                                       std::to_string(limit.rlim_cur) + ": raise it (ulimit -n) or start fewer workers"
+                                 : "";
+    throw Error(ErrorCode::System, std::string("cannot make a heartbeat socket: ") + std::strerror(error) + hint);
+  }
   const int on = 1;
   setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof on);
   if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {

@@ -34,7 +34,7 @@ std::string startHint(int error) {
   if (error == EMFILE || error == ENFILE) {
     rlimit limit{};
     getrlimit(RLIMIT_NOFILE, &limit);
-    return "; each worker needs about 4 descriptors (its pipes) and the open-file limit is " +
+    return "; each worker needs about 5 descriptors (its pipes and heartbeat socket) and the open-file limit is " +
            std::to_string(limit.rlim_cur) + ": raise it (ulimit -n) or start fewer workers";
   }
   if (error == EAGAIN) return "; the process limit (ulimit -u) is reached: raise it or start fewer workers";
