@@ -13,7 +13,6 @@
 
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,12 +20,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "bench/bench_command_line.h"
+#include "helpers/bound_datagram_socket.h"
 #include "pltrun/heartbeat.h"
 
 namespace {
@@ -39,41 +38,8 @@ constexpr const char* kHelp =
     "Times N calls of pltrun::heartbeat(step) R times against a receiver that drains, one that\n"
     "is full, and none (PLTRUN_HEARTBEAT unset); prints the median ns per call of each.\n";
 
-[[noreturn]] void fail(const std::string& what) {
-  std::fprintf(stderr, "%s: %s: %s\n", kProgram, what.c_str(), std::strerror(errno));
-  std::exit(1);
-}
-
 // The receiving socket, its path and its directory, removed at the end.
-class Receiver {
- public:
-  Receiver() {
-    char pattern[] = "/tmp/pltrun-heartbeat-bench-XXXXXX";
-    if (mkdtemp(pattern) == nullptr) fail("mkdtemp");
-    directory_ = pattern;
-    path_ = directory_ + "/beat.sock";
-    fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd_ < 0) fail("socket");
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    std::strcpy(address.sun_path, path_.c_str());
-    if (bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) fail("bind " + path_);
-  }
-  ~Receiver() {
-    close(fd_);
-    unlink(path_.c_str());
-    rmdir(directory_.c_str());
-  }
-  Receiver(const Receiver&) = delete;
-  Receiver& operator=(const Receiver&) = delete;
-
-  int fd() const { return fd_; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string directory_, path_;
-  int fd_ = -1;
-};
+using Receiver = pltrun::test::BoundDatagramSocket;
 
 // Reads every datagram until stopped, counting them, as pltrun's event loop would.
 class Drain {
@@ -131,7 +97,7 @@ void report(const char* name, const std::vector<double>& runs, long calls, const
 }
 
 void benchDrained(long calls, long runs) {
-  Receiver receiver;
+  Receiver receiver("pltrun-heartbeat-bench");
   setenv("PLTRUN_HEARTBEAT", receiver.path().c_str(), 1);
   pltrun::heartbeat(0);  // the first call opens the process's socket: not measured
   std::vector<double> times;
@@ -149,7 +115,7 @@ void benchDrained(long calls, long runs) {
 }
 
 void benchFull(long calls, long runs) {
-  Receiver receiver;
+  Receiver receiver("pltrun-heartbeat-bench");
   setenv("PLTRUN_HEARTBEAT", receiver.path().c_str(), 1);
   for (int step = 0; step < 1000; ++step) pltrun::heartbeat(step);  // fill the queue
   std::vector<double> times;
@@ -178,8 +144,13 @@ int main(int argc, char** argv) {
       bench::usageError(kProgram, "unknown flag " + flag);
     }
   });
-  benchDrained(calls, runs);
-  benchFull(calls, runs);
+  try {
+    benchDrained(calls, runs);
+    benchFull(calls, runs);
+  } catch (const std::runtime_error& error) {  // the receiving socket could not be made
+    std::fprintf(stderr, "%s: %s\n", kProgram, error.what());
+    return 1;
+  }
   benchUnset(calls, runs);
   return 0;
 }

@@ -19,50 +19,26 @@
 #include "pltrun/heartbeat.h"
 #include "pltrun/pltrun.h"
 #include "scoped_env.h"
+#include "tests/helpers/bound_datagram_socket.h"
 
 using pltrun_test::ScopedEnv;
 
 namespace {
 
-// A Unix datagram socket bound in a fresh temporary directory, as pltrun's receiver is
-// (that one is non-blocking too); the socket, its path and the directory go with it.
-class Receiver {
+// pltrun's end of a worker's heartbeat socket (non-blocking, as pltrun's is).
+class Receiver : public pltrun::test::BoundDatagramSocket {
  public:
-  Receiver() {
-    char pattern[] = "/tmp/pltrun-heartbeat-test-XXXXXX";
-    REQUIRE(mkdtemp(pattern) != nullptr);
-    directory_ = pattern;
-    path_ = directory_ + "/beat.sock";
-    fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    REQUIRE(fd_ >= 0);
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    std::strcpy(address.sun_path, path_.c_str());
-    REQUIRE(bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
-  }
-  ~Receiver() {
-    close(fd_);
-    unlink(path_.c_str());
-    rmdir(directory_.c_str());
-  }
-  Receiver(const Receiver&) = delete;
-  Receiver& operator=(const Receiver&) = delete;
-
-  const std::string& path() const { return path_; }
+  Receiver() : BoundDatagramSocket("pltrun-heartbeat-test", SOCK_NONBLOCK) {}
 
   /// The next datagram's payload, waiting up to `timeout`; none when nothing came.
   std::optional<std::string> receive(std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
-    pollfd ready{fd_, POLLIN, 0};
+    pollfd ready{fd(), POLLIN, 0};
     if (poll(&ready, 1, static_cast<int>(timeout.count())) != 1) return std::nullopt;
     char data[64];
-    const ssize_t size = recv(fd_, data, sizeof data, MSG_DONTWAIT);
+    const ssize_t size = recv(fd(), data, sizeof data, MSG_DONTWAIT);
     if (size < 0) return std::nullopt;
     return std::string(data, static_cast<size_t>(size));
   }
-
- private:
-  std::string directory_, path_;
-  int fd_ = -1;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <boost/asio/post.hpp>
 #include <cstring>
 
+#include "launcher/plan/text_parsing.h"
 #include "pltrun/error.h"
 
 namespace pltrun {
@@ -77,17 +78,13 @@ Received receiveOne(int fd, std::string& payload) {
 }  // namespace
 
 std::optional<long long> heartbeatCounter(std::string_view payload) {
-  size_t first = payload.find_first_not_of(" \t\r\n");
-  size_t last = payload.find_last_not_of(" \t\r\n");
+  constexpr std::string_view kSpace = " \t\r\n";
+  const size_t first = payload.find_first_not_of(kSpace);
   if (first == std::string_view::npos) return std::nullopt;
-  const std::string_view digits = payload.substr(first, last - first + 1);
-  if (digits.size() > 18) return std::nullopt;  // fits in a long long, no overflow check needed
-  long long value = 0;
-  for (char c : digits) {
-    if (c < '0' || c > '9') return std::nullopt;
-    value = value * 10 + (c - '0');
-  }
-  return value;
+  const std::string_view text = payload.substr(first, payload.find_last_not_of(kSpace) - first + 1);
+  // No sign, and at most 18 digits (any such number fits in a long long).
+  if (text.size() > 18 || text.front() == '-') return std::nullopt;
+  return parseInteger(text);
 }
 
 HeartbeatSocket::HeartbeatSocket(boost::asio::io_context& context, std::string path)

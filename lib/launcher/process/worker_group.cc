@@ -133,7 +133,7 @@ void WorkerGroup::becomeRootCause(Worker& worker, const RootCauseNotice& notice)
 // failure like any other, with the culprit (or the first stalled worker) as its root cause.
 void WorkerGroup::onStall(const std::vector<size_t>& stalled) {
   if (finished_ || stopping_ || rootCause_ != nullptr || running_ == 0) return;
-  StallReport report = diagnoseStall(stalled);
+  StallReport report = diagnoseStall();
   console_.write(report.text(), true);
   if (settings_.onStall) settings_.onStall(report);
   const bool allWaiting = std::all_of(report.ranks.begin(), report.ranks.end(),
@@ -169,7 +169,9 @@ void WorkerGroup::stopForStall(const StallReport& report, size_t firstStalled) {
   signalRunningWorkers(SIGCONT);
 }
 
-StallReport WorkerGroup::diagnoseStall(const std::vector<size_t>& stalled) {
+// Every running worker's evidence. Its `stalled` flag is the monitor's own judgement at this
+// turn of the loop, the same one that reported the stall: no heartbeat was read in between.
+StallReport WorkerGroup::diagnoseStall() {
   StallReport report;
   report.attempt = settings_.attempt;
   report.host = settings_.host;
@@ -187,7 +189,6 @@ StallReport WorkerGroup::diagnoseStall(const std::vector<size_t>& stalled) {
     evidence.rank = running[index]->spec.rank;
     evidence.host = settings_.host;
     evidence.pid = running[index]->pid;
-    evidence.stalled = evidence.stalled || std::count(stalled.begin(), stalled.end(), running[index]->index) > 0;
     evidence.stack = stacks[index];
     report.ranks.push_back(evidence);
   }

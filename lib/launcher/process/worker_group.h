@@ -117,7 +117,7 @@ class WorkerGroup {
   void onWorkerEnd(Worker& worker, ProcessEnd end);
   void onStall(const std::vector<size_t>& stalled);
   void stopForStall(const StallReport& report, size_t firstStalled);
-  StallReport diagnoseStall(const std::vector<size_t>& stalled);
+  StallReport diagnoseStall();
   void becomeRootCause(Worker& worker, const RootCauseNotice& notice);
   void stopRunningWorkers(int signal);  ///< signal 0: none is sent, the grace period starts
   void killRunningWorkers();
