@@ -373,9 +373,15 @@ void ElasticRendezvous::reportSucceeded(const RoundInfo& info) {
   if (endRound(info.round, succeeded).reason == RoundEnd::Reason::Succeeded) closeJob(succeeded);
 }
 
-void ElasticRendezvous::reportNodeState(const RoundInfo& info, const std::string& state, int workersRunning) {
-  store_.set(roundKey(info.round, "state/" + std::to_string(info.slot)),
-             nlohmann::json{{"state", state}, {"workers", workersRunning}}.dump());
+void ElasticRendezvous::reportNodeState(const RoundInfo& info, const std::string& state, int workersRunning,
+                                        const std::vector<RankProgress>& ranks) {
+  nlohmann::json value = {{"state", state}, {"workers", workersRunning}};
+  for (const RankProgress& rank : ranks) {
+    value["ranks"].push_back({{"rank", rank.rank},
+                              {"step", rank.step ? nlohmann::json(*rank.step) : nlohmann::json()},
+                              {"silent", rank.silentSeconds ? nlohmann::json(*rank.silentSeconds) : nlohmann::json()}});
+  }
+  store_.set(roundKey(info.round, "state/" + std::to_string(info.slot)), value.dump());
 }
 
 void ElasticRendezvous::closeJob(const RoundEnd& why) { store_.compareSet(jobKey("closed"), "", why.toJson()); }

@@ -17,6 +17,10 @@
 //   rR/end             RoundEnd: why the round is over (first writer wins); every agent of
 //                      the round leaves a close notice here, so its death ends the round
 //   rR/beat/I          heartbeat counter of slot I (see RoundWatcher)
+//   rR/state/I         what slot I's workers are doing, for `pltrun status`: {"state",
+//                      "workers", and while they run "ranks": [{"rank", "step", "silent"}],
+//                      each worker's progress counter and seconds since its heartbeat}
+//   rR/master_port     the port of the round's workers' store, published by node rank 0
 //   rR/done, rR/left   nodes whose workers succeeded; agents that passed the exit barrier
 //
 // Ranks are deterministic (see assignNodeRanks), so an unchanged membership keeps them.
@@ -36,6 +40,13 @@ namespace pltrun::rdzv {
 
 /// Where a job's keys live in the store: "pltrun/rdzv/RUN_ID/" (on etcd under etcd_prefix).
 inline std::string jobKeyPrefix(const std::string& runId) { return "pltrun/rdzv/" + runId + "/"; }
+
+/// One worker's heartbeats (PLTRUN_HEARTBEAT), as its agent publishes them in rR/state/I.
+struct RankProgress {
+  int rank = 0;
+  std::optional<long long> step;        ///< its last progress counter
+  std::optional<double> silentSeconds;  ///< since its last heartbeat; none: it never sent one
+};
 
 struct ElasticRendezvousOptions {
   std::string runId;
@@ -108,8 +119,10 @@ class ElasticRendezvous {
   std::optional<int> lastMemberRound() const { return lastMemberRound_; }
 
   /// What this node's workers are doing, for `pltrun status`: "running", "failed" or
-  /// "succeeded", with how many of them run. One write at each change (three a round at most).
-  void reportNodeState(const RoundInfo& info, const std::string& state, int workersRunning);
+  /// "succeeded", with how many of them run, and while they run their heartbeats. One write
+  /// at each change, and every few seconds while workers that send heartbeats run.
+  void reportNodeState(const RoundInfo& info, const std::string& state, int workersRunning,
+                       const std::vector<RankProgress>& ranks = {});
 
   /// The key of `name` in `round`, e.g. roundKey(3, "end") = "pltrun/rdzv/RUN/r3/end".
   std::string roundKey(int round, const std::string& name) const;

@@ -18,9 +18,6 @@ namespace {
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-// The C++ worker that beats through libpltrun (helpers/heartbeat_worker.cc).
-std::string heartbeatWorker() { return HEARTBEAT_WORKER_BINARY; }
-
 std::vector<std::string> splitLines(const std::string& text) {
   std::vector<std::string> lines;
   size_t start = 0;

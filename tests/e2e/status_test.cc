@@ -122,6 +122,37 @@ TEST_CASE("pltrun status follows a 2-agent job: waiting, running, restarted, end
   CHECK_THAT(endedText.out, Catch::Contains("finished with status 0"));
 }
 
+TEST_CASE("pltrun status shows each node's slowest rank from its workers' heartbeats", "[status][elastic][stall]") {
+  TempDir dir;
+  StandaloneStore store(dir);
+  const std::string endpoint = store.endpoint();
+  // C++ workers beating through libpltrun every 20 ms for 12 s, none of them stalling.
+  auto agent = [&](const std::string& name) {
+    return pltrunCommand({"--nnodes", "2", "--nproc-per-node", "2", "--rdzv-endpoint", endpoint, "--rdzv-id", "watched",
+                          "--rdzv-conf", kConf + ",is_host=0,node_name=" + name, heartbeatWorker(), "600", "-1"});
+  };
+  ChildProcess first(agent("node-a"));
+  ChildProcess second(agent("node-b"));
+  json running = statusWhen(endpoint, [](const json& v) {
+    return v["state"] == "running" && v["nodes"].size() == 2 && v["nodes"][0]["slowest_rank"].is_number() &&
+           v["nodes"][1]["slowest_rank"].is_number();
+  });
+  for (int node = 0; node < 2; ++node) {
+    const json& row = running["nodes"][node];
+    INFO(row.dump());
+    const int rank = row["slowest_rank"].get<int>();
+    CHECK((rank == 2 * node || rank == 2 * node + 1));  // one of this node's own ranks
+    REQUIRE(row["slowest_step"].is_number_integer());
+    CHECK(row["slowest_step"].get<long long>() >= 0);
+    REQUIRE(row["slowest_heartbeat_age_s"].is_number());
+    CHECK(row["slowest_heartbeat_age_s"].get<double>() < 1.0);  // they beat every 20 ms
+  }
+  Finished text = status(endpoint);
+  CHECK_THAT(text.out, Catch::Contains("slowest rank") && Catch::Contains(", step "));
+  CHECK(first.wait(60s).status == 0);
+  CHECK(second.wait(60s).status == 0);
+}
+
 TEST_CASE("pltrun status names the node that is missing while the job re-forms", "[status][elastic]") {
   TempDir dir;
   StandaloneStore store(dir);

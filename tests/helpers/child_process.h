@@ -59,6 +59,11 @@ std::vector<std::string> pltrunCommand(const std::vector<std::string>& args);
 /// The test worker binary's path.
 std::string testWorker();
 
+#ifdef HEARTBEAT_WORKER_BINARY
+/// The C++ worker that beats through libpltrun (helpers/heartbeat_worker.cc): e2e tests only.
+inline std::string heartbeatWorker() { return HEARTBEAT_WORKER_BINARY; }
+#endif
+
 /// True once `pid` no longer exists (a zombie left for init to reap counts as gone).
 bool processGone(pid_t pid);
 /// Waits up to `timeout` for every pid to be gone; returns the ones still alive.

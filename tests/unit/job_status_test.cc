@@ -151,3 +151,37 @@ TEST_CASE("status: a heartbeat's age is the time since its counter was seen to m
   CHECK(tracker.allMoved(3, 2));
   CHECK(tracker.ages(4, start).empty());
 }
+
+TEST_CASE("status: each node's slowest rank from its published heartbeats: lowest step, then longest silence",
+          "[status]") {
+  JobKeys keys = runningJob();
+  keys["r1/state/1"] =
+      R"({"state":"running","workers":2,"ranks":[{"rank":2,"step":40,"silent":0.1},{"rank":3,"step":37,"silent":2.5}]})";
+  keys["r1/state/2"] =
+      R"({"state":"running","workers":2,"ranks":[{"rank":0,"step":9,"silent":0.2},{"rank":1,"step":9,"silent":0.7}]})";
+  const JobStatus status = evaluateJob("job", "h:1", keys, {{1, 0.4}, {2, 0.2}});
+  REQUIRE(status.nodes.size() == 2);
+  // Node rank 0 (slot 2): equal steps, the longer silence; node rank 1 (slot 1): the lower step.
+  CHECK(status.nodes[0].slowestRank == std::optional<int>(1));
+  CHECK(status.nodes[0].slowestSilence == std::optional<double>(0.7));
+  CHECK(status.nodes[1].slowestRank == std::optional<int>(3));
+  CHECK(status.nodes[1].slowestStep == std::optional<long long>(37));
+  CHECK_THAT(renderStatusText(status), Catch::Contains("rank 3, step 37, 2.5 s ago"));
+  const nlohmann::json json = statusJson(status);
+  CHECK(json["nodes"][1]["slowest_rank"] == 3);
+  CHECK(json["nodes"][1]["slowest_step"] == 37);
+  CHECK(json["nodes"][1]["slowest_heartbeat_age_s"] == 2.5);
+}
+
+TEST_CASE("status: workers without heartbeats, and malformed published ranks, show no slowest rank", "[status]") {
+  JobKeys keys = runningJob();
+  keys["r1/state/1"] = R"({"state":"running","workers":2,"ranks":[{"rank":2,"step":null,"silent":null},)"
+                       R"({"rank":"x","step":1,"silent":0.1},{"step":1,"silent":0.1},7]})";
+  keys["r1/state/2"] = R"({"state":"running","workers":2,"ranks":{"rank":0}})";
+  const JobStatus status = evaluateJob("job", "h:1", keys, {{1, 0.4}, {2, 0.2}});
+  REQUIRE(status.nodes.size() == 2);
+  CHECK_FALSE(status.nodes[0].slowestRank);
+  CHECK_FALSE(status.nodes[1].slowestRank);
+  CHECK(statusJson(status)["nodes"][0]["slowest_rank"].is_null());
+  CHECK_THAT(renderStatusText(status), Catch::Contains("running   -"));
+}

@@ -19,6 +19,9 @@ using Reason = rdzv::RoundEnd::Reason;
 
 // How often an agent whose workers are done says how many nodes have finished.
 constexpr std::chrono::seconds kProgressInterval{10};
+// How often the workers' heartbeats go to the store for `pltrun status`: one small write
+// per node, and only for workers that send heartbeats.
+constexpr std::chrono::seconds kHeartbeatPublishInterval{2};
 
 // A port read from the store: anything else there is a clear error naming the key.
 int parsePortValue(const std::string& key, const std::string& value) {
@@ -55,10 +58,13 @@ RoundReport RoundRun::run() {
                                          session_.runtime);
   if (session_.fileTimer) session_.fileTimer->serve(group_.get());
   session_.runner.start(*group_, specs);
-  publishState("running", static_cast<int>(specs.size()));
+  workersStarted_ = static_cast<int>(specs.size());
+  publishState("running", workersStarted_);
+  publishProgressEvery(kHeartbeatPublishInterval);
   watch();
   linkToPeer();
   const GroupOutcome outcome = session_.runner.waitForGroup();
+  progressTimer_.reset();
 
   if (session_.interruptSignal != 0 || outcome.kind == GroupOutcome::Kind::Interrupted) {
     return RoundReport{RoundReport::Kind::Interrupted, {}, false, "", outcome};
@@ -115,12 +121,31 @@ std::optional<NodePlacement> RoundRun::placeThisNode() {
 }
 
 // For `pltrun status` only: a store that does not answer is the watcher's business.
-void RoundRun::publishState(const std::string& state, int workersRunning) {
+void RoundRun::publishState(const std::string& state, int workersRunning,
+                            const std::vector<rdzv::RankProgress>& ranks) {
   try {
-    session_.rendezvous->reportNodeState(info_, state, workersRunning);
+    session_.rendezvous->reportNodeState(info_, state, workersRunning, ranks);
   } catch (const Error& error) {
     spdlog::debug("could not publish this node's state '{}': {}", state, error.what());
   }
+}
+
+// While the workers run: their progress counters and heartbeat ages, so that `pltrun status`
+// shows each node's slowest rank. Workers that never sent a heartbeat cost the store nothing.
+void RoundRun::publishProgressEvery(std::chrono::seconds interval) {
+  if (!progressTimer_) progressTimer_ = std::make_unique<boost::asio::steady_timer>(session_.context);
+  progressTimer_->expires_after(interval);
+  progressTimer_->async_wait([this, interval, alive = std::weak_ptr<bool>(alive_)](boost::system::error_code error) {
+    if (error || !alive.lock() || !progressTimer_ || end_ || storeLost_) return;
+    std::vector<rdzv::RankProgress> ranks;
+    bool anyBeat = false;
+    for (const RankEvidence& worker : group_->progress()) {
+      anyBeat = anyBeat || worker.silentSeconds.has_value();
+      ranks.push_back({worker.rank, worker.counter, worker.silentSeconds});
+    }
+    if (anyBeat) publishState("running", workersStarted_, ranks);
+    publishProgressEvery(interval);
+  });
 }
 
 // The first failure is announced at once, before this node's workers are stopped: the

@@ -5,9 +5,12 @@
 // a lost or a new node elsewhere; every node done), the store lost, or a stop signal.
 // What the job does next is the round loop's to decide (elastic_agent.cc).
 
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "launcher/agent/agent_session.h"
 #include "launcher/process/attempt_plan.h"
@@ -43,7 +46,8 @@ class RoundRun {
 
  private:
   std::optional<NodePlacement> placeThisNode();
-  void publishState(const std::string& state, int workersRunning);
+  void publishState(const std::string& state, int workersRunning, const std::vector<rdzv::RankProgress>& ranks = {});
+  void publishProgressEvery(std::chrono::seconds interval);
   void onRootCause(const WorkerSpec& spec, pid_t pid, const RootCauseNotice& notice);
   void watch();
   void linkToPeer();
@@ -61,6 +65,11 @@ class RoundRun {
   std::unique_ptr<WorkerGroup> group_;
   std::unique_ptr<rdzv::RoundWatcher> watcher_;  // after group_: destroyed before it
   std::unique_ptr<PeerLink> peerLink_;           // etcd: to the next slot of the ring
+  int workersStarted_ = 0;
+  // Publishes the workers' heartbeats while they run; the token tells a handler already
+  // queued when this round is gone.
+  std::unique_ptr<boost::asio::steady_timer> progressTimer_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 }  // namespace pltrun

@@ -32,6 +32,28 @@ json parsedOr(const std::optional<std::string>& text) {
 
 // Slot `slot` of `round` as far as the keys tell: who joined, where it was placed, what its
 // workers do. Empty when the slot's descriptor is not there (yet).
+// The slowest of a node's workers in its published "ranks" (elastic_rendezvous.h, rR/state/I):
+// the lowest step, the longest silence among equals; without steps, the longest silence.
+// Entries of the wrong shape are skipped: the store's values are not trusted.
+void readSlowestRank(const json& ranks, NodeStatus& node) {
+  if (!ranks.is_array()) return;
+  for (const json& entry : ranks) {
+    if (!entry.is_object() || !entry.contains("rank") || !entry["rank"].is_number_integer()) continue;
+    const json step = entry.value("step", json());
+    const json silent = entry.value("silent", json());
+    if (!silent.is_number()) continue;  // never sent a heartbeat
+    const std::optional<long long> entryStep =
+        step.is_number_integer() ? std::optional<long long>(step.get<long long>()) : std::nullopt;
+    const double entrySilence = silent.get<double>();
+    const bool slower = !node.slowestRank || (entryStep && (!node.slowestStep || *entryStep < *node.slowestStep)) ||
+                        (entryStep == node.slowestStep && entrySilence > node.slowestSilence.value_or(0));
+    if (!slower) continue;
+    node.slowestRank = entry["rank"].get<int>();
+    node.slowestStep = entryStep;
+    node.slowestSilence = entrySilence;
+  }
+}
+
 std::optional<NodeStatus> nodeInSlot(const JobKeys& keys, int round, int slot, JobStatus& job) {
   auto descriptorText = valueOf(keys, roundName(round, "slot/" + std::to_string(slot)));
   if (!descriptorText) return std::nullopt;
@@ -66,6 +88,7 @@ std::optional<NodeStatus> nodeInSlot(const JobKeys& keys, int round, int slot, J
   if (state.is_object() && state.value("state", "") != "") {
     node.state = state.value("state", "");
     node.workersRunning = state.value("workers", -1);
+    if (state.contains("ranks")) readSlowestRank(state["ranks"], node);
   }
   return node;
 }
@@ -249,15 +272,25 @@ std::string heartbeatText(const NodeStatus& node) {
   return text;
 }
 
+// "rank 5, step 120, 0.4 s ago", or "-" while no worker of the node sent a heartbeat.
+std::string slowestText(const NodeStatus& node) {
+  if (!node.slowestRank) return "-";
+  char text[96];
+  std::snprintf(text, sizeof text, "rank %d%s, %.1f s ago", *node.slowestRank,
+                node.slowestStep ? (", step " + std::to_string(*node.slowestStep)).c_str() : "",
+                node.slowestSilence.value_or(0));
+  return text;
+}
+
 std::string nodeRow(const NodeStatus& node) {
   char row[512];
-  std::snprintf(row, sizeof row, "  %-5s %-16s %-16s %-8s %-9s %-8s %-11s %s\n",
+  std::snprintf(row, sizeof row, "  %-5s %-16s %-16s %-8s %-9s %-8s %-11s %-9s %s\n",
                 node.nodeRank < 0 ? "-" : std::to_string(node.nodeRank).c_str(), node.host.c_str(),
                 node.address.c_str(), node.pid == 0 ? "-" : std::to_string(node.pid).c_str(), ranksText(node).c_str(),
                 node.workersRunning < 0
                     ? std::to_string(node.workers).c_str()
                     : (std::to_string(node.workersRunning) + "/" + std::to_string(node.workers)).c_str(),
-                heartbeatText(node).c_str(), node.state.c_str());
+                heartbeatText(node).c_str(), node.state.c_str(), slowestText(node).c_str());
   return row;
 }
 
@@ -271,7 +304,10 @@ json nodeJson(const NodeStatus& node) {
           {"workers", node.workers},
           {"workers_running", node.workersRunning < 0 ? json() : json(node.workersRunning)},
           {"heartbeat_age_s", node.heartbeatAge ? json(*node.heartbeatAge) : json()},
-          {"state", node.state}};
+          {"state", node.state},
+          {"slowest_rank", node.slowestRank ? json(*node.slowestRank) : json()},
+          {"slowest_step", node.slowestStep ? json(*node.slowestStep) : json()},
+          {"slowest_heartbeat_age_s", node.slowestSilence ? json(*node.slowestSilence) : json()}};
 }
 
 }  // namespace
@@ -280,8 +316,8 @@ std::string renderStatusText(const JobStatus& status) {
   std::string text = summaryLine(status) + "\n";
   if (!status.nodes.empty()) {
     char header[256];
-    std::snprintf(header, sizeof header, "  %-5s %-16s %-16s %-8s %-9s %-8s %-11s %s\n", "node", "host", "address",
-                  "pid", "ranks", "workers", "heartbeat", "state");
+    std::snprintf(header, sizeof header, "  %-5s %-16s %-16s %-8s %-9s %-8s %-11s %-9s %s\n", "node", "host", "address",
+                  "pid", "ranks", "workers", "heartbeat", "state", "slowest rank");
     text += header;
     for (const NodeStatus& node : status.nodes) text += nodeRow(node);
   }

@@ -32,6 +32,11 @@ struct NodeStatus {
   int workersRunning = -1;  ///< -1: not told yet
   std::optional<double> heartbeatAge;
   std::string state;  ///< joined, running, succeeded, failed, silent (no heartbeat of late), spare
+  /// Its slowest worker, from the heartbeats its agent publishes (PLTRUN_HEARTBEAT): the
+  /// lowest progress counter, or else the longest silence. None while no worker sent one.
+  std::optional<int> slowestRank;
+  std::optional<long long> slowestStep;
+  std::optional<double> slowestSilence;  ///< seconds since that worker's heartbeat, when published
 };
 
 struct JobStatus {
