@@ -66,7 +66,7 @@ TEST_CASE("stack sample: a Python main thread inside distributed_c10d's all_redu
       "  File \"/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py\", line 1536 in all_reduce\n"
       "  File \"/home/ada/project/train.py\", line 40 in sync_gradients\n" +
       kUserFrames));
-  CHECK(sample.where == "distributed_c10d.py:1536 in all_reduce");
+  CHECK(sample.where == "train.py:40 in sync_gradients");  // the program's call; waitingIn names the collective
   CHECK(sample.inCollective);
   CHECK(sample.waitingIn == "all_reduce");
 }
@@ -78,7 +78,7 @@ TEST_CASE("stack sample: torch 2.x's c10d_logger wrapper around all_reduce is st
       "  File \"/usr/lib/python3/dist-packages/torch/distributed/c10d_logger.py\", line 83 in wrapper\n"
       "  File \"/home/ada/project/train.py\", line 40 in sync_gradients\n" +
       kUserFrames));
-  CHECK(sample.where == "c10d_logger.py:83 in wrapper");
+  CHECK(sample.where == "train.py:40 in sync_gradients");
   CHECK(sample.inCollective);
   CHECK(sample.waitingIn == "all_reduce");
 }
@@ -89,9 +89,19 @@ TEST_CASE("stack sample: DDP's backward (the gradient all-reduce) waits in backw
                          "  File \"/usr/lib/python3/dist-packages/torch/_tensor.py\", line 492 in backward\n"
                          "  File \"/home/ada/project/train.py\", line 35 in train_step\n" +
                          kUserFrames));
-  CHECK(sample.where == "__init__.py:251 in backward");
+  CHECK(sample.where == "train.py:35 in train_step");
   CHECK(sample.inCollective);
   CHECK(sample.waitingIn == "backward");
+}
+
+TEST_CASE("stack sample: a main thread inside the standard library shows the program's line first", "[stack_sample]") {
+  const StackSample sample =
+      pythonStackSample(dumpWithMainThread("  File \"/usr/lib/python3.11/threading.py\", line 320 in wait\n"
+                                           "  File \"/usr/lib/python3.11/queue.py\", line 171 in get\n"
+                                           "  File \"/home/ada/project/train.py\", line 18 in load\n" +
+                                           kUserFrames));
+  CHECK(sample.where == "train.py:18 in load (in threading.py:320 in wait)");
+  CHECK_FALSE(sample.inCollective);
 }
 
 TEST_CASE("stack sample: only the main thread counts, wherever faulthandler lists it", "[stack_sample]") {

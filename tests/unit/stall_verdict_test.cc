@@ -8,15 +8,19 @@
 #include <string>
 #include <vector>
 
+#include "launcher/process/failure_report.h"
 #include "launcher/process/stall_report.h"
 
 using Catch::Matchers::Contains;
+using pltrun::formatFailureReport;
 using pltrun::judgeStall;
+using pltrun::kStalledExitStatus;
 using pltrun::RankEvidence;
 using pltrun::rankListText;
 using pltrun::StackSample;
 using pltrun::StallReport;
 using pltrun::StallVerdict;
+using pltrun::WorkerFailure;
 
 namespace {
 
@@ -194,6 +198,7 @@ TEST_CASE("stall report: the JSON has the verdict and every rank's evidence", "[
   report.attempt = 1;
   report.host = "node-a";
   report.timeoutText = "4.0 s";
+  report.timeoutSeconds = 4.0;
   report.ranks = collectiveHang();
   report.ranks[0].counter = std::nullopt;
   report.ranks[0].silentSeconds = std::nullopt;
@@ -202,7 +207,7 @@ TEST_CASE("stall report: the JSON has the verdict and every rank's evidence", "[
   const nlohmann::json json = report.json();
   CHECK(json["attempt"] == 1);
   CHECK(json["host"] == "node-a");
-  CHECK(json["stall_timeout"] == "4.0 s");
+  CHECK(json["stall_timeout_s"] == 4.0);
   CHECK(json["culprits"] == nlohmann::json::array({2}));
   CHECK(json["why"] == report.verdict.why);
   CHECK(json["summary"] == report.summary());
@@ -233,4 +238,33 @@ TEST_CASE("stall report: the JSON has the verdict and every rank's evidence", "[
   StallReport empty;
   CHECK(empty.json()["ranks"].is_array());
   CHECK(empty.json()["culprits"].is_array());
+}
+
+TEST_CASE("stall verdict: a lone worker that waits for no one is the culprit; one in a collective is not",
+          "[stall_verdict]") {
+  std::vector<RankEvidence> alone = stalledRanks(1);
+  alone[0].stack = inUserCode("train.py:33 in train_step");
+  const StallVerdict verdict = judgeStall(alone);
+  CHECK(verdict.culprits == std::vector<int>{0});
+  CHECK(verdict.why == "rank 0 is the only worker here, in train.py:33 in train_step");
+
+  std::vector<RankEvidence> waiting = stalledRanks(1);
+  waiting[0].stack = waitingIn("all_reduce");  // its peers are on other nodes
+  CHECK(judgeStall(waiting).culprits.empty());
+}
+
+TEST_CASE("stall report: with no culprit the failure report says the root cause is only the first stalled rank",
+          "[stall_report]") {
+  WorkerFailure failure;
+  failure.rank = 0;
+  failure.host = "node-a";
+  StallReport report;
+  report.timeoutText = "4.0 s";
+  report.ranks = stalledRanks(2);
+  report.verdict = judgeStall(report.ranks);
+  REQUIRE(report.verdict.culprits.empty());
+  failure.stall = report;
+  CHECK_THAT(formatFailureReport(failure, {}),
+             Contains("pltrun: stalled ranks (no culprit could be named; root cause: the first stalled rank)"));
+  CHECK(failure.shellStatus() == kStalledExitStatus);
 }

@@ -128,7 +128,7 @@ void declareOutputAndProgramFlags(FlagDeclarer& declare, RawFlags& raw) {
   declare.valued("stall-timeout", raw.stallTimeout,
                  "a worker that sent a heartbeat ($PLTRUN_HEARTBEAT) and then none for SECONDS has stalled: "
                  "report every rank's stack and the culprit, stop the workers, restart (or exit 124); auto: 5x the "
-                 "longest interval seen, at least 60 s; default off");
+                 "longest interval seen, at least 60 s; 0 or off: none (the default)");
   declare.valued("monitor-interval", raw.monitorInterval,
                  "accepted for torchrun compatibility; pltrun reacts to exits at once");
   declare.valued("start-method", raw.startMethod,

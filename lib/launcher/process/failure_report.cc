@@ -79,14 +79,18 @@ std::string WorkerFailure::describe() const {
 }
 
 std::string formatFailureReport(const WorkerFailure& root, const std::vector<WorkerFailure>& others) {
-  std::string report = root.stall ? "pltrun: stalled ranks (root cause: the culprit the stall report named)\n"
-                                  : "pltrun: worker failure (root cause: the first worker to fail)\n";
+  std::string report = "pltrun: worker failure (root cause: the first worker to fail)\n";
+  if (root.stall) {
+    report = root.stall->verdict.culprits.empty()
+                 ? "pltrun: stalled ranks (no culprit could be named; root cause: the first stalled rank)\n"
+                 : "pltrun: stalled ranks (root cause: the culprit the stall report named)\n";
+  }
   report += "  rank " + std::to_string(root.rank) + " (local rank " + std::to_string(root.localRank) + ") on " +
             root.host + ", pid " + std::to_string(root.pid) + ", attempt " + std::to_string(root.attempt) + "\n";
   if (root.stall) {
     report += "  " + root.describe() + "\n";
     report += "  stopped, then ended with " + root.end.describe() + " at " + isoTime(root.time) +
-              "; every rank's stack is in the stall report above\n";
+              "; the stall report above has the culprit's stack (every rank's goes to failure.json with --log-dir)\n";
   } else {
     report += "  " + root.describe() + " at " + isoTime(root.time) + "\n";
   }

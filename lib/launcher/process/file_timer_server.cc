@@ -126,7 +126,7 @@ void FileTimerServer::expire(const FileTimerRequest& timer, double now) {
   }
   const std::string what = "its FileTimer scope '" + timer.scopeId + "' expired " +
                            rdzv::secondsText(std::chrono::duration<double>(now - timer.expirationTime)) +
-                           " s ago: pid " + std::to_string(timer.pid) + " sent " + signalName(timer.signal);
+                           " s ago: " + signalName(timer.signal) + " sent to pid " + std::to_string(timer.pid);
   spdlog::warn("rank {}: {}", *rank, what);
   group_->noteExpiredTimer(*rank, what);
   kill(timer.pid, timer.signal);

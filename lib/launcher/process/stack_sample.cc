@@ -76,6 +76,28 @@ std::vector<PythonFrame> mainThreadFrames(const std::string& dump) {
   return current != std::string::npos ? threads[current] : threads.back();
 }
 
+std::string frameText(const PythonFrame& frame) {
+  return baseName(frame.path) + ":" + frame.line + " in " + frame.function;
+}
+
+// Code of Python's or of an installed package (torch, the standard library), not the program's.
+bool isLibraryFrame(const PythonFrame& frame) {
+  return frame.path.find("/lib/python3") != std::string::npos || frame.path.rfind("<frozen", 0) == 0;
+}
+
+// Where the program itself is: its innermost frame of its own code, followed, with
+// `libraryFrame`, by the library frame it is in when that is deeper ("train.py:18 in load
+// (in threading.py:320 in wait)"), so that the user reads their own line first. Only
+// library frames: the innermost.
+std::string programWhere(const std::vector<PythonFrame>& frames, bool libraryFrame) {
+  for (const PythonFrame& frame : frames) {
+    if (isLibraryFrame(frame)) continue;
+    if (&frame == &frames.front() || !libraryFrame) return frameText(frame);
+    return frameText(frame) + " (in " + frameText(frames.front()) + ")";
+  }
+  return frameText(frames.front());
+}
+
 }  // namespace
 
 StackSample pythonStackSample(const std::string& dump) {
@@ -85,7 +107,8 @@ StackSample pythonStackSample(const std::string& dump) {
   const std::vector<PythonFrame> frames = mainThreadFrames(sample.text);
   if (frames.empty()) return sample;
   const PythonFrame& innermost = frames.front();
-  sample.where = baseName(innermost.path) + ":" + innermost.line + " in " + innermost.function;
+  // In a collective, waitingIn names it; where is the program's call.
+  sample.where = programWhere(frames, !isTorchWaitFrame(innermost));
   if (!isTorchWaitFrame(innermost)) return sample;
   sample.inCollective = true;
   sample.waitingIn = innermost.function;

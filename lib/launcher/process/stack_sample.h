@@ -17,8 +17,11 @@ struct StackSample {
     Unavailable,  ///< nothing could be read
   };
   Kind kind = Kind::Unavailable;
-  std::string text;           ///< the dump as read (bounded)
-  std::string where;          ///< the main thread's innermost frame: "train.py:33 in train_step"
+  std::string text;  ///< the dump as read (bounded)
+  /// The main thread's innermost frame of the program's own code, with the library frame it
+  /// is in when that is deeper: "train.py:33 in train_step", "train.py:18 in load (in
+  /// threading.py:320 in wait)"; native: the innermost three functions.
+  std::string where;
   bool inCollective = false;  ///< the main thread waits in a collective or for the device
   std::string waitingIn;      ///< for inCollective: "all_reduce", "backward", "ncclAllReduce"
 };

@@ -1,5 +1,9 @@
 #include "launcher/process/stall_monitor.h"
 
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
 #include "rendezvous/store/seconds_text.h"
 
 namespace pltrun {
@@ -22,6 +26,7 @@ void StallMonitor::start(OnStall onStall) {
   }
   if (timeout_) {
     checking_ = true;
+    started_ = ProgressTracker::Clock::now();
     scheduleCheck();
   }
 }
@@ -36,6 +41,7 @@ void StallMonitor::scheduleCheck() {
     if (!checking_) return;
     const std::vector<size_t> stalled = tracker_.stalled(ProgressTracker::Clock::now(), *timeout_);
     if (stalled.empty()) {
+      warnWhileNoHeartbeat();
       scheduleCheck();
       return;
     }
@@ -59,10 +65,38 @@ RankEvidence StallMonitor::progressEvidence(size_t index) const {
   return evidence;
 }
 
+// --stall-timeout watches nothing until a worker beats: say so once, when a first step should
+// long be over, so that a user who forgot the heartbeats does not count on it.
+void StallMonitor::warnWhileNoHeartbeat() {
+  if (warnedNoHeartbeat_) return;
+  for (size_t worker = 0; worker < tracker_.size(); ++worker) {
+    if (tracker_.progress(worker).lastBeat) {
+      warnedNoHeartbeat_ = true;
+      return;
+    }
+  }
+  const auto waited = ProgressTracker::Clock::now() - started_;
+  if (waited < std::max<ProgressTracker::Clock::duration>(kNoHeartbeatWarning, timeout_->fixed)) return;
+  warnedNoHeartbeat_ = true;
+  spdlog::warn(
+      "--stall-timeout watches no worker yet: none has sent a heartbeat in {:.0f} s; send one per step to "
+      "$PLTRUN_HEARTBEAT (README, \"Hangs\")",
+      std::chrono::duration<double>(waited).count());
+}
+
+std::optional<std::chrono::duration<double>> StallMonitor::timeoutInForce() const {
+  if (!timeout_) return std::nullopt;
+  for (size_t worker = 0; worker < tracker_.size(); ++worker) {
+    if (auto allowed = tracker_.allowedSilence(worker, *timeout_)) return *allowed;
+  }
+  return std::nullopt;
+}
+
 std::string StallMonitor::timeoutText() const {
   if (!timeout_) return "off";
-  if (!timeout_->automatic) return rdzv::secondsText(timeout_->fixed) + " s";
-  return "auto";
+  const auto inForce = timeoutInForce();
+  const std::string seconds = inForce ? rdzv::secondsText(*inForce) + " s" : "not yet learned";
+  return timeout_->automatic ? "auto (" + seconds + ")" : seconds;
 }
 
 }  // namespace pltrun

@@ -21,6 +21,9 @@ class StallMonitor {
  public:
   /// How often silence is checked: a stall is reported within this of the timeout.
   static constexpr std::chrono::milliseconds kCheckInterval{100};
+  /// How long after the start, with no heartbeat from any worker (and at least the timeout),
+  /// pltrun warns once that --stall-timeout watches nothing.
+  static constexpr std::chrono::seconds kNoHeartbeatWarning{60};
   using OnStall = std::function<void(const std::vector<size_t>& stalled)>;
 
   StallMonitor(boost::asio::io_context& context, std::unique_ptr<Timer> checkTimer, std::optional<StallTimeout> timeout,
@@ -39,11 +42,15 @@ class StallMonitor {
   /// Counter, silence and stalled flag of worker `index` now (the rest is the caller's).
   RankEvidence progressEvidence(size_t index) const;
   const ProgressTracker& tracker() const { return tracker_; }
+  /// The silence allowed now: the fixed timeout, or what `auto` has worked out (none before
+  /// it has seen enough heartbeats).
+  std::optional<std::chrono::duration<double>> timeoutInForce() const;
   /// "4.0 s" or "auto (60.0 s)", for reports.
   std::string timeoutText() const;
 
  private:
   void scheduleCheck();
+  void warnWhileNoHeartbeat();
 
   boost::asio::io_context& context_;
   std::unique_ptr<Timer> checkTimer_;
@@ -52,6 +59,8 @@ class StallMonitor {
   std::vector<std::unique_ptr<HeartbeatSocket>> sockets_;
   OnStall onStall_;
   bool checking_ = false;
+  ProgressTracker::Clock::time_point started_;
+  bool warnedNoHeartbeat_ = false;
 };
 
 }  // namespace pltrun

@@ -68,9 +68,13 @@ std::string StallReport::text() const {
 }
 
 nlohmann::json StallReport::json() const {
-  nlohmann::json document = {
-      {"attempt", attempt}, {"host", host},         {"stall_timeout", timeoutText},    {"culprits", verdict.culprits},
-      {"why", verdict.why}, {"summary", summary()}, {"ranks", nlohmann::json::array()}};
+  nlohmann::json document = {{"attempt", attempt},
+                             {"host", host},
+                             {"stall_timeout_s", timeoutSeconds ? nlohmann::json(*timeoutSeconds) : nlohmann::json()},
+                             {"culprits", verdict.culprits},
+                             {"why", verdict.why},
+                             {"summary", summary()},
+                             {"ranks", nlohmann::json::array()}};
   for (const RankEvidence& rank : ranks) {
     document["ranks"].push_back(
         {{"rank", rank.rank},

@@ -14,7 +14,8 @@ namespace pltrun {
 struct StallReport {
   int attempt = 0;
   std::string host;
-  std::string timeoutText;  ///< "4.0 s" or "auto (30.0 s)"
+  std::string timeoutText;               ///< "4.0 s" or "auto (60.0 s)"
+  std::optional<double> timeoutSeconds;  ///< the silence allowed, in force when the stall was found
   std::vector<RankEvidence> ranks;
   StallVerdict verdict;
 

@@ -73,6 +73,17 @@ std::optional<StallVerdict> bySilence(const std::vector<RankEvidence>& ranks) {
   return verdict;
 }
 
+// A node of one worker that is not waiting for others: nobody else can have caused it.
+std::optional<StallVerdict> theOnlyRank(const std::vector<RankEvidence>& ranks) {
+  if (ranks.size() != 1 || !ranks.front().stalled || ranks.front().stack.inCollective) return std::nullopt;
+  const RankEvidence& rank = ranks.front();
+  std::string why = "rank " + std::to_string(rank.rank) + " is the only worker here";
+  if (!rank.stack.where.empty()) {
+    why += std::string(rank.stack.kind == StackSample::Kind::Stopped ? " and is " : ", in ") + rank.stack.where;
+  }
+  return StallVerdict{{rank.rank}, why};
+}
+
 }  // namespace
 
 std::string rankListText(const std::vector<int>& ranks) {
@@ -89,6 +100,7 @@ StallVerdict judgeStall(const std::vector<RankEvidence>& ranks) {
   if (auto verdict = byCounters(ranks)) return *verdict;
   if (auto verdict = byStacks(ranks)) return *verdict;
   if (auto verdict = bySilence(ranks)) return *verdict;
+  if (auto verdict = theOnlyRank(ranks)) return *verdict;
   return StallVerdict{{},
                       "cannot tell which rank caused it: the progress counters and stacks do not tell the ranks "
                       "apart (every stack is shown)"};

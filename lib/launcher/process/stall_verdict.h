@@ -6,7 +6,8 @@
 //   2. equal counters (a collective hang): the ranks whose stack is not in a collective (or
 //      that are stopped) while the others' are;
 //   3. otherwise the ranks that went silent while others still send heartbeats;
-//   4. otherwise it cannot tell, and says so: every stack is shown.
+//   4. otherwise a lone worker that is not waiting in a collective;
+//   5. otherwise it cannot tell, and says so: every stack is shown.
 
 #include <sys/types.h>
 

@@ -161,7 +161,7 @@ void WorkerGroup::stopForStall(const StallReport& report, size_t firstStalled) {
       break;
     }
   }
-  spdlog::warn("{}; stopping the workers", report.summary());
+  spdlog::warn("stopping the workers after the stall reported above");
   stallReport_ = report;
   becomeRootCause(*culprit, RootCauseNotice{"stalled: " + report.summary(), kStalledExitStatus});
   stopRunningWorkers(SIGTERM);
@@ -176,6 +176,7 @@ StallReport WorkerGroup::diagnoseStall() {
   report.attempt = settings_.attempt;
   report.host = settings_.host;
   report.timeoutText = monitor_->timeoutText();
+  if (const auto inForce = monitor_->timeoutInForce()) report.timeoutSeconds = inForce->count();
   std::vector<StackTarget> targets;
   std::vector<Worker*> running;
   for (auto& worker : workers_) {

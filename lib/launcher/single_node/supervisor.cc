@@ -33,11 +33,15 @@ int Supervisor::run(const AttemptPlanner& planAttempt) {
     if (options_.fileTimer != nullptr) options_.fileTimer->serve(nullptr);
     const AfterAttempt next = decideAfterAttempt(outcome, attempt, options_.maxRestarts);
     if (next.action == AfterAttempt::Action::Restart) {
+      events_.write(
+          "restart",
+          {{"attempt", attempt + 1}, {"rank", outcome.rootCause->rank}, {"reason", outcome.rootCause->describe()}});
       spdlog::warn("restarting the worker group ({} of {} restarts) after rank {} {}", attempt + 1,
                    options_.maxRestarts, outcome.rootCause->rank, outcome.rootCause->describe());
       continue;
     }
     if (next.reportFailure) printFailureReport(*outcome.rootCause, outcome.others, options_.reportPath);
+    events_.write("job_finished", {{"status", next.status}, {"attempts", attempt + 1}});
     if (outcome.kind == GroupOutcome::Kind::Succeeded) {
       std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - started;
       spdlog::info("all {} workers succeeded in {:.2f} s{}", specs.size(), elapsed.count(),

@@ -25,8 +25,8 @@ struct SupervisorOptions {
   SlurmSignalReach slurmSignalReach = SlurmSignalReach::TaskGroup;  ///< under srun: Slurm's own signals
   std::optional<StallTimeout> stallTimeout;                         ///< --stall-timeout
   int stackSignal = 0;                                              ///< pltrun's Python hook's
-  std::optional<std::string> eventLogPath;                          ///< events.jsonl (stalls), if anywhere
-  FileTimerServer* fileTimer = nullptr;                             ///< torch's FileTimer, when served
+  std::optional<std::string> eventLogPath;  ///< events.jsonl (stalls, restarts, the end), if anywhere
+  FileTimerServer* fileTimer = nullptr;     ///< torch's FileTimer, when served
 };
 
 /// What the supervisor does once an attempt's group has ended.
