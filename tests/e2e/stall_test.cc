@@ -43,6 +43,17 @@ const std::string kBeat =
 
 }  // namespace
 
+TEST_CASE("stall: PLTRUN_HEARTBEAT is set where something reads it: with --stall-timeout, not in a plain run",
+          "[stall]") {
+  const std::vector<std::string> probe =
+      python("import os; print('heartbeat' if 'PLTRUN_HEARTBEAT' in os.environ else 'none')");
+  Finished plain = runPltrun(with({"--nproc-per-node", "1"}, probe));
+  Finished watched = runPltrun(with({"--nproc-per-node", "1", "--stall-timeout", "30"}, probe));
+  INFO(plain.err << watched.err);
+  CHECK(plain.out == "[rank 0] none\n");
+  CHECK(watched.out == "[rank 0] heartbeat\n");
+}
+
 TEST_CASE("stall: a worker that never sends a heartbeat is never stopped", "[stall]") {
   Finished run = runPltrun(with({"--nproc-per-node", "2", "--stall-timeout", "0.5"},
                                 python("import time, os\nassert os.environ['PLTRUN_HEARTBEAT']\ntime.sleep(2.5)")));

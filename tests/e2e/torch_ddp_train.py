@@ -121,7 +121,8 @@ def main():
                             checkpoint_path)
         if rank == 3 and restart_count == 0 and step == args.fail_at:
             os.kill(os.getpid(), signal.SIGKILL)  # a worker killed mid-training
-        socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(str(step).encode(), os.environ["PLTRUN_HEARTBEAT"])
+        if "PLTRUN_HEARTBEAT" in os.environ:  # set with --stall-timeout and in elastic jobs
+            socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(str(step).encode(), os.environ["PLTRUN_HEARTBEAT"])
         if rank == 2 and restart_count == 0 and step == args.stall_at:
             stall(args.stall_how)
         inputs, targets = batch_for(rank, step)
