@@ -63,34 +63,10 @@ class StaticAttempts {
   AttemptStore workersStore_;
 };
 
-}  // namespace
-
-int runLauncher(const LaunchConfig& config) {
-  if (config.exitWithParent) {
-    // A remote agent: sshd's session process is the parent; when the connection drops it
-    // ends, and SIGTERM stops this agent like any stop signal (workers included).
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() == 1) throw Error(ErrorCode::Network, "the connection that started this agent is gone already");
-  }
-  if (config.slurmSummary) spdlog::info("{}", *config.slurmSummary);
-  const Environment inherited = currentEnvironment();
-  if (!config.remote.hosts.empty()) return runDriver(config, inherited);
-  const ProgramCommand command = resolveProgramCommand(config, lookup(inherited, "PYTHON_EXEC").value_or("python3"),
-                                                       lookup(inherited, "PATH").value_or(""));
-
-  std::vector<std::string> gpuIds;
-  if (layoutNeedsGpus(config.nprocPerNode, config.devices)) {
-    gpuIds = visibleGpuIds(lookup(inherited, "CUDA_VISIBLE_DEVICES"), physicalGpuCount());
-  }
-  const WorkerLayout layout = resolveWorkerLayout(config.nprocPerNode, config.devices, gpuIds, usableCpuCount());
-  const std::string runId = config.runId.empty() ? randomHexId() : config.runId;
-  const bool elastic = (config.rdzv.backend == RendezvousBackend::C10d && config.rdzv.maxNodes > 1) ||
-                       config.rdzv.backend == RendezvousBackend::Etcd;
-  if (elastic) {
-    // torchrun's default id is "none": agents started without --rdzv-id still meet.
-    return runElasticAgent(
-        ElasticJob{config, inherited, command, layout, config.runId.empty() ? "none" : config.runId});
-  }
+// A static job on this node: its run directory, the supervision files where something
+// reads them, and the supervisor's attempts.
+int runStaticJob(const LaunchConfig& config, const Environment& inherited, const ProgramCommand& command,
+                 const WorkerLayout& layout, const std::string& runId) {
   const RunDirectory directory(config, runId);
   OrphanGuard guard;  // before any worker exists
   boost::asio::io_context context;
@@ -128,6 +104,37 @@ int runLauncher(const LaunchConfig& config) {
   options.fileTimer = fileTimer.get();
   if (directory.keepsLogs()) options.eventLogPath = (directory.root() / "events.jsonl").string();
   return Supervisor(context, options, guard).run([&attempts](int attempt) { return attempts.workersOf(attempt); });
+}
+
+}  // namespace
+
+int runLauncher(const LaunchConfig& config) {
+  if (config.exitWithParent) {
+    // A remote agent: sshd's session process is the parent; when the connection drops it
+    // ends, and SIGTERM stops this agent like any stop signal (workers included).
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() == 1) throw Error(ErrorCode::Network, "the connection that started this agent is gone already");
+  }
+  if (config.slurmSummary) spdlog::info("{}", *config.slurmSummary);
+  const Environment inherited = currentEnvironment();
+  if (!config.remote.hosts.empty()) return runDriver(config, inherited);
+  const ProgramCommand command = resolveProgramCommand(config, lookup(inherited, "PYTHON_EXEC").value_or("python3"),
+                                                       lookup(inherited, "PATH").value_or(""));
+
+  std::vector<std::string> gpuIds;
+  if (layoutNeedsGpus(config.nprocPerNode, config.devices)) {
+    gpuIds = visibleGpuIds(lookup(inherited, "CUDA_VISIBLE_DEVICES"), physicalGpuCount());
+  }
+  const WorkerLayout layout = resolveWorkerLayout(config.nprocPerNode, config.devices, gpuIds, usableCpuCount());
+  const std::string runId = config.runId.empty() ? randomHexId() : config.runId;
+  const bool elastic = (config.rdzv.backend == RendezvousBackend::C10d && config.rdzv.maxNodes > 1) ||
+                       config.rdzv.backend == RendezvousBackend::Etcd;
+  if (elastic) {
+    // torchrun's default id is "none": agents started without --rdzv-id still meet.
+    return runElasticAgent(
+        ElasticJob{config, inherited, command, layout, config.runId.empty() ? "none" : config.runId});
+  }
+  return runStaticJob(config, inherited, command, layout, runId);
 }
 
 }  // namespace pltrun

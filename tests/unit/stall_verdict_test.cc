@@ -240,7 +240,7 @@ TEST_CASE("stall report: the JSON has the verdict and every rank's evidence", "[
   CHECK(empty.json()["culprits"].is_array());
 }
 
-TEST_CASE("stall verdict: a lone worker that waits for no one is the culprit; one in a collective is not",
+TEST_CASE("stall verdict: a lone worker that waits for no one is the culprit, one in a collective is not",
           "[stall_verdict]") {
   std::vector<RankEvidence> alone = stalledRanks(1);
   alone[0].stack = inUserCode("train.py:33 in train_step");
