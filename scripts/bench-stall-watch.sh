@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# What watching heartbeats costs pltrun itself (README "Hangs"): the CPU time of the pltrun
+# process alone (utime + stime from /proc/PID/stat, not its workers') over a 10 s job of 4
+# workers that each send 1,000 heartbeats a second, against the same job whose workers send
+# none; --stall-timeout 30 in both. Runs interleaved (beating, silent, beating, ...); the
+# median of each, and per heartbeat the difference divided by the heartbeats sent.
+#
+#   scripts/bench-stall-watch.sh [RUNS]      (default 3; PLTRUN=path picks the binary)
+#
+# The workers are Debian's /usr/bin/python3 with one non-blocking socket each.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+pltrun=$(realpath "${PLTRUN:-build/apps/pltrun}")
+runs=${1:-3}
+[[ -x $pltrun ]] || { echo "bench-stall-watch.sh: no pltrun at $pltrun: bash scripts/build.sh pltrun" >&2; exit 2; }
+/usr/bin/python3 - "$pltrun" "$runs" <<'PYTHON'
+import os, statistics, subprocess, sys, tempfile, time
+
+pltrun, runs = sys.argv[1], int(sys.argv[2])
+SECONDS, RATE, WORKERS = 10.0, 1000, 4
+WORKER = f"""
+import os, socket, sys, time
+beat = sys.argv[1] == "beat"
+path = os.environ["PLTRUN_HEARTBEAT"]
+sender = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_NONBLOCK)
+start = time.monotonic()
+due, step = start, 0
+while due - start < {SECONDS}:
+    if beat:
+        try:
+            sender.sendto(str(step).encode(), path)
+        except BlockingIOError:
+            pass
+    step += 1
+    due += 1.0 / {RATE}
+    pause = due - time.monotonic()
+    if pause > 0:
+        time.sleep(pause)
+"""
+
+def launcher_cpu_seconds(mode):
+    with tempfile.TemporaryDirectory() as directory:
+        script = os.path.join(directory, "worker.py")
+        with open(script, "w") as file:
+            file.write(WORKER)
+        job = subprocess.Popen([pltrun, "-q", "--nproc-per-node", str(WORKERS), "--stall-timeout", "30", "--no-python",
+                                "/usr/bin/python3", script, mode], stdout=subprocess.DEVNULL)
+        time.sleep(SECONDS - 0.3)  # just before the workers end: pltrun's own time so far
+        with open(f"/proc/{job.pid}/stat") as file:
+            fields = file.read().rsplit(")", 1)[1].split()
+        cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        if job.wait(timeout=60) != 0:
+            sys.exit(f"bench-stall-watch.sh: the {mode} job failed")
+        return cpu
+
+samples = {"beat": [], "silent": []}
+for _ in range(runs):
+    for mode in samples:
+        samples[mode].append(launcher_cpu_seconds(mode))
+beating, silent = statistics.median(samples["beat"]), statistics.median(samples["silent"])
+heartbeats = WORKERS * RATE * (SECONDS - 0.3)
+print(f"pltrun's own CPU over {SECONDS - 0.3:.1f} s, {WORKERS} workers, medians of {runs}:")
+print(f"  beating at {RATE} Hz each: {beating * 1000:.0f} ms (runs: {', '.join(f'{v * 1000:.0f}' for v in samples['beat'])})")
+print(f"  silent:                {silent * 1000:.0f} ms (runs: {', '.join(f'{v * 1000:.0f}' for v in samples['silent'])})")
+print(f"  per heartbeat: {(beating - silent) / heartbeats * 1e6:.2f} µs of pltrun's CPU "
+      f"({(beating - silent) / (SECONDS - 0.3) * 100:.1f} % of one core at {WORKERS * RATE} heartbeats/s)")
+PYTHON
