@@ -375,13 +375,19 @@ void ElasticRendezvous::reportSucceeded(const RoundInfo& info) {
 
 void ElasticRendezvous::reportNodeState(const RoundInfo& info, const std::string& state, int workersRunning,
                                         const std::vector<RankProgress>& ranks) {
-  nlohmann::json value = {{"state", state}, {"workers", workersRunning}};
-  for (const RankProgress& rank : ranks) {
-    value["ranks"].push_back({{"rank", rank.rank},
-                              {"step", rank.step ? nlohmann::json(*rank.step) : nlohmann::json()},
-                              {"silent", rank.silentSeconds ? nlohmann::json(*rank.silentSeconds) : nlohmann::json()}});
+  const NodeState published{state, workersRunning, self_.host, ranks};
+  store_.set(roundKey(info.round, "state/" + std::to_string(info.slot)), encodeNodeState(published));
+}
+
+std::vector<NodeState> ElasticRendezvous::readOtherNodesStates(const RoundInfo& info,
+                                                               std::chrono::steady_clock::time_point deadline) {
+  std::vector<NodeState> states;
+  for (int slot = 1; slot <= info.assignment.nnodes && Clock::now() < deadline; ++slot) {
+    const std::string key = roundKey(info.round, "state/" + std::to_string(slot));
+    if (slot == info.slot || !store_.check({key})) continue;
+    if (auto state = decodeNodeState(store_.get(key, milliseconds(1000)))) states.push_back(*state);
   }
-  store_.set(roundKey(info.round, "state/" + std::to_string(info.slot)), value.dump());
+  return states;
 }
 
 void ElasticRendezvous::closeJob(const RoundEnd& why) { store_.compareSet(jobKey("closed"), "", why.toJson()); }

@@ -17,9 +17,10 @@
 //   rR/end             RoundEnd: why the round is over (first writer wins); every agent of
 //                      the round leaves a close notice here, so its death ends the round
 //   rR/beat/I          heartbeat counter of slot I (see RoundWatcher)
-//   rR/state/I         what slot I's workers are doing, for `pltrun status`: {"state",
-//                      "workers", and while they run "ranks": [{"rank", "step", "silent"}],
-//                      each worker's progress counter and seconds since its heartbeat}
+//   rR/state/I         what slot I's workers are doing (node_state.h), for `pltrun status`
+//                      and the other nodes' stall verdicts: {"state", "workers", "host",
+//                      and while they run "ranks": [{"rank", "step", "silent"}], each
+//                      worker's progress counter and seconds since its heartbeat}
 //   rR/master_port     the port of the round's workers' store, published by node rank 0
 //   rR/done, rR/left   nodes whose workers succeeded; agents that passed the exit barrier
 //
@@ -34,19 +35,13 @@
 #include "pltrun/store.h"
 #include "rendezvous/elastic/join_roster.h"
 #include "rendezvous/elastic/node_assignment.h"
+#include "rendezvous/elastic/node_state.h"
 #include "rendezvous/elastic/round_end.h"
 
 namespace pltrun::rdzv {
 
 /// Where a job's keys live in the store: "pltrun/rdzv/RUN_ID/" (on etcd under etcd_prefix).
 inline std::string jobKeyPrefix(const std::string& runId) { return "pltrun/rdzv/" + runId + "/"; }
-
-/// One worker's heartbeats (PLTRUN_HEARTBEAT), as its agent publishes them in rR/state/I.
-struct RankProgress {
-  int rank = 0;
-  std::optional<long long> step;        ///< its last progress counter
-  std::optional<double> silentSeconds;  ///< since its last heartbeat; none: it never sent one
-};
 
 struct ElasticRendezvousOptions {
   std::string runId;
@@ -123,6 +118,9 @@ class ElasticRendezvous {
   /// at each change, and every few seconds while workers that send heartbeats run.
   void reportNodeState(const RoundInfo& info, const std::string& state, int workersRunning,
                        const std::vector<RankProgress>& ranks = {});
+  /// What the other nodes of the round last published (reportNodeState), read until
+  /// `deadline`: a node that published nothing yet, or nothing readable, is left out.
+  std::vector<NodeState> readOtherNodesStates(const RoundInfo& info, std::chrono::steady_clock::time_point deadline);
 
   /// The key of `name` in `round`, e.g. roundKey(3, "end") = "pltrun/rdzv/RUN/r3/end".
   std::string roundKey(int round, const std::string& name) const;

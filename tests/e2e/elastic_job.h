@@ -52,8 +52,9 @@ class ElasticJob {
 
   /// Starts one more agent: with c10d the first hosts the store on a free port, the others
   /// join it. `wrapper` goes before pltrun (e.g. `ip netns exec NS`); `host` is the c10d
-  /// endpoint's host.
-  ChildProcess& start(const std::vector<std::string>& wrapper = {}, const std::string& host = "127.0.0.1") {
+  /// endpoint's host; `ownFlags` are this agent's only (after the job's flags).
+  ChildProcess& start(const std::vector<std::string>& wrapper = {}, const std::string& host = "127.0.0.1",
+                      const std::vector<std::string>& ownFlags = {}) {
     std::vector<std::string> argv = wrapper;
     argv.push_back(PLTRUN_BINARY);
     std::vector<std::string> args = {"--nnodes",  nnodes_,       "--nproc-per-node", "2",
@@ -65,6 +66,7 @@ class ElasticJob {
       args.insert(args.end(), {"--rdzv-endpoint", host + ":" + std::to_string(port_)});
     }
     args.insert(args.end(), flags_.begin(), flags_.end());
+    args.insert(args.end(), ownFlags.begin(), ownFlags.end());
     args.insert(args.end(), program_.begin(), program_.end());
     argv.insert(argv.end(), args.begin(), args.end());
     // A killed agent cannot remove its temporary directory: keep those inside the test's.

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "e2e/elastic_job.h"
 #include "e2e/torch_runtimes.h"
 #include "helpers/child_process.h"
 
@@ -15,8 +16,6 @@ using namespace pltrun::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 std::vector<std::string> splitLines(const std::string& text) {
   std::vector<std::string> lines;
@@ -126,6 +125,29 @@ TEST_CASE("stall: a C++ worker beating through libpltrun is named when it stops"
   CHECK(contains(run.err, "culprit: rank 2 is behind: progress counter 5"));
   // Its native stack where eu-stack is installed (scripts/install-deps.sh), else the kernel's view.
   CHECK((contains(run.err, "nanosleep") || contains(run.err, "kernel wait")));
+}
+
+// Across nodes: rank 2, on node 1, stops at step 5 while every other rank reaches 6. Node 0
+// times out first (5 s against node 1's 30 s), so its verdict can only come from the
+// counters node 1 published: it names rank 2 and ends the round for both.
+TEST_CASE("stall: an elastic node names a culprit on another node from its published counters",
+          "[stall][elastic]") {
+  TempDir dir;
+  ElasticJob job(dir, "2", "cross-node-stall", {"--max-restarts", "0"},
+                 python(kBeat + "for step in range(6 if rank == 2 else 7):\n"
+                                "    beat(step)\n"
+                                "    time.sleep(0.02)\n"
+                                "time.sleep(3600)\n"));
+  job.start({}, "127.0.0.1", {"--node-rank", "0", "--stall-timeout", "5"});
+  job.start({}, "127.0.0.1", {"--node-rank", "1", "--stall-timeout", "30"});
+  const std::vector<Finished> ends = job.waitAll(60s);
+  INFO("node 0: " << ends[0].err << "\nnode 1: " << ends[1].err);
+  CHECK(ends[0].status == 124);
+  CHECK(ends[1].status == 124);
+  CHECK(contains(ends[0].err, "culprit: rank 2 is behind: progress counter 5 where the others reached 6"));
+  CHECK(contains(ends[0].err, "rank 2 (on "));
+  CHECK(contains(ends[0].err, ", as its node published it): step 5"));
+  CHECK_FALSE(contains(ends[1].err, "stall detected"));
 }
 
 TEST_CASE("stall: with --max-restarts a stalled group restarts and can succeed", "[stall]") {

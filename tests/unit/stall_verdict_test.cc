@@ -268,3 +268,73 @@ TEST_CASE("stall report: with no culprit the failure report says the root cause 
              Contains("pltrun: stalled ranks (no culprit could be named; root cause: the first stalled rank)"));
   CHECK(failure.shellStatus() == kStalledExitStatus);
 }
+
+namespace {
+
+// Rank `rank` on node-b, as its agent published it: `silent` seconds after its last heartbeat.
+RankEvidence publishedByNodeB(int rank, long long counter, double silent) {
+  RankEvidence evidence;
+  evidence.rank = rank;
+  evidence.host = "node-b";
+  evidence.counter = counter;
+  evidence.silentSeconds = silent;
+  evidence.onOtherNode = true;
+  return evidence;
+}
+
+}  // namespace
+
+TEST_CASE("stall verdict: a rank behind on another node is the culprit once its silence has settled",
+          "[stall_verdict]") {
+  // Node a's ranks 0 and 1 wait at step 41; node b published rank 2 at 40 and rank 3 at 41.
+  std::vector<RankEvidence> ranks = stalledRanks(2);
+  for (RankEvidence& rank : ranks) rank.stack = waitingIn("all_reduce");
+  ranks.push_back(publishedByNodeB(2, 40, 3.5));
+  ranks.push_back(publishedByNodeB(3, 41, 3.0));
+  StallVerdict verdict = judgeStall(ranks);
+  CHECK(verdict.culprits == std::vector<int>{2});
+  CHECK(verdict.why == "rank 2 is behind: progress counter 40 where the others reached 41");
+
+  // Published 1.5 s after a heartbeat: it may have counted on since, so its counter is not
+  // compared, nor does it still beat for sure: nothing here tells who caused it.
+  ranks[2].silentSeconds = 1.5;
+  verdict = judgeStall(ranks);
+  CHECK(verdict.culprits.empty());
+}
+
+TEST_CASE("stall verdict: another node's ranks that still beat make this node's silent ranks the culprits",
+          "[stall_verdict]") {
+  std::vector<RankEvidence> ranks = stalledRanks(2);
+  ranks[0].counter = std::nullopt;
+  ranks[1].counter = std::nullopt;
+  ranks.push_back(publishedByNodeB(2, 7, 0.2));
+  StallVerdict verdict = judgeStall(ranks);
+  CHECK(verdict.culprits == std::vector<int>{0, 1});
+  CHECK_THAT(verdict.why, Contains("stopped sending heartbeats while the others still send them"));
+
+  // Silent for 1.5 s when published: not evidence either way.
+  ranks[2].silentSeconds = 1.5;
+  CHECK(judgeStall(ranks).culprits.empty());
+}
+
+TEST_CASE("stall verdict: a node's lone worker is still the culprit beside other nodes' ranks", "[stall_verdict]") {
+  std::vector<RankEvidence> ranks = stalledRanks(1);
+  ranks[0].stack = inUserCode("train.py:33 in train_step");
+  ranks.push_back(publishedByNodeB(1, 41, 0.5));  // still counting: not compared
+  const StallVerdict verdict = judgeStall(ranks);
+  CHECK(verdict.culprits == std::vector<int>{0});
+}
+
+TEST_CASE("stall report: another node's ranks are shown as published, without pid or stack", "[stall_report]") {
+  StallReport report;
+  report.host = "node-a";
+  report.timeoutText = "4.0 s";
+  report.ranks = stalledRanks(1);
+  report.ranks.push_back(publishedByNodeB(1, 40, 3.0));
+  report.verdict = judgeStall(report.ranks);
+  CHECK_THAT(report.text(), Contains("rank 1 (on node-b, as its node published it): step 40, last heartbeat 3"));
+  CHECK(report.json()["ranks"][1]["on_other_node"] == true);
+  CHECK(report.json()["ranks"][0]["on_other_node"] == false);
+  // The summary counts this node's stalled ranks only: the other node judges its own.
+  CHECK_THAT(report.summary(), Contains("rank 0 stalled"));
+}

@@ -19,9 +19,13 @@ using Reason = rdzv::RoundEnd::Reason;
 
 // How often an agent whose workers are done says how many nodes have finished.
 constexpr std::chrono::seconds kProgressInterval{10};
-// How often the workers' heartbeats go to the store for `pltrun status`: one small write
-// per node, and only for workers that send heartbeats.
+// How often the workers' heartbeats go to the store for `pltrun status` and the other
+// nodes' stall verdicts: one small write per node, and only for workers that send heartbeats.
 constexpr std::chrono::seconds kHeartbeatPublishInterval{2};
+static_assert(std::chrono::duration<double>(kHeartbeatPublishInterval).count() <= kSettledSilenceSeconds,
+              "a rank another node published as silent must have been silent since its previous publication");
+// How long a stall's verdict may wait for the other nodes' published progress.
+constexpr std::chrono::seconds kOtherNodesReadBudget{1};
 
 // A port read from the store: anything else there is a clear error naming the key.
 int parsePortValue(const std::string& key, const std::string& value) {
@@ -54,6 +58,7 @@ RoundReport RoundRun::run() {
   settings.onRootCause = [this](const WorkerSpec& spec, pid_t pid, const RootCauseNotice& notice) {
     onRootCause(spec, pid, notice);
   };
+  settings.otherNodesProgress = [this] { return otherNodesProgress(); };
   group_ = std::make_unique<WorkerGroup>(session_.context, session_.runner.console(), session_.guard, settings,
                                          session_.runtime);
   if (session_.fileTimer) session_.fileTimer->serve(group_.get());
@@ -146,6 +151,30 @@ void RoundRun::publishProgressEvery(std::chrono::seconds interval) {
     if (anyBeat) publishState("running", workersStarted_, ranks);
     publishProgressEvery(interval);
   });
+}
+
+// For a stall's verdict: the other nodes' ranks as last published (the event loop waits
+// meanwhile, a second at most). A store that does not answer is the watcher's business.
+std::vector<RankEvidence> RoundRun::otherNodesProgress() {
+  std::vector<RankEvidence> ranks;
+  if (end_ || storeLost_) return ranks;
+  try {
+    const auto deadline = std::chrono::steady_clock::now() + kOtherNodesReadBudget;
+    for (const rdzv::NodeState& node : session_.rendezvous->readOtherNodesStates(info_, deadline)) {
+      for (const rdzv::RankProgress& progress : node.ranks) {
+        RankEvidence rank;
+        rank.rank = progress.rank;
+        rank.host = node.host;
+        rank.counter = progress.step;
+        rank.silentSeconds = progress.silentSeconds;
+        rank.onOtherNode = true;
+        ranks.push_back(rank);
+      }
+    }
+  } catch (const Error& error) {
+    spdlog::debug("could not read the other nodes' progress: {}", error.what());
+  }
+  return ranks;
 }
 
 // The first failure is announced at once, before this node's workers are stopped: the

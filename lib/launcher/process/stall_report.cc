@@ -18,8 +18,9 @@ std::string indented(const std::string& text, const std::string& indent) {
 }
 
 std::string rankLine(const RankEvidence& rank) {
-  std::string line =
-      "rank " + std::to_string(rank.rank) + " (pid " + std::to_string(rank.pid) + " on " + rank.host + "): ";
+  std::string line = "rank " + std::to_string(rank.rank) +
+                     (rank.onOtherNode ? " (on " + (rank.host.empty() ? "another node" : rank.host) + ", as its node published it): "
+                                       : " (pid " + std::to_string(rank.pid) + " on " + rank.host + "): ");
   line += rank.counter ? "step " + std::to_string(*rank.counter) : "no progress counter";
   line += rank.silentSeconds
               ? ", last heartbeat " + rdzv::secondsText(std::chrono::duration<double>(*rank.silentSeconds)) + " s ago"
@@ -83,6 +84,7 @@ nlohmann::json StallReport::json() const {
          {"counter", rank.counter ? nlohmann::json(*rank.counter) : nlohmann::json()},
          {"silent_seconds", rank.silentSeconds ? nlohmann::json(*rank.silentSeconds) : nlohmann::json()},
          {"stalled", rank.stalled},
+         {"on_other_node", rank.onOtherNode},
          {"stack_kind", stackKindName(rank.stack.kind)},
          {"where", rank.stack.where},
          {"in_collective", rank.stack.inCollective},

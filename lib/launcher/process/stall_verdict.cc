@@ -6,17 +6,24 @@
 namespace pltrun {
 namespace {
 
+// Another node's counter counts once its rank had settled (kSettledSilenceSeconds).
+std::optional<long long> comparableCounter(const RankEvidence& rank) {
+  if (!rank.onOtherNode) return rank.counter;
+  if (!rank.silentSeconds || *rank.silentSeconds < kSettledSilenceSeconds) return std::nullopt;
+  return rank.counter;
+}
+
 std::optional<StallVerdict> byCounters(const std::vector<RankEvidence>& ranks) {
   std::optional<long long> lowest, highest;
   for (const RankEvidence& rank : ranks) {
-    if (!rank.counter) continue;
+    if (!comparableCounter(rank)) continue;
     lowest = std::min(lowest.value_or(*rank.counter), *rank.counter);
     highest = std::max(highest.value_or(*rank.counter), *rank.counter);
   }
   if (!lowest || *lowest == *highest) return std::nullopt;
   StallVerdict verdict;
   for (const RankEvidence& rank : ranks) {
-    if (rank.counter == lowest) verdict.culprits.push_back(rank.rank);
+    if (comparableCounter(rank) == lowest) verdict.culprits.push_back(rank.rank);
   }
   verdict.why = rankListText(verdict.culprits) + (verdict.culprits.size() == 1 ? " is" : " are") +
                 " behind: progress counter " + std::to_string(*lowest) + " where the others reached " +
@@ -64,7 +71,7 @@ std::optional<StallVerdict> bySilence(const std::vector<RankEvidence>& ranks) {
   for (const RankEvidence& rank : ranks) {
     if (rank.stalled) {
       verdict.culprits.push_back(rank.rank);
-    } else if (rank.silentSeconds) {
+    } else if (rank.silentSeconds && (!rank.onOtherNode || *rank.silentSeconds < kStillBeatingSeconds)) {
       someBeat = true;
     }
   }
@@ -75,8 +82,12 @@ std::optional<StallVerdict> bySilence(const std::vector<RankEvidence>& ranks) {
 
 // A node of one worker that is not waiting for others: nobody else can have caused it.
 std::optional<StallVerdict> theOnlyRank(const std::vector<RankEvidence>& ranks) {
-  if (ranks.size() != 1 || !ranks.front().stalled || ranks.front().stack.inCollective) return std::nullopt;
-  const RankEvidence& rank = ranks.front();
+  std::vector<const RankEvidence*> here;
+  for (const RankEvidence& rank : ranks) {
+    if (!rank.onOtherNode) here.push_back(&rank);
+  }
+  if (here.size() != 1 || !here.front()->stalled || here.front()->stack.inCollective) return std::nullopt;
+  const RankEvidence& rank = *here.front();
   std::string why = "rank " + std::to_string(rank.rank) + " is the only worker here";
   if (!rank.stack.where.empty()) {
     why += std::string(rank.stack.kind == StackSample::Kind::Stopped ? " and is " : ", in ") + rank.stack.where;

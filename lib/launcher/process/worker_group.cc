@@ -136,8 +136,9 @@ void WorkerGroup::onStall(const std::vector<size_t>& stalled) {
   StallReport report = diagnoseStall();
   console_.write(report.text(), true);
   if (settings_.onStall) settings_.onStall(report);
-  const bool allWaiting = std::all_of(report.ranks.begin(), report.ranks.end(),
-                                      [](const RankEvidence& rank) { return rank.stack.inCollective; });
+  const bool allWaiting = std::all_of(report.ranks.begin(), report.ranks.end(), [](const RankEvidence& rank) {
+    return rank.onOtherNode || rank.stack.inCollective;
+  });
   if (allWaiting && settings_.unexplainedStallGrace.count() > 0) {
     spdlog::warn(
         "every worker here waits in a collective: the culprit is on another node; ending the round in {} s "
@@ -192,6 +193,9 @@ StallReport WorkerGroup::diagnoseStall() {
     evidence.pid = running[index]->pid;
     evidence.stack = stacks[index];
     report.ranks.push_back(evidence);
+  }
+  if (settings_.otherNodesProgress) {
+    for (RankEvidence& other : settings_.otherNodesProgress()) report.ranks.push_back(std::move(other));
   }
   report.verdict = judgeStall(report.ranks);
   return report;

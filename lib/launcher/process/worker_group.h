@@ -62,6 +62,9 @@ struct GroupSettings {
   /// Elastic jobs: when every stalled worker here waits in a collective (the culprit is on
   /// another node), how long this node leaves the others to name it before it ends the round.
   std::chrono::milliseconds unexplainedStallGrace{0};
+  /// Elastic jobs: the other nodes' ranks as their agents last published them, so that the
+  /// verdict compares every rank's counter (stall_verdict.h).
+  std::function<std::vector<RankEvidence>()> otherNodesProgress;
 };
 
 struct GroupOutcome {

@@ -8,6 +8,7 @@
 #include "pltrun/error.h"
 #include "rendezvous/elastic/expected_nodes.h"
 #include "rendezvous/elastic/node_assignment.h"
+#include "rendezvous/elastic/node_state.h"
 
 namespace pltrun {
 
@@ -32,25 +33,17 @@ json parsedOr(const std::optional<std::string>& text) {
 
 // Slot `slot` of `round` as far as the keys tell: who joined, where it was placed, what its
 // workers do. Empty when the slot's descriptor is not there (yet).
-// The slowest of a node's workers in its published "ranks" (elastic_rendezvous.h, rR/state/I):
-// the lowest step, the longest silence among equals; without steps, the longest silence.
-// Entries of the wrong shape are skipped: the store's values are not trusted.
-void readSlowestRank(const json& ranks, NodeStatus& node) {
-  if (!ranks.is_array()) return;
-  for (const json& entry : ranks) {
-    if (!entry.is_object() || !entry.contains("rank") || !entry["rank"].is_number_integer()) continue;
-    const json step = entry.value("step", json());
-    const json silent = entry.value("silent", json());
-    if (!silent.is_number()) continue;  // never sent a heartbeat
-    const std::optional<long long> entryStep =
-        step.is_number_integer() ? std::optional<long long>(step.get<long long>()) : std::nullopt;
-    const double entrySilence = silent.get<double>();
-    const bool slower = !node.slowestRank || (entryStep && (!node.slowestStep || *entryStep < *node.slowestStep)) ||
-                        (entryStep == node.slowestStep && entrySilence > node.slowestSilence.value_or(0));
+// The slowest of a node's workers in its published ranks (node_state.h, rR/state/I): the
+// lowest step, the longest silence among equals; without steps, the longest silence.
+void readSlowestRank(const std::vector<rdzv::RankProgress>& ranks, NodeStatus& node) {
+  for (const rdzv::RankProgress& entry : ranks) {
+    if (!entry.silentSeconds) continue;  // never sent a heartbeat
+    const bool slower = !node.slowestRank || (entry.step && (!node.slowestStep || *entry.step < *node.slowestStep)) ||
+                        (entry.step == node.slowestStep && *entry.silentSeconds > node.slowestSilence.value_or(0));
     if (!slower) continue;
-    node.slowestRank = entry["rank"].get<int>();
-    node.slowestStep = entryStep;
-    node.slowestSilence = entrySilence;
+    node.slowestRank = entry.rank;
+    node.slowestStep = entry.step;
+    node.slowestSilence = entry.silentSeconds;
   }
 }
 
@@ -84,11 +77,12 @@ std::optional<NodeStatus> nodeInSlot(const JobKeys& keys, int round, int slot, J
     } catch (const Error&) {
     }
   }
-  const json state = parsedOr(valueOf(keys, roundName(round, "state/" + std::to_string(slot))));
-  if (state.is_object() && state.value("state", "") != "") {
-    node.state = state.value("state", "");
-    node.workersRunning = state.value("workers", -1);
-    if (state.contains("ranks")) readSlowestRank(state["ranks"], node);
+  if (auto stateText = valueOf(keys, roundName(round, "state/" + std::to_string(slot)))) {
+    if (const auto state = rdzv::decodeNodeState(*stateText)) {
+      node.state = state->state;
+      node.workersRunning = state->workers;
+      readSlowestRank(state->ranks, node);
+    }
   }
   return node;
 }

@@ -1,0 +1,71 @@
+#include "rendezvous/elastic/node_state.h"
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+namespace pltrun::rdzv {
+namespace {
+
+using nlohmann::json;
+
+// A value that went through a store may be anything: -1, 1e300, "5", a nested array.
+std::optional<RankProgress> decodeRank(const json& entry) {
+  if (!entry.is_object()) return std::nullopt;
+  const auto rank = entry.find("rank");
+  if (rank == entry.end() || !rank->is_number_integer()) return std::nullopt;
+  const long long value = rank->get<long long>();
+  if (value < 0 || value > std::numeric_limits<int>::max()) return std::nullopt;
+  RankProgress progress;
+  progress.rank = static_cast<int>(value);
+  const auto step = entry.find("step");
+  if (step != entry.end() && step->is_number_integer()) progress.step = step->get<long long>();
+  const auto silent = entry.find("silent");
+  if (silent != entry.end() && silent->is_number()) {
+    const double seconds = silent->get<double>();
+    if (std::isfinite(seconds) && seconds >= 0) progress.silentSeconds = seconds;
+  }
+  return progress;
+}
+
+}  // namespace
+
+std::string encodeNodeState(const NodeState& state) {
+  json value = {{"state", state.state}, {"workers", state.workers}};
+  if (!state.host.empty()) value["host"] = state.host;
+  for (const RankProgress& rank : state.ranks) {
+    value["ranks"].push_back({{"rank", rank.rank},
+                              {"step", rank.step ? json(*rank.step) : json()},
+                              {"silent", rank.silentSeconds ? json(*rank.silentSeconds) : json()}});
+  }
+  // Host names are the agents' own, but a replacement character beats an exception here.
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::optional<NodeState> decodeNodeState(const std::string& text) {
+  // The depth of what the parser keeps is bounded by the shape asked for below, but the
+  // parser itself recurses: a store value is capped in size by the store, and nlohmann's
+  // parser (unlike its dump) is iterative, so a deep value costs memory, not the stack.
+  const json value = json::parse(text, nullptr, false);
+  if (!value.is_object()) return std::nullopt;
+  const auto state = value.find("state");
+  if (state == value.end() || !state->is_string() || state->get<std::string>().empty()) return std::nullopt;
+  NodeState decoded;
+  decoded.state = state->get<std::string>();
+  const auto workers = value.find("workers");
+  if (workers != value.end() && workers->is_number_integer()) {
+    const long long count = workers->get<long long>();
+    if (count >= 0 && count <= std::numeric_limits<int>::max()) decoded.workers = static_cast<int>(count);
+  }
+  const auto host = value.find("host");
+  if (host != value.end() && host->is_string()) decoded.host = host->get<std::string>();
+  const auto ranks = value.find("ranks");
+  if (ranks != value.end() && ranks->is_array()) {
+    for (const json& entry : *ranks) {
+      if (auto rank = decodeRank(entry)) decoded.ranks.push_back(*rank);
+    }
+  }
+  return decoded;
+}
+
+}  // namespace pltrun::rdzv

@@ -1,0 +1,36 @@
+#pragma once
+// What a node's workers are doing, as its agent publishes it under rR/state/I for
+// `pltrun status` and for the stall verdicts of the other nodes (elastic_rendezvous.h):
+//   {"state": "running", "workers": 2, "host": "b",
+//    "ranks": [{"rank": 2, "step": 5, "silent": 3.2}, ...]}
+// The store's values are not trusted: decoding keeps what has the right shape and drops the
+// rest, entry by entry, and never throws.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pltrun::rdzv {
+
+/// One worker's heartbeats (PLTRUN_HEARTBEAT), as its agent publishes them.
+struct RankProgress {
+  int rank = 0;
+  std::optional<long long> step;        ///< its last progress counter
+  std::optional<double> silentSeconds;  ///< since its last heartbeat; none: it never sent one
+};
+
+struct NodeState {
+  std::string state;  ///< "running", "failed" or "succeeded"
+  int workers = -1;   ///< workers running; -1: not said
+  std::string host;   ///< the agent's host name (empty from agents older than this field)
+  std::vector<RankProgress> ranks;
+};
+
+std::string encodeNodeState(const NodeState& state);
+
+/// None when `text` is not a JSON object with a non-empty "state" string. Rank entries of
+/// the wrong shape are left out; a step that is not an integer, or a silence that is not a
+/// finite number of seconds from 0 up, reads as absent.
+std::optional<NodeState> decodeNodeState(const std::string& text);
+
+}  // namespace pltrun::rdzv

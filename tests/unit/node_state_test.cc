@@ -1,0 +1,60 @@
+// The node state an agent publishes under rR/state/I (node_state.h): what one agent writes,
+// another reads back; what the store holds is untrusted, so bad shapes read as absent.
+
+#include "rendezvous/elastic/node_state.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+using pltrun::rdzv::decodeNodeState;
+using pltrun::rdzv::encodeNodeState;
+using pltrun::rdzv::NodeState;
+
+TEST_CASE("node state: what an agent publishes reads back the same", "[node_state]") {
+  NodeState state;
+  state.state = "running";
+  state.workers = 2;
+  state.host = "node-b";
+  state.ranks = {{2, 40, 3.5}, {3, std::nullopt, std::nullopt}};
+  const auto decoded = decodeNodeState(encodeNodeState(state));
+  REQUIRE(decoded);
+  CHECK(decoded->state == "running");
+  CHECK(decoded->workers == 2);
+  CHECK(decoded->host == "node-b");
+  REQUIRE(decoded->ranks.size() == 2);
+  CHECK(decoded->ranks[0].rank == 2);
+  CHECK(decoded->ranks[0].step == 40);
+  CHECK(decoded->ranks[0].silentSeconds == 3.5);
+  CHECK_FALSE(decoded->ranks[1].step);
+  CHECK_FALSE(decoded->ranks[1].silentSeconds);
+}
+
+TEST_CASE("node state: a value that is not a node state reads as none", "[node_state]") {
+  for (const std::string& text : std::vector<std::string>{"", "5", "[]", "{}", "{\"state\":5}", "{\"state\":\"\"}", "not json",
+                                 std::string(100000, '[') + std::string(100000, ']')}) {
+    CHECK_FALSE(decodeNodeState(text));
+  }
+}
+
+TEST_CASE("node state: entries of the wrong shape are left out, wrong fields read as absent", "[node_state]") {
+  const auto decoded = decodeNodeState(
+      R"({"state":"running","workers":"two","host":7,"ranks":[5,{"rank":"1"},{"rank":-1},{"rank":4294967296},)"
+      R"({"rank":1,"step":"9","silent":-2},{"rank":2,"step":1.5,"silent":"nan"},{"rank":3,"step":7,"silent":[1]}]})");
+  REQUIRE(decoded);
+  CHECK(decoded->workers == -1);
+  CHECK(decoded->host.empty());
+  REQUIRE(decoded->ranks.size() == 3);
+  CHECK(decoded->ranks[0].rank == 1);
+  CHECK_FALSE(decoded->ranks[0].step);
+  CHECK_FALSE(decoded->ranks[0].silentSeconds);
+  CHECK_FALSE(decoded->ranks[1].step);
+  CHECK(decoded->ranks[2].step == 7);
+  CHECK_FALSE(decoded->ranks[2].silentSeconds);
+
+  // A deeply nested value where a rank should be costs no stack: it is skipped.
+  const std::string deep = R"({"state":"running","ranks":[)" + std::string(100000, '[') + std::string(100000, ']') + "]}";
+  const auto nested = decodeNodeState(deep);
+  REQUIRE(nested);
+  CHECK(nested->ranks.empty());
+}
