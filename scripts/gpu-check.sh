@@ -1,9 +1,11 @@
 #!/bin/bash
 # Checks on a GPU machine with torch (CUDA, NCCL): pltrun starts NCCL workers, restarts
 # them after a crash, and after `kill -9 pltrun` leaves neither GPU memory nor a setsid
-# descendant behind. Not run by CI (no GPU there). On the lent machine, with a stripped
-# pltrun and the shared libraries it needs copied into one folder DIR beside this script:
-#   bash scripts/gpu-check.sh DIR        (ONLY_KILL=1: the kill -9 check alone)
+# descendant behind; a rank stuck in a CUDA kernel that never ends is found by
+# --stall-timeout, reported, killed, and the GPU is free afterwards. Not run by CI (no GPU
+# there). On the lent machine, with a stripped pltrun and the shared libraries it needs
+# copied into one folder DIR beside this script:
+#   bash scripts/gpu-check.sh DIR        (ONLY_KILL=1 or ONLY_HANG=1: that check alone)
 set -u
 cd "${1:?usage: gpu-check.sh DIR_WITH_PLTRUN}"
 export LD_LIBRARY_PATH=$PWD
@@ -26,6 +28,29 @@ if restart == 0 and os.environ.get("CRASH"):
 dist.destroy_process_group()
 PY
 if [ -z "${ONLY_KILL:-}" ]; then
+echo "== a rank stuck in a CUDA kernel that never ends (--stall-timeout 5): found, killed, GPU free"
+cat > hang.py <<'PY'
+import os, socket, torch
+beat = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+x = torch.ones(1 << 26, device="cuda")
+for step in range(1000):
+    x.mul_(1.0)
+    torch.cuda.synchronize()
+    beat.sendto(str(step).encode(), os.environ["PLTRUN_HEARTBEAT"])
+    if step == 5:
+        torch.cuda._sleep(1 << 62)  # a kernel that spins for years
+        torch.cuda.synchronize()
+PY
+start=$(date +%s.%N)
+./pltrun --nproc-per-node 1 --stall-timeout 5 --term-timeout 5 --log-dir hang-logs python3 hang.py 2>hang.err
+rc=$?; end=$(date +%s.%N)
+cat hang.err
+echo "rc=$rc (124 expected) after $(python3 -c "print(round($end - $start, 1))") s"
+grep -q "culprit: rank 0" hang.err && echo "culprit named" || echo "NO CULPRIT NAMED"
+grep -q "hang.py" hang.err && echo "its stack names hang.py" || echo "NO STACK LINE"
+sleep 1
+echo "GPU processes after the hang: $(nvidia-smi --query-compute-apps=pid --format=csv,noheader | wc -l) (0 expected)"
+[ -n "${ONLY_HANG:-}" ] && exit 0
 echo "== one worker per GPU (--nproc-per-node gpu), NCCL all_reduce"
 /usr/bin/time -f "wall %e s" ./pltrun --nproc-per-node gpu python3 ddp.py; echo "rc=$?"
 echo "== crash in attempt 0, restart (--max-restarts 1)"
