@@ -89,7 +89,13 @@ bool ElasticRendezvous::waitForKey(const std::string& key, milliseconds timeout)
 
 void ElasticRendezvous::throwIfJobClosed() {
   if (store_.check({jobKey("closed")})) {
-    throw JobClosed{RoundEnd::fromJson(store_.get(jobKey("closed"))), !sawJobOpen_};
+    // Set only once the job is over: a malformed value there still ends it, saying so.
+    RoundEnd closed = RoundEnd::fromStoreValue(jobKey("closed"), store_.get(jobKey("closed")));
+    if (!closed.final) {
+      closed.final = true;
+      closed.status = 1;
+    }
+    throw JobClosed{closed, !sawJobOpen_};
   }
 }
 
@@ -170,7 +176,8 @@ void ElasticRendezvous::standAside(int round, int runningNodes, const BetweenWai
   }
   // Only a lost member leaves a place for certain; after anything else the members come
   // back, and a spare that joined first would push one of them out.
-  const RoundEnd::Reason reason = RoundEnd::fromJson(store_.get(roundKey(round, "end"))).reason;
+  const RoundEnd::Reason reason =
+      RoundEnd::fromStoreValue(roundKey(round, "end"), store_.get(roundKey(round, "end"))).reason;
   yieldToMembers_ = reason != RoundEnd::Reason::NodeLost && reason != RoundEnd::Reason::RendezvousFailed;
   deadline_ = Clock::now() + options_.joinTimeout;  // the join timeout counts from here
 }
@@ -346,7 +353,7 @@ void ElasticRendezvous::closeRound(int round) {
 
 RoundEnd ElasticRendezvous::endRound(int round, const RoundEnd& end) {
   const std::string ours = end.toJson();
-  return RoundEnd::fromJson(store_.compareSet(roundKey(round, "end"), "", ours));
+  return RoundEnd::fromStoreValue(roundKey(round, "end"), store_.compareSet(roundKey(round, "end"), "", ours));
 }
 
 RoundEnd ElasticRendezvous::reportWorkerFailure(int round, RoundEnd failure, int maxRestarts) {
@@ -361,7 +368,7 @@ RoundEnd ElasticRendezvous::reportWorkerFailure(int round, RoundEnd failure, int
     store_.add(jobKey("failures"), 1);
     if (failure.final) closeJob(failure);
   }
-  return RoundEnd::fromJson(held);
+  return RoundEnd::fromStoreValue(roundKey(round, "end"), held);
 }
 
 void ElasticRendezvous::reportSucceeded(const RoundInfo& info) {

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "pltrun/error.h"
+#include "rendezvous/elastic/store_json.h"
 
 namespace pltrun::rdzv {
 
@@ -24,52 +25,27 @@ json toJson(const NodeDescriptor& node) {
   return value;
 }
 
-namespace {
-
-json parseObject(const std::string& text, const char* what) {
-  json value = json::parse(text, nullptr, false);
-  if (!value.is_object()) {
-    throw Error(ErrorCode::Protocol,
-                std::string("rendezvous: malformed ") + what + " in the store: " + text.substr(0, 200));
-  }
-  return value;
-}
-
-template <typename T>
-T field(const json& object, const char* name, const char* what) {
-  auto found = object.find(name);
-  if (found == object.end()) {
-    throw Error(ErrorCode::Protocol, std::string("rendezvous: ") + what + " in the store lacks '" + name + "'");
-  }
-  try {
-    return found->get<T>();
-  } catch (const json::exception&) {
-    throw Error(ErrorCode::Protocol, std::string("rendezvous: ") + what + " in the store has a bad '" + name + "'");
-  }
-}
-
-}  // namespace
 
 NodeDescriptor nodeDescriptorFromJson(const std::string& text) {
   const char* what = "node descriptor";
-  json value = parseObject(text, what);
+  json value = parseStoreObject(text, what);
   NodeDescriptor node;
-  node.agentId = field<std::string>(value, "id", what);
-  node.host = field<std::string>(value, "host", what);
-  node.addr = field<std::string>(value, "addr", what);
-  node.localWorldSize = field<int>(value, "nproc", what);
-  if (value.contains("name")) node.name = field<std::string>(value, "name", what);
-  if (value.contains("rank_hint")) node.rankHint = field<int>(value, "rank_hint", what);
-  if (value.contains("link_port")) node.linkPort = field<int>(value, "link_port", what);
-  if (value.contains("pid")) node.pid = field<int>(value, "pid", what);
+  node.agentId = storeField<std::string>(value, "id", what);
+  node.host = storeField<std::string>(value, "host", what);
+  node.addr = storeField<std::string>(value, "addr", what);
+  node.localWorldSize = storeField<int>(value, "nproc", what);
+  if (value.contains("name")) node.name = storeField<std::string>(value, "name", what);
+  if (value.contains("rank_hint")) node.rankHint = storeField<int>(value, "rank_hint", what);
+  if (value.contains("link_port")) node.linkPort = storeField<int>(value, "link_port", what);
+  if (value.contains("pid")) node.pid = storeField<int>(value, "pid", what);
   if (value.contains("nnodes")) {
-    const auto range = field<std::vector<int>>(value, "nnodes", what);
+    const auto range = storeField<std::vector<int>>(value, "nnodes", what);
     if (range.size() != 2) throw Error(ErrorCode::Protocol, "rendezvous: node descriptor with a bad 'nnodes'");
     node.minNodes = range[0];
     node.maxNodes = range[1];
   }
-  if (value.contains("max_restarts")) node.maxRestarts = field<int>(value, "max_restarts", what);
-  if (value.contains("keep_alive_ms")) node.keepAliveMs = field<int>(value, "keep_alive_ms", what);
+  if (value.contains("max_restarts")) node.maxRestarts = storeField<int>(value, "max_restarts", what);
+  if (value.contains("keep_alive_ms")) node.keepAliveMs = storeField<int>(value, "keep_alive_ms", what);
   if (node.localWorldSize < 1) throw Error(ErrorCode::Protocol, "rendezvous: node descriptor with nproc < 1");
   if (node.linkPort < 0 || node.linkPort > 65535) {
     throw Error(ErrorCode::Protocol, "rendezvous: node descriptor with a link_port outside 0..65535");
@@ -87,13 +63,13 @@ json toJson(const NodeAssignment& assignment) {
 
 NodeAssignment nodeAssignmentFromJson(const std::string& text) {
   const char* what = "node assignment";
-  json value = parseObject(text, what);
+  json value = parseStoreObject(text, what);
   NodeAssignment assignment;
-  assignment.nodeRank = field<int>(value, "node_rank", what);
-  assignment.nnodes = field<int>(value, "nnodes", what);
-  assignment.worldSize = field<int>(value, "world_size", what);
-  assignment.firstRank = field<int>(value, "first_rank", what);
-  assignment.rank0Addr = field<std::string>(value, "rank0_addr", what);
+  assignment.nodeRank = storeField<int>(value, "node_rank", what);
+  assignment.nnodes = storeField<int>(value, "nnodes", what);
+  assignment.worldSize = storeField<int>(value, "world_size", what);
+  assignment.firstRank = storeField<int>(value, "first_rank", what);
+  assignment.rank0Addr = storeField<std::string>(value, "rank0_addr", what);
   return assignment;
 }
 

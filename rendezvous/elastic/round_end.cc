@@ -5,6 +5,9 @@
 #include <utility>
 
 #include "pltrun/error.h"
+#include "rendezvous/elastic/store_json.h"
+#include "rendezvous/store/store_table.h"
+#include "rendezvous/store/terminal_text.h"
 
 namespace pltrun::rdzv {
 
@@ -32,16 +35,14 @@ const char* RoundEnd::reasonName(Reason reason) {
 std::string RoundEnd::toJson() const {
   nlohmann::json value = {{"reason", reasonName(reason)}, {"host", host},  {"message", message}, {"status", status},
                           {"failures", failures},         {"final", final}};
-  return value.dump();
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 RoundEnd RoundEnd::fromJson(const std::string& text) {
-  nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
-  if (!value.is_object() || !value.contains("reason") || !value["reason"].is_string()) {
-    throw Error(ErrorCode::Protocol, "rendezvous: malformed round end in the store: " + text.substr(0, 200));
-  }
+  const char* what = "round end";
+  const nlohmann::json value = parseStoreObject(text, what);
+  const std::string name = storeField<std::string>(value, "reason", what);
   RoundEnd end;
-  const std::string name = value["reason"].get<std::string>();
   bool known = false;
   for (const auto& [reason, reasonText] : kReasonNames) {
     if (name == reasonText) {
@@ -49,33 +50,51 @@ RoundEnd RoundEnd::fromJson(const std::string& text) {
       known = true;
     }
   }
-  if (!known) throw Error(ErrorCode::Protocol, "rendezvous: unknown round end reason '" + name + "'");
-  end.host = value.value("host", "");
-  end.message = value.value("message", "");
-  end.status = value.value("status", 0);
-  end.failures = value.value("failures", 0);
-  end.final = value.value("final", false);
+  if (!known) throw Error(ErrorCode::Protocol, "rendezvous: unknown round end reason " + printableKey(name));
+  end.host = storeFieldOr<std::string>(value, "host", what, "");
+  end.message = storeFieldOr<std::string>(value, "message", what, "");
+  end.status = storeFieldOr<int>(value, "status", what, 0);
+  end.failures = storeFieldOr<int>(value, "failures", what, 0);
+  end.final = storeFieldOr<bool>(value, "final", what, false);
+  if (end.status < 0 || end.status > 255 || end.failures < 0) {
+    throw Error(ErrorCode::Protocol, "rendezvous: round end in the store with a status or failure count out of range");
+  }
   return end;
 }
 
+RoundEnd RoundEnd::fromStoreValue(const std::string& key, const std::string& text) {
+  try {
+    return fromJson(text);
+  } catch (const Error& error) {
+    if (error.code() != ErrorCode::Protocol) throw;
+    RoundEnd malformed;
+    malformed.reason = Reason::RendezvousFailed;
+    malformed.message = "the store holds a malformed value at " + printableKey(key) + " (" + error.what() + ")";
+    return malformed;
+  }
+}
+
 std::string RoundEnd::describe() const {
+  // Both come from the store: printed on a terminal, they must not drive it.
+  const std::string who = terminalSafe(host);
+  const std::string why = terminalSafe(message);
   switch (reason) {
     case Reason::Succeeded:
       return "every node's workers succeeded";
     case Reason::WorkerFailed:
-      return "a worker failed on " + host + ": " + message;
+      return "a worker failed on " + who + ": " + why;
     case Reason::NodeLost:
-      return "node " + host + " lost (" + message + ")";
+      return "node " + who + " lost (" + why + ")";
     case Reason::NodeJoined:
-      return "node " + host + " joined";
+      return "node " + who + " joined";
     case Reason::Stopped:
-      return "node " + host + " was stopped (" + message + ")";
+      return "node " + who + " was stopped (" + why + ")";
     case Reason::RendezvousFailed:
-      return "the round could not be formed: " + message;
+      return "the round could not be formed: " + why;
     case Reason::TimedOut:
-      return "the rendezvous timed out: " + message;
+      return "the rendezvous timed out: " + why;
   }
-  return message;
+  return why;
 }
 
 }  // namespace pltrun::rdzv

@@ -26,6 +26,10 @@ struct RoundEnd {
   std::string toJson() const;
   /// Throws Error(Protocol) when `text` is not a round end.
   static RoundEnd fromJson(const std::string& text);
+  /// The round end the store holds at `key`; a malformed one (a wrong type, another
+  /// program's value) ends the round all the same, as a failed rendezvous whose message
+  /// names the key: the agents meet again in a new round rather than abort.
+  static RoundEnd fromStoreValue(const std::string& key, const std::string& text);
   /// One line, e.g. "node b lost (connection closed)".
   std::string describe() const;
   /// The event name, e.g. "worker_failed".

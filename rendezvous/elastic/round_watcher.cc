@@ -7,6 +7,7 @@
 
 #include "pltrun/error.h"
 #include "rendezvous/store/seconds_text.h"
+#include "rendezvous/store/store_table.h"
 
 namespace pltrun::rdzv {
 
@@ -57,7 +58,7 @@ void RoundWatcher::run() {
 
 // One beat (when due) and one wait for the round's end; true once the end was handed over.
 bool RoundWatcher::watchOnce() {
-  if (nnodes_ > 1 && peerHost_.empty()) peerHost_ = nodeDescriptorFromJson(store_->get(peerSlotKey_)).host;
+  if (nnodes_ > 1 && peerHost_.empty()) peerHost_ = peerHostName();
   if (Clock::now() >= nextBeat_) beatAndCheckPeer();
   const auto untilBeat = std::chrono::duration_cast<std::chrono::milliseconds>(nextBeat_ - Clock::now());
   const auto wait = std::max(std::chrono::milliseconds(1), std::min(settings_.slice, untilBeat));
@@ -67,8 +68,20 @@ bool RoundWatcher::watchOnce() {
     if (error.code() == ErrorCode::Timeout) return false;
     throw;
   }
-  if (!stopping_) onEnd_(RoundEnd::fromJson(store_->get(endKey_)));
+  if (!stopping_) onEnd_(RoundEnd::fromStoreValue(endKey_, store_->get(endKey_)));
   return true;
+}
+
+// The watched node's host, for the message that says it was lost; a descriptor that is not
+// pltrun's (the store's values are untrusted) leaves the key's name instead.
+std::string RoundWatcher::peerHostName() {
+  const std::string text = store_->get(peerSlotKey_);
+  try {
+    return nodeDescriptorFromJson(text).host;
+  } catch (const Error& error) {
+    if (error.code() != ErrorCode::Protocol) throw;
+    return "the node at " + printableKey(peerSlotKey_);
+  }
 }
 
 // The store did not answer: within the outage tolerance the workers keep running, and the

@@ -54,6 +54,7 @@ class RoundWatcher {
  private:
   void run();
   bool watchOnce();
+  std::string peerHostName();
   bool survivesOutage(const Error& error);
   void beatAndCheckPeer();
 

@@ -15,6 +15,8 @@
 #include "e2e/elastic_job.h"
 #include "e2e/elastic_meeting.h"
 #include "helpers/child_process.h"
+#include "helpers/loopback_listener.h"
+#include "pltrun/tcp_store.h"
 
 using namespace pltrun::test;
 using namespace std::chrono_literals;
@@ -253,4 +255,62 @@ TEST_CASE("pltrun status: a wrong endpoint or run id is one line and status 2", 
   Finished noEndpoint = runPltrun({"status"});
   CHECK(noEndpoint.status == 2);
   CHECK_THAT(noEndpoint.err, Catch::Contains("--rdzv-endpoint is required"));
+}
+
+namespace {
+
+// Writes `keys` (names below pltrun/rdzv/RUN_ID/) to the store at `endpoint` as any client
+// with access could.
+void writeJobKeys(const StandaloneStore& store, const std::string& runId,
+                  const std::vector<std::pair<std::string, std::string>>& keys) {
+  pltrun::TcpStoreOptions options;
+  options.host = "127.0.0.1";
+  options.port = std::stoi(store.endpoint().substr(store.endpoint().rfind(':') + 1));
+  pltrun::TcpStore client(options);
+  for (const auto& [name, value] : keys) client.set("pltrun/rdzv/" + runId + "/" + name, value);
+}
+
+}  // namespace
+
+TEST_CASE("pltrun status ends against absurd counts and intervals in the store", "[status][e2e][bounded]") {
+  TempDir dir;
+  StandaloneStore store(dir);
+  writeJobKeys(store, "absurd",
+               {{"round", "0"},
+                {"r0/count", "1000000000"},
+                {"r0/complete", R"({"nnodes":1000000000,"world_size":1,"failures":0})"},
+                {"r0/slot/1", R"({"id":"a","host":"h","addr":"127.0.0.1","nproc":1,"keep_alive_ms":100000000})"}});
+  const auto start = std::chrono::steady_clock::now();
+  Finished run = runPltrun({"status", "--rdzv-endpoint", store.endpoint(), "--rdzv-id", "absurd", "--timeout", "5"});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(run.out << run.err);
+  CHECK(seconds < 20);  // a 44 h heartbeat wait and 4e9 reads before
+  CHECK(run.status >= 0);
+  CHECK(run.status <= 2);
+  CHECK_THAT(run.err, !Catch::Contains("internal error"));
+  // Within --timeout it shows the job, saying how much was cut; past it, one line and exit 2.
+  if (run.status != 2) CHECK_THAT(run.out, Catch::Contains("more than 4096 nodes"));
+}
+
+TEST_CASE("pltrun status: a round end of the wrong type is named, exit 2", "[status][e2e][bounded]") {
+  TempDir dir;
+  StandaloneStore store(dir);
+  writeJobKeys(store, "confused", {{"round", "0"}, {"closed", R"({"reason":"worker_failed","host":5})"}});
+  Finished run = runPltrun({"status", "--rdzv-endpoint", store.endpoint(), "--rdzv-id", "confused"});
+  INFO(run.out << run.err);
+  CHECK(run.status == 2);
+  CHECK_THAT(run.out, Catch::Contains("the store holds a value at 'closed' that is not pltrun's"));
+}
+
+TEST_CASE("pltrun status: a store that never answers is given up on after --timeout", "[status][e2e][bounded]") {
+  // A listener that never accepts: connections complete in the kernel, requests go unanswered.
+  LoopbackListener listener;
+  const std::string endpoint = "127.0.0.1:" + std::to_string(listener.port());
+  const auto start = std::chrono::steady_clock::now();
+  Finished run = runPltrun({"status", "--rdzv-endpoint", endpoint, "--rdzv-id", "silent", "--timeout", "2"});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(run.err);
+  CHECK(run.status == 2);
+  CHECK(seconds < 10);
+  CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
 }

@@ -206,3 +206,28 @@ TEST_CASE("failureReportJson", "[failure_report]") {
     CHECK(alone.at("root_cause").at("exit_code") == 3);
   }
 }
+
+TEST_CASE("readErrorFile: a message nested 60000 levels deep is named, not dumped (no stack overflow)",
+          "[failure_report][bounded]") {
+  const std::string deep = std::string(60000, '[') + std::string(60000, ']');
+  for (const std::string& content :
+       {R"({"message":)" + deep + "}", R"({"message":{"message":)" + deep + R"(,"extraInfo":{"py_callstack":)" +
+                                           deep + "}}}"}) {
+    TempFile file(content);
+    std::optional<RecordedError> recorded = readErrorFile(file.path());
+    REQUIRE(recorded.has_value());
+    CHECK(recorded->message == "(a JSON array nested deeper than 64 levels, not shown)");
+  }
+  // A shallow structure is still shown as JSON.
+  TempFile shallow(R"({"message": {"message": [1, {"a": "b"}]}})");
+  CHECK(readErrorFile(shallow.path())->message == R"([1,{"a":"b"}])");
+}
+
+TEST_CASE("the failure report keeps a worker's invalid UTF-8 out of the JSON's way", "[failure_report][bounded]") {
+  WorkerFailure root = failure(0, 0);
+  root.stderrTail = {"bad \xff\xfe bytes"};
+  root.host = "node-\xff";
+  const std::string text =
+      failureReportJson(root, {}).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  CHECK_THAT(text, Contains("bad \xef\xbf\xbd\xef\xbf\xbd bytes"));  // U+FFFD, twice
+}

@@ -21,6 +21,13 @@ using rdzv::Request;
 
 namespace {
 
+// The largest value a reply may carry: far above what a rendezvous or torch's own keys hold
+// (the pltrun-store's default value limit is smaller still), far below what would exhaust
+// memory on a claim alone.
+constexpr std::uint64_t kMaxReplyBytes = 1ull << 30;
+// Replies are read this much at a time, the buffer growing only as bytes arrive.
+constexpr std::uint64_t kReplyChunkBytes = 1ull << 20;
+
 Request request(Command command, std::vector<std::string> keys = {}, std::vector<std::string> values = {},
                 std::int64_t number = 0) {
   Request built;
@@ -151,15 +158,24 @@ struct TcpStore::Impl {
     return value;
   }
 
+  // A reply's claimed size is the peer's word: over kMaxReplyBytes it is refused, and below
+  // that the buffer grows with the bytes that actually arrive, so a claim alone costs nothing.
   std::string receiveBytes(const std::string& what) {
     auto size = receiveInteger<std::uint64_t>(what);
-    if (size > (1ull << 36)) {
+    if (size > kMaxReplyBytes) {
       socket.close();
-      throw Error(ErrorCode::Protocol, "store " + endpoint() + ": " + what + ": reply of " + std::to_string(size) +
-                                           " bytes is not believable; is this a TCPStore of the right dialect?");
+      throw Error(ErrorCode::Protocol, "store " + endpoint() + ": " + what + ": a reply of " + std::to_string(size) +
+                                           " bytes is over the client's limit of " + std::to_string(kMaxReplyBytes) +
+                                           "; is this a TCPStore of the right dialect?");
     }
-    std::string bytes(size, '\0');
-    receive(bytes.data(), size, what, deadlineFor(options.timeout));
+    const auto deadline = deadlineFor(options.timeout);
+    std::string bytes;
+    while (bytes.size() < size) {
+      const size_t chunk = std::min<std::uint64_t>(size - bytes.size(), kReplyChunkBytes);
+      const size_t at = bytes.size();
+      bytes.resize(at + chunk);
+      receive(bytes.data() + at, chunk, what, deadline);
+    }
     return bytes;
   }
 

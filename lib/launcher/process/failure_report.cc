@@ -2,9 +2,12 @@
 
 #include <ctime>
 #include <nlohmann/json.hpp>
+#include <utility>
+#include <vector>
 
 #include "launcher/process/console_writer.h"
 #include "launcher/process/private_file.h"
+#include "rendezvous/store/terminal_text.h"
 
 namespace pltrun {
 namespace {
@@ -18,10 +21,36 @@ std::string isoTime(std::chrono::system_clock::time_point time) {
   return text;
 }
 
+// A worker's error file may nest a value 60000 levels deep within its size cap, and
+// nlohmann's dump() recurses once per level: deeper than this, the value is not shown.
+constexpr size_t kShownDepth = 64;
+
+bool nestedDeeperThan(const nlohmann::json& value, size_t limit) {
+  std::vector<std::pair<const nlohmann::json*, size_t>> pending{{&value, 1}};
+  while (!pending.empty()) {
+    const auto [current, depth] = pending.back();
+    pending.pop_back();
+    if (!current->is_structured()) continue;
+    if (depth > limit) return true;
+    for (const nlohmann::json& child : *current) pending.emplace_back(&child, depth + 1);
+  }
+  return false;
+}
+
+// A non-string value of an error file, as text.
+std::string valueText(const nlohmann::json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (nestedDeeperThan(value, kShownDepth)) {
+    return "(a JSON " + std::string(value.type_name()) + " nested deeper than " + std::to_string(kShownDepth) +
+           " levels, not shown)";
+  }
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 std::string stringField(const nlohmann::json& object, const char* key) {
   auto found = object.find(key);
   if (found == object.end()) return {};
-  return found->is_string() ? found->get<std::string>() : found->dump();
+  return valueText(*found);
 }
 
 nlohmann::json failureJson(const WorkerFailure& failure) {
@@ -66,7 +95,7 @@ std::optional<RecordedError> readErrorFile(const std::string& path) {
       recorded.timestamp = stringField(message["extraInfo"], "timestamp");
     }
   } else {
-    recorded.message = message.is_string() ? message.get<std::string>() : message.dump();
+    recorded.message = valueText(message);
   }
   return recorded;
 }
@@ -142,7 +171,8 @@ int printFailureReport(WorkerFailure rootCause, const std::vector<WorkerFailure>
       report += "  report: " + *jsonPath + "\n";
     }
   }
-  launcherConsole().write(report, true);  // after the workers' last lines, in order
+  // A worker's words (its stderr, error file) and host names must not drive the terminal.
+  launcherConsole().write(rdzv::terminalSafe(report), true);  // after the workers' last lines, in order
   return rootCause.shellStatus();
 }
 

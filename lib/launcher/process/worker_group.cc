@@ -8,6 +8,7 @@
 
 #include "launcher/process/group_runner.h"
 #include "launcher/process/stack_sampler.h"
+#include "rendezvous/store/terminal_text.h"
 
 namespace pltrun {
 namespace {
@@ -134,7 +135,7 @@ void WorkerGroup::becomeRootCause(Worker& worker, const RootCauseNotice& notice)
 void WorkerGroup::onStall(const std::vector<size_t>& stalled) {
   if (finished_ || stopping_ || rootCause_ != nullptr || running_ == 0) return;
   StallReport report = diagnoseStall();
-  console_.write(report.text(), true);
+  console_.write(rdzv::terminalSafe(report.text()), true);  // stacks name the workers' files
   if (settings_.onStall) settings_.onStall(report);
   const bool allWaiting = std::all_of(report.ranks.begin(), report.ranks.end(), [](const RankEvidence& rank) {
     return rank.onOtherNode || rank.stack.inCollective;

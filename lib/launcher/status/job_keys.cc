@@ -15,7 +15,7 @@ void readIfPresent(const JobKeyReader& read, const std::string& name, JobKeys& k
 void readRound(const JobKeyReader& read, int round, JobKeys& keys) {
   const std::string stem = "r" + std::to_string(round) + "/";
   for (const char* name : {"count", "complete", "end", "missing"}) readIfPresent(read, stem + name, keys);
-  const int slots = keyInteger(keys, stem + "count", 0);
+  const int slots = slotCount(keys, stem + "count");
   for (int slot = 1; slot <= slots; ++slot) {
     for (const char* name : {"slot/", "assign/", "state/", "beat/"}) {
       readIfPresent(read, stem + name + std::to_string(slot), keys);

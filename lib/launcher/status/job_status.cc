@@ -9,6 +9,7 @@
 #include "rendezvous/elastic/expected_nodes.h"
 #include "rendezvous/elastic/node_assignment.h"
 #include "rendezvous/elastic/node_state.h"
+#include "rendezvous/store/store_table.h"
 
 namespace pltrun {
 
@@ -89,7 +90,8 @@ std::optional<NodeStatus> nodeInSlot(const JobKeys& keys, int round, int slot, J
 
 // The members of a formed round (slots 1..nnodes) with their heartbeats; spares after them.
 void readFormedRound(const JobKeys& keys, int round, int nnodes, const HeartbeatAges& ages, JobStatus& job) {
-  const int joined = keyInteger(keys, roundName(round, "count"), nnodes);
+  const int joined = valueOf(keys, roundName(round, "count")) ? slotCount(keys, roundName(round, "count"))
+                                                                : std::min(nnodes, kMaxStatusSlots);
   for (int slot = 1; slot <= joined; ++slot) {
     std::optional<NodeStatus> node = nodeInSlot(keys, round, slot, job);
     if (!node) continue;
@@ -120,11 +122,33 @@ std::optional<std::vector<std::string>> publishedMissing(const JobKeys& keys, in
   return rdzv::nodeNamesFromJson(*text);
 }
 
+// The nodes of a formed round, from its rR/complete; none while it forms, or when the value
+// is not pltrun's.
+std::optional<int> formedNodes(const JobKeys& keys, int round) {
+  const json complete = parsedOr(valueOf(keys, roundName(round, "complete")));
+  if (!complete.is_object()) return std::nullopt;
+  const auto nnodes = complete.find("nnodes");
+  if (nnodes == complete.end() || !nnodes->is_number_integer()) return std::nullopt;
+  return static_cast<int>(std::clamp<long long>(nnodes->get<long long>(), 0, kMaxStatusSlots));
+}
+
+// The round end at `name` ("closed", "r3/end"): one that is not pltrun's is noted.
+std::optional<RoundEnd> readRoundEnd(const JobKeys& keys, const std::string& name, JobStatus& job) {
+  const std::optional<std::string> text = valueOf(keys, name);
+  if (!text) return std::nullopt;
+  try {
+    return RoundEnd::fromJson(*text);
+  } catch (const Error&) {
+    job.malformedKeys.push_back(name);
+    return std::nullopt;
+  }
+}
+
 // While a round forms: who joined so far, and who is missing: the expected nodes not joined
 // where the job names them, else the members of the round before that are not back
 // (counted by host and address: a replacement agent on the same node counts as back).
 void readFormingRound(const JobKeys& keys, int round, JobStatus& job) {
-  const int joined = keyInteger(keys, roundName(round, "count"), 0);
+  const int joined = slotCount(keys, roundName(round, "count"));
   std::multiset<std::string> here;
   for (int slot = 1; slot <= joined; ++slot) {
     if (std::optional<NodeStatus> node = nodeInSlot(keys, round, slot, job)) {
@@ -138,8 +162,7 @@ void readFormingRound(const JobKeys& keys, int round, JobStatus& job) {
     return;
   }
   if (round == 0) return;
-  const json before = parsedOr(valueOf(keys, roundName(round - 1, "complete")));
-  const int members = before.is_object() ? before.value("nnodes", 0) : 0;
+  const int members = formedNodes(keys, round - 1).value_or(0);
   for (int slot = 1; slot <= members; ++slot) {
     std::optional<NodeStatus> node = nodeInSlot(keys, round - 1, slot, job);
     if (!node) continue;
@@ -153,6 +176,10 @@ void readFormingRound(const JobKeys& keys, int round, JobStatus& job) {
 }
 
 }  // namespace
+
+int slotCount(const JobKeys& keys, const std::string& name) {
+  return std::clamp(keyInteger(keys, name, 0), 0, kMaxStatusSlots);
+}
 
 int keyInteger(const JobKeys& keys, const std::string& name, int fallback) {
   auto text = valueOf(keys, name);
@@ -170,33 +197,34 @@ JobStatus evaluateJob(const std::string& runId, const std::string& endpoint, con
   job.runId = runId;
   job.endpoint = endpoint;
   if (!valueOf(keys, "round")) return job;  // Unknown: no agent ever joined this run id here
-  job.round = keyInteger(keys, "round", 0);
+  job.round = std::max(0, keyInteger(keys, "round", 0));
   job.workerFailures = keyInteger(keys, "failures", 0);
   const std::optional<std::string> closed = valueOf(keys, "closed");
   const std::optional<std::string> ended = valueOf(keys, roundName(job.round, "end"));
-  const json complete = parsedOr(valueOf(keys, roundName(job.round, "complete")));
-  try {
-    if (closed) job.end = RoundEnd::fromJson(*closed);
-    if (!closed && ended) job.end = RoundEnd::fromJson(*ended);
-  } catch (const Error&) {
+  const std::optional<int> formed = formedNodes(keys, job.round);
+  if (!formed && valueOf(keys, roundName(job.round, "complete"))) {
+    job.malformedKeys.push_back(roundName(job.round, "complete"));
   }
-  if (complete.is_object()) {
-    readFormedRound(keys, job.round, complete.value("nnodes", 0), ages, job);
+  job.end = readRoundEnd(keys, closed ? "closed" : roundName(job.round, "end"), job);
+  job.slotsCut = keyInteger(keys, roundName(job.round, "count"), 0) > kMaxStatusSlots;
+  if (formed) {
+    readFormedRound(keys, job.round, *formed, ages, job);
   } else {
     readFormingRound(keys, job.round, job);
   }
   if (closed) {
     job.state = JobStatus::State::Finished;
     job.exitStatus = !job.end ? 1 : job.end->reason == RoundEnd::Reason::Succeeded ? 0 : std::max(job.end->status, 1);
-  } else if (ended || (!complete.is_object() && job.round > 0 && valueOf(keys, roundName(job.round - 1, "end")))) {
+  } else if (ended || (!formed && job.round > 0 && valueOf(keys, roundName(job.round - 1, "end")))) {
     job.state = JobStatus::State::Reforming;  // the last round ended; the next one forms
   } else {
-    job.state = complete.is_object() ? JobStatus::State::Running : JobStatus::State::Waiting;
+    job.state = formed ? JobStatus::State::Running : JobStatus::State::Waiting;
   }
   return job;
 }
 
 int statusExitCode(const JobStatus& status) {
+  if (!status.malformedKeys.empty()) return 2;
   switch (status.state) {
     case JobStatus::State::Unknown:
       return 2;
@@ -321,6 +349,12 @@ std::string renderStatusText(const JobStatus& status) {
   }
   if (!status.missing.empty())
     text += "  missing: " + rdzv::nodeNamesText(status.missing, status.missing.size()) + "\n";
+  if (status.slotsCut) text += "  (the round claims more than " + std::to_string(kMaxStatusSlots) + " nodes; the first " +
+                               std::to_string(kMaxStatusSlots) + " are shown)\n";
+  for (const std::string& key : status.malformedKeys) {
+    text += "  the store holds a value at " + rdzv::printableKey(key) +
+            " that is not pltrun's: the job's state cannot be told from it\n";
+  }
   return text;
 }
 
@@ -345,6 +379,7 @@ json statusJson(const JobStatus& status) {
           {"nodes", nodes},
           {"spares", spares},
           {"missing", status.missing},
+          {"malformed_keys", status.malformedKeys},
           {"end", end},
           {"job_exit_status", status.state == JobStatus::State::Finished ? json(status.exitStatus) : json()}};
 }

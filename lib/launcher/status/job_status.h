@@ -17,6 +17,10 @@ namespace pltrun {
 /// The job's keys under pltrun/rdzv/RUN_ID/, by their name below it ("round", "r2/slot/1").
 using JobKeys = std::map<std::string, std::string>;
 
+/// The most slots of a round status reads and shows: a count in the store is the store's
+/// word (any client with the secret may write 1e9 there), and each slot costs four reads.
+constexpr int kMaxStatusSlots = 4096;
+
 /// Per slot of the current round: seconds since its heartbeat counter was last seen to move
 /// (measured by the reader's own clock: the counters hold no time).
 using HeartbeatAges = std::map<int, double>;
@@ -56,10 +60,16 @@ struct JobStatus {
   std::vector<std::string> missing;   ///< while waiting or re-forming: last round's nodes not back yet
   std::optional<rdzv::RoundEnd> end;  ///< why the round or the job ended
   int exitStatus = 0;                 ///< Finished: the status the job ended with
+  /// Keys whose values are not what pltrun writes there (a wrong type, another program's
+  /// value) where the state depends on them: the state cannot be known (exit status 2).
+  std::vector<std::string> malformedKeys;
+  bool slotsCut = false;  ///< a round claimed more than kMaxStatusSlots slots
 };
 
 /// The decimal value of key `name`, or `fallback` when it is missing or not a number.
 int keyInteger(const JobKeys& keys, const std::string& name, int fallback);
+/// keyInteger of a slot count, at most kMaxStatusSlots.
+int slotCount(const JobKeys& keys, const std::string& name);
 
 /// The job as `keys` show it. A running node whose heartbeat has not moved for 1.5 times the
 /// agents' keep-alive interval (they beat once an interval) is "silent".
@@ -67,7 +77,7 @@ JobStatus evaluateJob(const std::string& runId, const std::string& endpoint, con
                       const HeartbeatAges& ages);
 
 /// 0: running with every node well, or finished successfully; 1: waiting, re-forming, or a
-/// node failed or went silent; 2: failed, stopped, or no such job.
+/// node failed or went silent; 2: failed, stopped, no such job, or malformed keys.
 int statusExitCode(const JobStatus& status);
 
 /// For people: a summary line, then a table of nodes, spares and who is missing.

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -21,6 +22,8 @@
 #include "rendezvous/etcd/etcd_client.h"
 #include "rendezvous/store/host_port_text.h"
 #include "rendezvous/store/secret_file.h"
+#include "rendezvous/store/seconds_text.h"
+#include "rendezvous/store/terminal_text.h"
 
 namespace pltrun {
 
@@ -36,6 +39,7 @@ struct StatusOptions {
   bool json = false;
   bool help = false;
   double watchSeconds = 0;  ///< 0: once
+  double timeoutSeconds = 30;  ///< the most one look at the job may take, however slow the store
 };
 
 StatusOptions parseStatusFlags(int argc, const char* const* argv) {
@@ -50,6 +54,9 @@ StatusOptions parseStatusFlags(int argc, const char* const* argv) {
   app.add_option("--rdzv-backend,--rdzv_backend", options.backend,
                  "c10d (the default) or etcd, whose members --rdzv-endpoint then lists");
   app.add_flag("--json", options.json, "schema 1 JSON (docs/STATUS.md) instead of text");
+  app.add_option("--timeout", options.timeoutSeconds,
+                 "give up on a store that has not told the whole state within SECONDS (default 30)")
+      ->check(CLI::Range(0.1, 86400.0));
   app.add_option("--watch", options.watchSeconds, "redraw every SECONDS (default 2) until interrupted")
       ->expected(0, 1)
       ->default_str("2");
@@ -104,7 +111,8 @@ JobSource openTcpStore(const StatusOptions& options, const RendezvousSettings& s
   storeOptions.secret = settings.secretFile.empty() ? "" : rdzv::readSecretFile(settings.secretFile, "secret_file");
   storeOptions.authContext = options.runId;
   storeOptions.connectTimeout = 3s;
-  storeOptions.timeout = settings.readTimeout;
+  storeOptions.timeout = std::min(settings.readTimeout, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                            std::chrono::duration<double>(options.timeoutSeconds)));
   JobSource source;
   source.endpoint = rdzv::hostPortText(endpoint.host, endpoint.port);
   source.name = "the store at " + source.endpoint;
@@ -157,21 +165,43 @@ JobSource openEtcd(const StatusOptions& options, RendezvousSettings settings) {
   return source;
 }
 
+// A store that answers every request, slowly, must not keep status going: each read first
+// checks the deadline of the whole look.
+template <typename Reader>
+Reader untilDeadline(Reader read, HeartbeatTracker::Clock::time_point deadline, double seconds) {
+  return [read = std::move(read), deadline, seconds](const auto& names) {
+    if (HeartbeatTracker::Clock::now() >= deadline) {
+      throw Error(ErrorCode::Timeout, "no whole answer within " + rdzv::secondsText(std::chrono::duration<double>(seconds)) +
+                                          " s (--timeout)");
+    }
+    return read(names);
+  };
+}
+
 // Reads the job, then watches the heartbeats of a running round for up to 1.6 keep-alive
-// intervals (or until every node has beaten once): the counters hold no time.
+// intervals (or until every node has beaten once): the counters hold no time. The interval
+// is the descriptors' word, so it is held to 0.1-60 s.
 JobStatus sample(const JobSource& source, const StatusOptions& options, HeartbeatTracker& tracker) {
-  JobKeys keys = readJobKeys(source.read);
+  const auto until = HeartbeatTracker::Clock::now() + std::chrono::duration_cast<HeartbeatTracker::Clock::duration>(
+                                                          std::chrono::duration<double>(options.timeoutSeconds));
+  const JobKeyReader read = untilDeadline(source.read, until, options.timeoutSeconds);
+  const JobKeysReader readMany = untilDeadline(source.readMany, until, options.timeoutSeconds);
+  JobKeys keys = readJobKeys(read);
   JobStatus status = evaluateJob(options.runId, source.endpoint, keys, {});
   if (status.state != JobStatus::State::Running) return status;
   const int slots = status.joined;
+  const int keepAliveMs = std::clamp(status.keepAliveMs.value_or(5000), 100, 60000);
+  // The watch leaves a quarter of --timeout for the reads after it.
   const auto deadline =
-      HeartbeatTracker::Clock::now() + std::chrono::milliseconds(status.keepAliveMs.value_or(5000) * 16 / 10);
-  tracker.observe(status.round, readHeartbeats(source.readMany, status.round, slots), HeartbeatTracker::Clock::now());
+      std::min(HeartbeatTracker::Clock::now() + std::chrono::milliseconds(keepAliveMs * 16 / 10),
+               until - std::chrono::duration_cast<HeartbeatTracker::Clock::duration>(
+                           std::chrono::duration<double>(options.timeoutSeconds / 4)));
+  tracker.observe(status.round, readHeartbeats(readMany, status.round, slots), HeartbeatTracker::Clock::now());
   while (!tracker.allMoved(status.round, slots) && HeartbeatTracker::Clock::now() < deadline) {
     std::this_thread::sleep_for(100ms);
-    tracker.observe(status.round, readHeartbeats(source.readMany, status.round, slots), HeartbeatTracker::Clock::now());
+    tracker.observe(status.round, readHeartbeats(readMany, status.round, slots), HeartbeatTracker::Clock::now());
   }
-  keys = readJobKeys(source.read);  // what changed meanwhile (a failure, the end)
+  keys = readJobKeys(read);  // what changed meanwhile (a failure, the end)
   JobStatus now = evaluateJob(options.runId, source.endpoint, keys, {});
   // The ages measured belong to the round watched; a round formed meanwhile has none yet.
   if (now.round != status.round) return now;
@@ -179,7 +209,10 @@ JobStatus sample(const JobSource& source, const StatusOptions& options, Heartbea
 }
 
 void show(const JobStatus& status, const StatusOptions& options, bool redraw) {
-  std::string text = options.json ? statusJson(status).dump() + "\n" : renderStatusText(status);
+  // Host names and messages come from the store: valid UTF-8 in JSON, harmless on a terminal.
+  std::string text = options.json
+                         ? statusJson(status).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
+                         : rdzv::terminalSafe(renderStatusText(status));
   if (redraw && isatty(STDOUT_FILENO)) text = "\033[H\033[2J" + text;
   std::fputs(text.c_str(), stdout);
   std::fflush(stdout);
