@@ -94,3 +94,33 @@ TEST_CASE("restarts stop at --max-restarts and the last failure's status is retu
   CHECK(run.status == 5);
   CHECK(readFile(dir / "count_0") == "0\n1\n2\n");
 }
+
+TEST_CASE("invalid UTF-8 and escape codes on a failing worker's stderr: its status, a report, failure.json",
+          "[exit][report][bounded]") {
+  TempDir dir;
+  Finished run = runPltrun({"--nproc-per-node", "1", "--log-dir", dir.path(), "--no-python", "/bin/bash", "-c",
+                            "printf 'bad \\377\\376 \\033[31mred\\007\\n' >&2; exit 4"});
+  INFO(run.err);
+  CHECK(run.status == 4);
+  CHECK(contains(run.err, "    bad \\xff\\xfe \\x1b[31mred\\x07"));  // the report's copy, shown not obeyed
+  bool found = false;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir.path())) {
+    if (entry.path().filename() != "failure.json") continue;
+    std::ifstream file(entry.path());
+    const nlohmann::json report = nlohmann::json::parse(file);  // valid UTF-8: U+FFFD in place of the bytes
+    CHECK(report["root_cause"]["exit_code"] == 4);
+    found = true;
+  }
+  CHECK(found);
+}
+
+TEST_CASE("an error file nested 60000 levels deep: the report, not a crash", "[exit][report][bounded]") {
+  Finished run = runPltrun(
+      {"--nproc-per-node", "1", "--no-python", "/usr/bin/python3", "-c",
+       "import os\n"
+       "open(os.environ['TORCHELASTIC_ERROR_FILE'], 'w').write('{\"message\":' + '[' * 60000 + ']' * 60000 + '}')\n"
+       "raise SystemExit(3)\n"});
+  INFO(run.err);
+  CHECK(run.status == 3);
+  CHECK(contains(run.err, "error: (a JSON array nested deeper than 64 levels, not shown)"));
+}

@@ -222,12 +222,3 @@ TEST_CASE("readErrorFile: a message nested 60000 levels deep is named, not dumpe
   TempFile shallow(R"({"message": {"message": [1, {"a": "b"}]}})");
   CHECK(readErrorFile(shallow.path())->message == R"([1,{"a":"b"}])");
 }
-
-TEST_CASE("the failure report keeps a worker's invalid UTF-8 out of the JSON's way", "[failure_report][bounded]") {
-  WorkerFailure root = failure(0, 0);
-  root.stderrTail = {"bad \xff\xfe bytes"};
-  root.host = "node-\xff";
-  const std::string text =
-      failureReportJson(root, {}).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
-  CHECK_THAT(text, Contains("bad \xef\xbf\xbd\xef\xbf\xbd bytes"));  // U+FFFD, twice
-}
