@@ -34,11 +34,14 @@ int exitStatusFor(pltrun::ErrorCode code) {
 // What the workers left behind outside their process groups is killed once the job is over.
 struct SweepWhenDone {
   ~SweepWhenDone() {
-    if (const int left = pltrun::sweepRemainingChildren()) {
-      pltrun::launcherConsole().write("pltrun: killed " + std::to_string(left) +
-                                          " process(es) the workers left behind outside their process groups\n",
-                                      true);
-    }
+    const pltrun::SweptChildren swept = pltrun::sweepRemainingChildren();
+    if (swept.killed == 0) return;
+    const std::string where = swept.outsideGroups == swept.killed ? " outside their process groups"
+                              : swept.outsideGroups == 0
+                                  ? " in their process groups"
+                                  : " (" + std::to_string(swept.outsideGroups) + " outside their process groups)";
+    pltrun::launcherConsole().write(
+        "pltrun: killed " + std::to_string(swept.killed) + " process(es) the workers left behind" + where + "\n", true);
   }
 };
 

@@ -141,7 +141,10 @@ TEST_CASE("a background process left by a finished worker does not outlive the j
   TempDir dir;
   Finished run = runPltrun(
       {"--nproc-per-node", "2", "/bin/sh", "-c", "sleep 1000 & echo $! > " + dir.path() + "/bg_$RANK; exit 0"});
+  INFO(run.err);
   CHECK(run.status == 0);
+  // Still in their workers' process groups: said so, not "outside" them.
+  CHECK(run.err.find("killed 2 process(es) the workers left behind in their process groups") != std::string::npos);
   std::vector<pid_t> pids;
   for (int rank = 0; rank < 2; ++rank) pids.push_back(std::stoi(readFile(dir / ("bg_" + std::to_string(rank)))));
   CHECK(waitUntilGone(pids, 5s).empty());
@@ -323,4 +326,39 @@ TEST_CASE("the final group kill never reaches a stranger that was given an ended
   REQUIRE(run.status == 0);
   CHECK(run.out.find("pltrun 0") != std::string::npos);
   CHECK(run.out.find("stranger alive") != std::string::npos);
+}
+
+namespace {
+
+// How many of `pid`'s children have ended and wait to be reaped (zombies).
+int zombieChildren(pid_t pid) {
+  int zombies = 0;
+  std::error_code error;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", error)) {
+    std::ifstream list(task.path() / "children");
+    for (pid_t child = 0; list >> child;) {
+      const std::string stat = readFile("/proc/" + std::to_string(child) + "/stat");
+      const size_t close = stat.rfind(')');
+      if (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z') ++zombies;
+    }
+  }
+  return zombies;
+}
+
+}  // namespace
+
+TEST_CASE("background processes of restarted workers are reaped as they end, not at exit", "[signals][lifetime]") {
+  TempDir dir;
+  // Each attempt leaves 40 short-lived orphans to pltrun (the subreaper) and fails; the last
+  // one says so in a file and stays a while.
+  ChildProcess pltrun(pltrunCommand(
+      {"--nproc-per-node", "1", "--max-restarts", "4", "--no-python", "/bin/bash", "-c",
+       "for i in $(seq 40); do (sleep 0.05 &); done; sleep 0.3\n"
+       "if [ \"$TORCHELASTIC_RESTART_COUNT\" -lt 4 ]; then exit 1; fi\n"
+       "touch " + dir.path() + "/last; sleep 6"}));
+  REQUIRE(waitForFile(dir / "last", 30s));
+  std::this_thread::sleep_for(2500ms);  // the last orphans ended 2 s ago; the reaper runs every second
+  const int zombies = zombieChildren(pltrun.pid());
+  CHECK(pltrun.wait(30s).status == 0);
+  CHECK(zombies < 10);  // 200 before: every attempt's orphans, reaped only at exit
 }

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "launcher/process/descendant_sweep.h"
 #include "launcher/process/orphan_guard.h"
 
 namespace pltrun {
@@ -114,7 +115,9 @@ int childMain(void* argument) {
 
 }  // namespace
 
-void reapChild(int pidfd) {
+namespace {
+
+void waitForEndAndReap(int pidfd) {
   siginfo_t info{};
   while (waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, WEXITED) != 0) {
     if (errno == EINTR) continue;
@@ -124,6 +127,13 @@ void reapChild(int pidfd) {
     pollfd ready{pidfd, POLLIN, 0};
     poll(&ready, 1, -1);
   }
+}
+
+}  // namespace
+
+void reapChild(pid_t pid, int pidfd) {
+  waitForEndAndReap(pidfd);
+  releaseOwnChild(pid);
 }
 
 SpawnedChild spawnChild(const ChildSetup& setup, SpawnFailure& failure) {
@@ -150,7 +160,7 @@ SpawnedChild spawnChild(const ChildSetup& setup, SpawnFailure& failure) {
     return {};
   }
   if (context.failed) {
-    reapChild(pidfd);
+    waitForEndAndReap(pidfd);
     close(pidfd);
     failure = SpawnFailure{context.error, context.step, true, pid};
     return {};
@@ -165,6 +175,7 @@ SpawnedChild spawnChild(const ChildSetup& setup, SpawnFailure& failure) {
     failure = SpawnFailure{ENOSYS, "CLONE_PIDFD: pltrun needs Linux 5.4 or later", true, pid};
     return {};
   }
+  claimOwnChild(pid);
   return SpawnedChild{pid, pidfd};
 }
 

@@ -48,7 +48,9 @@ struct SpawnFailure {
 /// with nothing left behind (a child that failed before exec is reaped here).
 SpawnedChild spawnChild(const ChildSetup& setup, SpawnFailure& failure);
 
-/// Waits for the child `pidfd` refers to to end, and reaps it (the pidfd stays open).
-void reapChild(int pidfd);
+/// Waits for child `pid` (`pidfd` refers to it) to end, and reaps it (the pidfd stays
+/// open). spawnChild claims the children it starts as pltrun's own (descendant_sweep.h);
+/// this releases them.
+void reapChild(pid_t pid, int pidfd);
 
 }  // namespace pltrun

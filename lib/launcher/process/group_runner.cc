@@ -3,6 +3,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include "launcher/process/descendant_sweep.h"
+
 namespace pltrun {
 
 bool isStopSignal(int signal) { return signal != SIGUSR1 && signal != SIGUSR2; }
@@ -17,7 +19,8 @@ std::vector<int> forwardedSignals() {
   return signals;
 }
 
-GroupRunner::GroupRunner(boost::asio::io_context& context) : context_(context), signals_(context) {}
+GroupRunner::GroupRunner(boost::asio::io_context& context)
+    : context_(context), signals_(context), reapTimer_(context) {}
 
 void GroupRunner::listen(std::function<void(int)> observer, bool slurmReachesWorkers) {
   observer_ = std::move(observer);
@@ -25,6 +28,18 @@ void GroupRunner::listen(std::function<void(int)> observer, bool slurmReachesWor
   parentPid_ = getppid();
   for (int signal : forwardedSignals()) signals_.add(signal);
   waitForSignal();
+  reapAdoptedEverySecond();
+}
+
+// A worker that starts background processes and ends leaves them to pltrun (the subreaper):
+// reaped as they end, not at exit, so that a long job with many restarts keeps no zombies.
+void GroupRunner::reapAdoptedEverySecond() {
+  reapTimer_.expires_after(std::chrono::seconds(1));
+  reapTimer_.async_wait([this](const boost::system::error_code& error) {
+    if (error) return;
+    reapAdoptedChildren();
+    reapAdoptedEverySecond();
+  });
 }
 
 void GroupRunner::waitForSignal() {

@@ -5,6 +5,7 @@
 // drained, then what was queued meanwhile runs while the group still exists.
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <functional>
 #include <vector>
 
@@ -22,6 +23,8 @@ class GroupRunner {
 
   /// From now on, forwardedSignals() are caught: `observer` (if any) sees each first (the
   /// elastic agent announces a stop to the other nodes), then the running group gets it.
+  /// Also from now on, every second, descendants reparented here that have ended are reaped
+  /// (descendant_sweep.h).
   /// `slurmReachesWorkers`: a signal from Slurm's slurmstepd has been delivered to the
   /// workers by Slurm itself (slurm_signals.h), so the group only acts on it.
   void listen(std::function<void(int)> observer = {}, bool slurmReachesWorkers = false);
@@ -45,9 +48,11 @@ class GroupRunner {
 
  private:
   void waitForSignal();
+  void reapAdoptedEverySecond();
 
   boost::asio::io_context& context_;
   SignalReceiver signals_;
+  boost::asio::steady_timer reapTimer_;
   bool slurmReachesWorkers_ = false;
   pid_t parentPid_ = 0;  ///< at listen(): under srun, the step's slurmstepd
   std::function<void(int)> observer_;

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <set>
 
+#include "launcher/process/descendant_sweep.h"
 #include "pltrun/error.h"
 
 namespace pltrun {
@@ -71,6 +72,7 @@ OrphanGuard::OrphanGuard() : cgroup_(JobCgroup::create()) {
     close(fds[1]);
     runGuard(fds[0], cgroup_ ? cgroup_->killFd() : -1, cgroup_ ? cgroup_->path().c_str() : nullptr);
   }
+  claimOwnChild(guardPid_);
   close(fds[0]);
   writeFd_ = fds[1];
 }
@@ -79,6 +81,7 @@ OrphanGuard::~OrphanGuard() {
   close(writeFd_);
   while (waitpid(guardPid_, nullptr, 0) < 0 && errno == EINTR) {
   }
+  releaseOwnChild(guardPid_);
 }
 
 void writeGuardRecord(int fd, pid_t record) {

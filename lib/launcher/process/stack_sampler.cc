@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "launcher/process/descendant_sweep.h"
 #include "launcher/process/private_file.h"
 
 extern char** environ;
@@ -112,6 +113,7 @@ std::string runEuStack(pid_t pid, std::chrono::milliseconds timeout) {
   pid_t child = 0;
   const int failed = posix_spawnp(&child, "eu-stack", &actions, nullptr, argv, environ);
   posix_spawn_file_actions_destroy(&actions);
+  if (failed == 0) claimOwnChild(child);
   close(pipeFds[1]);
   std::string output;
   const auto deadline = Clock::now() + timeout;
@@ -128,6 +130,7 @@ std::string runEuStack(pid_t pid, std::chrono::milliseconds timeout) {
   if (failed != 0) return {};
   kill(child, SIGKILL);  // done or late: either way it is reaped now
   waitpid(child, nullptr, 0);
+  releaseOwnChild(child);
   return output;
 }
 

@@ -165,7 +165,7 @@ WorkerProcess::WorkerProcess(boost::asio::io_context& context, const Launch& lau
     // the guard before its pid can be reused.
     kill(-child.pid, SIGKILL);
     if (launch.guardFd >= 0) writeGuardRecord(launch.guardFd, -child.pid);
-    reapChild(pidfd.get());
+    reapChild(child.pid, pidfd.get());
     throw;
   }
 }
@@ -200,7 +200,7 @@ void WorkerProcess::signalGroup(int signal) {
 
 void WorkerProcess::reap() {
   if (reaped_) return;
-  reapChild(impl_->pidfd.native_handle());
+  reapChild(groupId_, impl_->pidfd.native_handle());
   reaped_ = true;
 }
 
