@@ -73,6 +73,14 @@ TEST_CASE("the run directory is private, and links planted in it are refused, ne
       CHECK(permissions(entry.path().string()) == (entry.is_directory() ? 0700u : 0600u));
     }
   }
+  SECTION("a run directory made 0777 beforehand is made private") {
+    fs::create_directories(logDir + "/open");
+    chmod((logDir + "/open").c_str(), 0777);
+    Finished run = runPltrun({"--log-dir", logDir, "--rdzv-id", "open", testWorker(), "exit", "0"});
+    INFO(run.err);
+    REQUIRE(run.status == 0);
+    CHECK(permissions(logDir + "/open") == 0700);
+  }
   SECTION("the run directory is a link to someone else's directory") {
     fs::create_directories(logDir);
     fs::create_directories(dir / "victim");

@@ -254,3 +254,19 @@ TEST_CASE("under srun, slurm.conf is read from SLURM_CONF, and a missing one mea
   auto parsed = parseCommandLine(static_cast<int>(args.size()), args.data(), env, reader);
   CHECK(std::get<LaunchConfig>(parsed).slurmSignalReach == SlurmSignalReach::Descendants);
 }
+
+TEST_CASE("a hostlist is capped at 100000 names in all, not per bracket", "[slurm][bounded]") {
+  // Before: n[0-99999][0-99999] was 1e10 names (std::bad_alloc); each bracket was under its cap.
+  for (const char* huge : {"n[0-99999][0-99999]", "a[0-60000],b[0-60000]", "n[0-99999,0-99999]", "n[0-100000]"}) {
+    INFO(huge);
+    try {
+      expandHostlist(huge);
+      FAIL("accepted");
+    } catch (const Error& error) {
+      CHECK(error.code() == ErrorCode::InvalidArgument);
+      CHECK_THAT(error.what(), Catch::Contains("expands to more than 100000 host names"));
+    }
+  }
+  CHECK(expandHostlist("n[0-99999]").size() == 100000);
+  CHECK(expandHostlist("n[0-9][0-9999]").size() == 100000);
+}

@@ -163,24 +163,62 @@ void requireVariableName(const std::string& name, const std::string& where) {
               where + ": '" + name + "' is not a variable name (a letter or _, then letters, digits or _)");
 }
 
-// An env file's value as a shell reads `K="v"` or `K='v'`: the quotes around it removed
-// (and \" \\ \$ \` unescaped inside double quotes); any other value as it is written.
-std::string unquotedValue(std::string_view value, const std::string& where) {
-  if (value.empty() || (value.front() != '"' && value.front() != '\'')) return std::string(value);
-  const char quote = value.front();
-  if (value.size() < 2 || value.back() != quote) {
-    throw Error(ErrorCode::InvalidArgument, where + ": the value's " + std::string(1, quote) +
-                                                " quote is not closed on its line (one line per variable)");
-  }
-  const std::string_view inside = value.substr(1, value.size() - 2);
-  if (quote == '\'') return std::string(inside);
+// A double-quoted part of an env file's value from `at` (just past the opening quote), with
+// a backslash before " \ $ or ` dropped, as a shell does; `at` ends past the closing quote.
+// No expansion.
+std::string doubleQuoted(std::string_view value, size_t& at, const std::string& where) {
   std::string text;
-  for (size_t at = 0; at < inside.size(); ++at) {
-    if (inside[at] == '\\' && at + 1 < inside.size() &&
-        std::string_view("\"\\$`").find(inside[at + 1]) != std::string_view::npos) {
+  while (at < value.size()) {
+    const char next = value[at];
+    if (next == '"') {
+      ++at;
+      return text;
+    }
+    if (next == '\\' && at + 1 < value.size() && std::string_view("\"\\$`").find(value[at + 1]) != std::string_view::npos) {
+      text += value[at + 1];
+      at += 2;
+      continue;
+    }
+    text += next;
+    ++at;
+  }
+  throw Error(ErrorCode::InvalidArgument, where + ": the value's \" quote is not closed on its line (one line per variable)");
+}
+
+// An env file's value as a shell reads one word: 'single' and "double" quoted parts and
+// backslash escapes, joined ('it'\''s' is it's); a value without quotes or backslashes as
+// it is written (spaces included). No $ expansion. What follows unquoted blanks must be a
+// comment.
+std::string unquotedValue(std::string_view value, const std::string& where) {
+  if (value.find_first_of("'\"\\") == std::string_view::npos) return std::string(value);
+  std::string text;
+  for (size_t at = 0; at < value.size();) {
+    const char next = value[at];
+    if (next == '\'') {
+      const size_t close = value.find('\'', at + 1);
+      if (close == std::string_view::npos) {
+        throw Error(ErrorCode::InvalidArgument,
+                    where + ": the value's ' quote is not closed on its line (one line per variable)");
+      }
+      text += value.substr(at + 1, close - at - 1);
+      at = close + 1;
+    } else if (next == '"') {
+      ++at;
+      text += doubleQuoted(value, at, where);
+    } else if (next == '\\') {
+      if (at + 1 == value.size()) throw Error(ErrorCode::InvalidArgument, where + ": the value ends in a backslash");
+      text += value[at + 1];
+      at += 2;
+    } else if (next == ' ' || next == '\t') {
+      const std::string_view rest = trimSpaces(value.substr(at));
+      if (!rest.empty() && rest.front() != '#') {
+        throw Error(ErrorCode::InvalidArgument, where + ": unquoted blanks in the value; quote all of it");
+      }
+      break;
+    } else {
+      text += next;
       ++at;
     }
-    text += inside[at];
   }
   return text;
 }
@@ -191,6 +229,10 @@ void readEnvFile(std::istream& file, const std::string& path, Environment& varia
   std::string line;
   for (int number = 1; std::getline(file, line); ++number) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find('\0') != std::string::npos) {
+      throw Error(ErrorCode::InvalidArgument, path + ":" + std::to_string(number) +
+                                                  ": a NUL byte, which no environment variable can hold");
+    }
     std::string_view text = trimSpaces(line);
     if (text.empty() || text.front() == '#') continue;
     if (text.rfind("export ", 0) == 0) text = trimSpaces(text.substr(7));

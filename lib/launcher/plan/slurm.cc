@@ -38,6 +38,14 @@ std::string padded(long long number, size_t width) {
   return digits;
 }
 
+// The most host names a list may expand to: far above any cluster's node count, far below
+// what would exhaust memory (n[0-99999][0-99999] is 1e10 names).
+constexpr size_t kMaxHostNames = 100000;
+
+[[noreturn]] void tooMany(const std::string& whole) {
+  malformed(whole, "it expands to more than " + std::to_string(kMaxHostNames) + " host names");
+}
+
 // "01-04,07" -> 01 02 03 04 07 (widths as written).
 std::vector<std::string> expandGroup(const std::string& whole, const std::string& group) {
   std::vector<std::string> values;
@@ -48,7 +56,7 @@ std::vector<std::string> expandGroup(const std::string& whole, const std::string
     auto high = bounds.size() == 2 ? parseInteger(bounds[1]) : low;
     if (!low || !high || *low < 0) malformed(whole, "bad range '" + std::string(item) + "'");
     if (*high < *low) malformed(whole, "range '" + std::string(item) + "' runs backwards");
-    if (*high - *low > 100000) malformed(whole, "range '" + std::string(item) + "' is too long");
+    if (static_cast<unsigned long long>(*high - *low) >= kMaxHostNames - values.size()) tooMany(whole);
     for (long long number = *low; number <= *high; ++number) values.push_back(padded(number, bounds[0].size()));
   }
   return values;
@@ -65,6 +73,7 @@ void expandName(const std::string& whole, const std::string& name, std::vector<s
     if (open == std::string::npos) break;
     size_t close = name.find(']', open);
     std::vector<std::string> values = expandGroup(whole, name.substr(open + 1, close - open - 1));
+    if (prefixes.size() * values.size() > kMaxHostNames - out.size()) tooMany(whole);
     std::vector<std::string> next;
     for (const std::string& prefix : prefixes) {
       for (const std::string& value : values) next.push_back(prefix + value);
@@ -72,6 +81,7 @@ void expandName(const std::string& whole, const std::string& name, std::vector<s
     prefixes = std::move(next);
     at = close + 1;
   }
+  if (prefixes.size() > kMaxHostNames - out.size()) tooMany(whole);
   for (std::string& host : prefixes) {
     if (host.empty()) malformed(whole, "empty host name");
     out.push_back(std::move(host));

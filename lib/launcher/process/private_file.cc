@@ -71,6 +71,11 @@ void createPrivateDirectories(const std::string& path) {
                                        ": it is a symbolic link, or not a directory of this user (another user's run "
                                        "with the same id?); use another --rdzv-id or --log-dir");
   }
+  // One that was there already (made by hand, or by an older run with a wider umask) is
+  // made private too: what pltrun writes in it is not for other users.
+  if ((status.st_mode & 077) != 0 && chmod(path.c_str(), 0700) != 0) {
+    throw Error(ErrorCode::System, "cannot make " + path + " private (chmod 0700): " + strerror(errno));
+  }
 }
 
 std::optional<std::string> readRegularFile(const std::string& path, size_t limit) {
