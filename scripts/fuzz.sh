@@ -5,7 +5,7 @@
 #
 #   bash scripts/fuzz.sh [SECONDS]      seconds per target: SECONDS, else $PLTRUN_FUZZ_SECONDS, else 60
 #
-# Environment: PLTRUN_FUZZ_BUILD_DIR (default build-fuzz), PLTRUN_FUZZ_TARGETS (default both
+# Environment: PLTRUN_FUZZ_BUILD_DIR (default build-fuzz), PLTRUN_FUZZ_TARGETS (default all three
 # targets), CC/CXX (default clang/clang++), PLTRUN_FUZZ_CORPUS_DIR (keep the grown corpus in
 # <dir>/<target>/ across runs, e.g. a CI cache; default: a temporary directory, deleted). Needs clang and libclang-rt-dev (libFuzzer); no
 # network, no input. Exits non-zero if a build fails or a target finds a crash, a leak, UB,
@@ -20,7 +20,7 @@ if ! [[ $seconds =~ ^[1-9][0-9]*$ ]]; then
   exit 2
 fi
 build_dir=${PLTRUN_FUZZ_BUILD_DIR:-build-fuzz}
-read -r -a targets <<<"${PLTRUN_FUZZ_TARGETS:-fuzz_store_codec fuzz_store_session}"
+read -r -a targets <<<"${PLTRUN_FUZZ_TARGETS:-fuzz_store_codec fuzz_store_session fuzz_store_values}"
 export CC=${CC:-clang} CXX=${CXX:-clang++}
 for tool in "$CC" "$CXX"; do
   command -v "$tool" >/dev/null || { echo "fuzz.sh: $tool not found (apt-get install clang libclang-rt-dev)" >&2; exit 2; }

@@ -10,11 +10,32 @@
 
 #include "pltrun/error.h"
 #include "rendezvous/store/store_session.h"
+#include "rendezvous/store/warning_rate.h"
 
 namespace pltrun::rdzv {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
+
+namespace {
+
+// The descriptors this server may hold for connections (StoreServerOptions::descriptorBudget).
+size_t descriptorBudget(const StoreServerOptions& options) {
+  if (options.descriptorBudget != 0) return options.descriptorBudget;
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return options.maxConnections;
+  constexpr rlim_t kOwnUse = 64;  // the listener, the spare, logs, the process's own files
+  return limit.rlim_cur > 2 * kOwnUse ? static_cast<size_t>(limit.rlim_cur - kOwnUse)
+                                      : static_cast<size_t>(limit.rlim_cur / 2);
+}
+
+}  // namespace
+
+size_t openFileLimitShare(size_t parts, size_t whole) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 0;  // 0: no budget of its own
+  return std::max<size_t>(1, static_cast<size_t>(limit.rlim_cur) * parts / whole);
+}
 
 std::uint64_t raiseOpenFileLimit() {
   rlimit limit{};
@@ -59,6 +80,7 @@ StoreServer::StoreServer(asio::io_context& context, StoreServerOptions options)
   }
   port_ = acceptor_.local_endpoint().port();
   spareDescriptor_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  maxConnections_ = std::max<size_t>(1, std::min(options_.maxConnections, descriptorBudget(options_)));
 }
 
 StoreServer::~StoreServer() {
@@ -108,9 +130,13 @@ void StoreServer::admit(tcp::socket socket) {
   if (secured && pending_.size() >= maxPending()) {
     evictOldestPending("too many connections waiting to authenticate; this one waited longest");
   }
-  if (sessions_.size() >= options_.maxConnections) {
+  if (sessions_.size() >= maxConnections_) {
     if (pending_.empty()) {
-      spdlog::warn("store: refusing a connection: {} connections is the limit", options_.maxConnections);
+      static WarningRate refusals(std::chrono::seconds(10));
+      if (const auto leftOut = refusals.admit()) {
+        spdlog::warn("store: refusing a connection: {} connections is the limit{}", maxConnections_,
+                     moreLikeIt(*leftOut));
+      }
       return;  // the socket closes as it goes out of scope
     }
     evictOldestPending("the connection limit is reached; this one waited longest to authenticate");

@@ -28,6 +28,11 @@ struct StoreServerOptions {
   std::uint64_t maxStoreBytes = 2ull * 1024 * 1024 * 1024;
   std::uint64_t maxStoreKeys = 4 * 1024 * 1024;
   size_t maxConnections = 100000;
+  /// Descriptors the server may use for connections; 0: the open-file limit less 64 (a
+  /// standalone store). A server inside an agent gets a share, so that a flood of idle
+  /// connections cannot take the descriptors the agent needs to start workers. The
+  /// connection limit in force is the smaller of the two.
+  size_t descriptorBudget = 0;
   /// A request that has started arriving must be complete within this (slow clients).
   std::chrono::milliseconds requestTimeout{30000};
   /// Close connections that send nothing for this long (0: never; PyTorch workers keep
@@ -79,9 +84,11 @@ class StoreServer final : public SessionHost {
   const std::string& host() const { return options_.host; }
   size_t connectionCount() const { return sessions_.size(); }
   /// At most this many connections wait to authenticate at once: half the connection
-  /// limit, so authenticated clients always keep the other half. When a new connection
+  /// limit in force, so authenticated clients always keep the other half. When a new connection
   /// would pass it, the one that has waited longest is closed (it had the most time).
-  size_t maxPending() const { return std::max<size_t>(1, options_.maxConnections / 2); }
+  size_t maxPending() const { return std::max<size_t>(1, maxConnections_ / 2); }
+  /// --max-connections, or fewer where the descriptors allow fewer.
+  size_t maxConnections() const { return maxConnections_; }
   StoreTable& table() override { return table_; }
   const StoreServerOptions& options() const override { return options_; }
 
@@ -97,6 +104,7 @@ class StoreServer final : public SessionHost {
   void sessionAuthenticated(StoreTable::OwnerId id) override { pending_.erase(id); }
 
   StoreServerOptions options_;
+  size_t maxConnections_ = 0;
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer retryTimer_;
   int port_ = 0;
@@ -113,5 +121,11 @@ class StoreServer final : public SessionHost {
 /// Raises this process's open-file limit to its hard limit (a store holds one descriptor
 /// per client); returns the limit now in force.
 std::uint64_t raiseOpenFileLimit();
+
+/// `parts`/`whole` of this process's open-file limit, for StoreServerOptions::descriptorBudget
+/// of a store inside an agent: its rendezvous store gets half, its workers' store a quarter,
+/// and the last quarter stays for the agent's own work (workers' pipes, pidfds, heartbeat
+/// sockets, its store clients). Call after raiseOpenFileLimit().
+size_t openFileLimitShare(size_t parts, size_t whole);
 
 }  // namespace pltrun::rdzv

@@ -1,5 +1,7 @@
 #include "rendezvous/store/store_session.h"
 
+#include "rendezvous/store/warning_rate.h"
+
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <spdlog/spdlog.h>
@@ -80,7 +82,13 @@ void StoreSession::armAuthTimer() {
 void StoreSession::close(const std::string& reason) {
   if (closed_) return;
   closed_ = true;
-  if (!reason.empty()) spdlog::warn("store: closing the connection of {}: {}", peer_, reason);
+  if (!reason.empty()) {
+    // A flood of idle connections each timing out must not write a line each.
+    static WarningRate closings(std::chrono::seconds(10));
+    if (const auto leftOut = closings.admit()) {
+      spdlog::warn("store: closing the connection of {}: {}{}", peer_, reason, moreLikeIt(*leftOut));
+    }
+  }
   if (parked_) table_.cancelWaiter(parked_->waiter);
   parked_.reset();
   table_.dropOwner(id_);  // ephemeral keys go with their connection; its close notice fires

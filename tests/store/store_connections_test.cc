@@ -57,8 +57,10 @@ TEST_CASE("idle unauthenticated sockets cannot keep a client with the secret out
   CHECK(squatters.front()->closedByServer());
 }
 
-TEST_CASE("out of descriptors, new connections are closed at once and the store goes on", "[store][connections]") {
-  // 32 descriptors in all (soft and hard: pltrun-store raises its soft limit to the hard one).
+TEST_CASE("the connection limit follows the descriptors: past it, new connections are closed at once",
+          "[store][connections]") {
+  // 32 descriptors in all (soft and hard: pltrun-store raises its soft limit to the hard
+  // one): half of them for connections, so the store never runs out of descriptors itself.
   StoreProcess store({}, {"/usr/bin/prlimit", "--nofile=32:32"});
   TcpStoreOptions options;
   options.port = store.portNumber();
@@ -67,19 +69,40 @@ TEST_CASE("out of descriptors, new connections are closed at once and the store 
   first.set("before", "1");
   std::vector<std::unique_ptr<RawConnection>> flood;
   for (int i = 0; i < 60; ++i) flood.push_back(std::make_unique<RawConnection>(store.portNumber()));
-  // The last ones found no descriptor: closed at once rather than left in the backlog.
+  // The last ones found no room: closed at once rather than left in the backlog.
   const auto started = std::chrono::steady_clock::now();
   CHECK(flood.back()->closedByServer());
   CHECK(std::chrono::steady_clock::now() - started < 2s);
   CHECK(first.get("before", 1s) == "1");  // connections it had are still served
   flood.clear();
   std::this_thread::sleep_for(200ms);
-  TcpStore later(options);  // with descriptors free again, new clients are served
+  TcpStore later(options);  // with room again, new clients are served
   CHECK(later.get("before", 1s) == "1");
   const std::string log = store.log();
   INFO(log);
-  CHECK(countOf(log, "out of file descriptors") == 1);
+  CHECK(countOf(log, "16 connections is the limit") == 1);  // one line for the whole flood
   CHECK(countOf(log, "accept failed") == 0);
+}
+
+TEST_CASE("a flood of idle connections under a low descriptor limit cannot keep a client with the secret out",
+          "[store][connections][auth][bounded]") {
+  // Before: --max-connections (100000) decided alone, so 50000 connections could wait to
+  // authenticate under a limit of 256 and "the oldest is closed" never came into play.
+  SecretFile secret;
+  StoreProcess store({"--secret-file", secret.path()}, {"/usr/bin/prlimit", "--nofile=256:256"});
+  std::vector<std::unique_ptr<RawConnection>> flood;
+  for (int i = 0; i < 400; ++i) flood.push_back(std::make_unique<RawConnection>(store.portNumber()));
+  std::this_thread::sleep_for(300ms);
+  const auto started = std::chrono::steady_clock::now();
+  std::unique_ptr<TcpStore> client = storeClient(store.portNumber(), secret.secret());
+  client->set("k", "v");
+  CHECK(client->get("k", 1s) == "v");
+  CHECK(std::chrono::steady_clock::now() - started < 2s);
+  const std::string log = store.log();
+  INFO(log);
+  CHECK(countOf(log, "waited longest") >= 1);
+  CHECK(countOf(log, "closing the connection") < 5);  // 300 evictions, a line per 10 s
+  CHECK(countOf(log, "out of file descriptors") == 0);
 }
 
 TEST_CASE("pltrun-store takes its secret from PLTRUN_SECRET_FILE, and refuses a file others can read",

@@ -465,6 +465,8 @@ int runDriver(const LaunchConfig& config, const Environment& inherited) {
   storeOptions.port = 0;
   storeOptions.secret = jobSecret(config.rdzv);
   storeOptions.context = runId;
+  rdzv::raiseOpenFileLimit();
+  storeOptions.descriptorBudget = rdzv::openFileLimitShare(1, 2);  // the rest: one ssh per host
   HostedStore store(storeOptions);
   const std::string endpoint = endpointText(Endpoint{address, store.port()});
   spdlog::info("run {}: {} hosts, rendezvous store on {}; starting one agent per host", runId, remote.hosts.size(),

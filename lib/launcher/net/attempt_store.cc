@@ -25,6 +25,7 @@ std::unique_ptr<HostedStore> AttemptStore::listen(int port) {
   rdzv::StoreServerOptions options;
   options.host = bindAddress_;
   options.port = port;
+  options.descriptorBudget = rdzv::openFileLimitShare(1, 4);
   return std::make_unique<HostedStore>(options);
 }
 

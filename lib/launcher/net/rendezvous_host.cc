@@ -163,6 +163,8 @@ std::unique_ptr<HostedStore> hostRendezvousStoreIfOurs(const RendezvousSettings&
   options.port = settings.endpointPort;
   options.secret = secret;
   options.context = runId;
+  rdzv::raiseOpenFileLimit();
+  options.descriptorBudget = rdzv::openFileLimitShare(1, 2);
   try {
     return std::make_unique<HostedStore>(options);
   } catch (const rdzv::AddressInUse&) {

@@ -11,17 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "launcher/process/error_file.h"
 #include "launcher/process/stall_report.h"
 #include "launcher/process/worker_process.h"
 
 namespace pltrun {
-
-/// What a worker wrote to TORCHELASTIC_ERROR_FILE.
-struct RecordedError {
-  std::string message;
-  std::string traceback;
-  std::string timestamp;  ///< epoch seconds, as torch writes it
-};
 
 struct WorkerFailure {
   int rank = 0;
@@ -44,13 +38,8 @@ struct WorkerFailure {
   std::string describe() const;
 };
 
-/// The most of a worker's error file pltrun reads: a traceback is kilobytes.
-constexpr size_t kErrorFileLimit = 1024 * 1024;
-
-/// Reads torch's error-file format, {"message": {"message": ..., "extraInfo": {"py_callstack":
-/// ..., "timestamp": ...}}}, or {"message": "text"}. Empty when missing, unreadable, not a
-/// regular file (a FIFO is never waited on, a symbolic link never followed) or over
-/// kErrorFileLimit.
+/// parseErrorFile of the file at `path`. Empty when missing, unreadable, not a regular file
+/// (a FIFO is never waited on, a symbolic link never followed) or over kErrorFileLimit.
 std::optional<RecordedError> readErrorFile(const std::string& path);
 
 /// The human-readable report: what failed, where, how, and the error or last stderr lines.
