@@ -124,3 +124,25 @@ TEST_CASE("an error file nested 60000 levels deep: the report, not a crash", "[e
   CHECK(run.status == 3);
   CHECK(contains(run.err, "error: (a JSON array nested deeper than 64 levels, not shown)"));
 }
+
+TEST_CASE("300 restarts in a 200-port range: each attempt's store gets a port no recent attempt used",
+          "[exit][restart][bounded]") {
+  // A network namespace of its own (loopback only) whose ephemeral range is 200 ports.
+  // Before: every attempt's port was remembered forever, and the job died after 93 restarts.
+  const std::string pltrunLine = [] {
+    std::string line;
+    for (const std::string& word :
+         pltrunCommand({"--nproc-per-node", "2", "--max-restarts", "300", "--no-python", "/bin/sh", "-c",
+                        "[ \"$TORCHELASTIC_RESTART_COUNT\" -ge 300 ]"})) {
+      line += "'" + word + "' ";
+    }
+    return line;
+  }();
+  ChildProcess job({"/usr/bin/unshare", "-n", "/bin/sh", "-c",
+                    "ip link set lo up && sysctl -qw net.ipv4.ip_local_port_range='40000 40199' && exec " + pltrunLine},
+                   {});
+  Finished run = job.wait(std::chrono::seconds(120));
+  INFO(run.err.substr(run.err.size() > 3000 ? run.err.size() - 3000 : 0));
+  CHECK(run.status == 0);
+  CHECK(contains(run.err, "(300 of 300 restarts)"));
+}

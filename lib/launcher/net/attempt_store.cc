@@ -12,6 +12,12 @@ namespace {
 // kernel hands out ephemeral ports spread over tens of thousands, so a repeat is rare.
 constexpr int kPortTries = 64;
 
+Error noPort(const std::string& what, const std::string& address) {
+  return Error(ErrorCode::Network, "cannot find " + what + " on " + address + " that none of the last " +
+                                       std::to_string(RecentPorts::kAlwaysKept) +
+                                       " attempts of this run used; widen the ephemeral port range or pass --master-port");
+}
+
 }  // namespace
 
 AttemptStore::AttemptStore(Host host, std::string bindAddress, std::optional<int> fixedPort)
@@ -40,33 +46,40 @@ int AttemptStore::openNext() {
   return listenOnUnusedPort();
 }
 
+bool AttemptStore::takeIfUnused(int port) {
+  const auto now = RecentPorts::Clock::now();
+  if (recentPorts_.contains(port, now)) return false;
+  recentPorts_.add(port, now);
+  return true;
+}
+
 // The old listener stays open until the new one has its port, so the kernel cannot hand
-// that port out again; listeners on ports an earlier attempt used are kept aside until the
-// loop ends for the same reason.
+// that port out again; listeners on ports a recent attempt used are kept aside until the
+// loop ends for the same reason. A crowded range first makes room among the older ports.
 int AttemptStore::listenOnUnusedPort() {
   std::vector<std::unique_ptr<HostedStore>> rejected;
-  for (int tries = 0; tries < kPortTries; ++tries) {
+  for (int tries = 0; tries < 2 * kPortTries; ++tries) {
+    if (tries == kPortTries && !recentPorts_.makeRoom()) break;
     std::unique_ptr<HostedStore> next = listen(0);
-    if (usedPorts_.insert(next->port()).second) {
+    if (takeIfUnused(next->port())) {
       close();
       current_ = std::move(next);
       return current_->port();
     }
     rejected.push_back(std::move(next));
   }
-  throw Error(ErrorCode::Network, "cannot find a port on " + bindAddress_ +
-                                      " that no earlier attempt of this run used; pass --master-port");
+  throw noPort("a port", bindAddress_);
 }
 
 // For rank 0's worker: a port that is free now (the last attempt's store may still hold
 // its port in TIME_WAIT, and a straggler of it must not reach the new one).
 int AttemptStore::pickUnusedPort() {
-  for (int tries = 0; tries < kPortTries; ++tries) {
+  for (int tries = 0; tries < 2 * kPortTries; ++tries) {
+    if (tries == kPortTries && !recentPorts_.makeRoom()) break;
     const int port = pickFreePort(bindAddress_);
-    if (usedPorts_.insert(port).second) return port;
+    if (takeIfUnused(port)) return port;
   }
-  throw Error(ErrorCode::Network, "cannot find a free port on " + bindAddress_ +
-                                      " that no earlier attempt of this run used; pass --master-port");
+  throw noPort("a free port", bindAddress_);
 }
 
 void AttemptStore::close() { current_.reset(); }

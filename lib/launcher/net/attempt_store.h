@@ -11,13 +11,14 @@
 // connection to it are closed: a straggler of an old attempt (a worker not dead yet, a
 // process it left behind) can neither read nor write the new attempt's keys. Unless the
 // port is fixed (--master-port), each attempt's port, whoever listens on it, is one no
-// earlier attempt of this run used, so reconnecting to an old MASTER_PORT reaches nothing.
+// recent attempt of this run used (recent_ports.h: the last 16, and any within 5 minutes
+// while the port range has room), so reconnecting to an old MASTER_PORT reaches nothing.
 
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 
+#include "launcher/net/recent_ports.h"
 #include "launcher/net/rendezvous_host.h"
 
 namespace pltrun {
@@ -52,12 +53,14 @@ class AttemptStore {
   std::unique_ptr<HostedStore> listen(int port);
   int listenOnUnusedPort();
   int pickUnusedPort();
+  /// Whether `port` may be this attempt's: not given recently. If so, it is remembered.
+  bool takeIfUnused(int port);
 
   Host host_;
   std::string bindAddress_;
   std::optional<int> fixedPort_;
   std::unique_ptr<HostedStore> current_;
-  std::set<int> usedPorts_;  ///< every port an attempt of this run was given
+  RecentPorts recentPorts_;  ///< the ports recent attempts of this run were given
 };
 
 }  // namespace pltrun
