@@ -18,6 +18,10 @@ using std::chrono::milliseconds;
 
 namespace {
 
+// The most slots a round's keys are deleted for (forgetRound): members and spares together
+// are far fewer; a count beyond it in the store is not pltrun's.
+constexpr std::int64_t kMaxSlots = 65536;
+
 // A value this rendezvous wrote as JSON, read back: anything else in the store (another
 // program's key, a hand-made value) is a clear error naming the key, not an internal one.
 nlohmann::json storedJson(const std::string& key, const std::string& text) {
@@ -395,6 +399,24 @@ std::vector<NodeState> ElasticRendezvous::readOtherNodesStates(const RoundInfo& 
     if (auto state = decodeNodeState(store_.get(key, milliseconds(1000)))) states.push_back(*state);
   }
   return states;
+}
+
+int ElasticRendezvous::forgetRound(int round) {
+  const std::string countKey = roundKey(round, "count");
+  if (round < 0 || !store_.check({countKey})) return 0;
+  // The slot count is the store's word: no more slots than a job may have nodes.
+  const auto slots = std::clamp<std::int64_t>(store_.add(countKey, 0), 0, kMaxSlots);
+  std::vector<std::string> keys;
+  for (const char* name : {"closing", "complete", "missing", "end", "master_port", "done", "left"}) {
+    keys.push_back(roundKey(round, name));
+  }
+  for (std::int64_t slot = 1; slot <= slots; ++slot) {
+    for (const char* name : {"slot/", "assign/", "beat/", "state/"}) keys.push_back(roundKey(round, name + std::to_string(slot)));
+  }
+  keys.push_back(countKey);  // last: while it exists, a failed pass can be done again
+  int deleted = 0;
+  for (const std::string& key : keys) deleted += store_.deleteKey(key) ? 1 : 0;
+  return deleted;
 }
 
 void ElasticRendezvous::closeJob(const RoundEnd& why) { store_.compareSet(jobKey("closed"), "", why.toJson()); }

@@ -3,7 +3,8 @@
 // or pltrun-store). Agents meet in numbered rounds: join -> last call -> complete.
 //
 // Store layout, under "pltrun/rdzv/RUN_ID/" (readable text and JSON, never pickle; each
-// round costs O(nodes) bytes in all, and each agent reads O(1) keys of it):
+// round costs O(nodes) bytes in all, and each agent reads O(1) keys of it; node rank 0 of
+// round R deletes round R-2's keys once its workers run, so the store holds three rounds):
 //   round              the newest round anyone joined (a hint for newcomers)
 //   failures           worker failures so far in the job (counted against --max-restarts)
 //   closed             set once the job is over: a RoundEnd with the job's final status
@@ -121,6 +122,13 @@ class ElasticRendezvous {
   /// What the other nodes of the round last published (reportNodeState), read until
   /// `deadline`: a node that published nothing yet, or nothing readable, is left out.
   std::vector<NodeState> readOtherNodesStates(const RoundInfo& info, std::chrono::steady_clock::time_point deadline);
+
+  /// Deletes every key of `round` (its descriptors, assignments, heartbeats, states, end...).
+  /// Called by node rank 0 of round+2 once its workers run: `pltrun status` reads only the
+  /// newest round and the one before it, and every agent of `round` saw its end before it
+  /// joined a later round. So a job's keys stay O(nodes), however many rounds it runs.
+  /// Returns how many keys were deleted.
+  int forgetRound(int round);
 
   /// The key of `name` in `round`, e.g. roundKey(3, "end") = "pltrun/rdzv/RUN/r3/end".
   std::string roundKey(int round, const std::string& name) const;

@@ -184,8 +184,8 @@ inline Round waitForRound(const TempDir& dir, int world, int fromRestart,
 // on ADDR:PORT"); its endpoint once it listens. SIGTERMed and reaped at the end.
 class StandaloneStore {
  public:
-  explicit StandaloneStore(const TempDir& dir)
-      : dir_(dir), process_({PLTRUN_STORE_BINARY, "--host", "127.0.0.1", "--port", "0"}, {}, dir / "store.out") {
+  explicit StandaloneStore(const TempDir& dir, const std::vector<std::string>& extra = {})
+      : dir_(dir), process_(command(extra), {}, dir / "store.out") {
     for (int attempt = 0; attempt < 200 && endpoint_.empty(); ++attempt) {
       std::smatch match;
       const std::string out = readFile(dir_ / "store.out");
@@ -203,6 +203,12 @@ class StandaloneStore {
   const std::string& endpoint() const { return endpoint_; }
 
  private:
+  static std::vector<std::string> command(const std::vector<std::string>& extra) {
+    std::vector<std::string> argv = {PLTRUN_STORE_BINARY, "--host", "127.0.0.1", "--port", "0"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return argv;
+  }
+
   const TempDir& dir_;
   ChildProcess process_;
   std::string endpoint_;

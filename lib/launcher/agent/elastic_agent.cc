@@ -33,6 +33,7 @@ class ElasticAgent {
 
  private:
   int runRounds();
+  bool storeStillAnswers() const;
   void logRoundStart(const RoundInfo& info);
   RoundResult runRound(const RoundInfo& info);
   void leaveStore(int round, int others, std::chrono::milliseconds hostWait);
@@ -84,6 +85,12 @@ int ElasticAgent::run() {
           "the rendezvous state of run {} in {} is not what pltrun writes ({}); is "
           "another job using the same --rdzv-id? This node stops",
           session_.job.runId, session_.storeName, error.what());
+    } else if (storeStillAnswers()) {
+      spdlog::error(
+          "the rendezvous store, {}, closed this agent's connection ({}) but still answers: it refused a request, "
+          "most likely because it is full (its key or byte limit: --max-keys, --max-store-bytes; its log names "
+          "the limit), so this node stops",
+          session_.storeName, error.what());
     } else {
       spdlog::error("lost the rendezvous store, {} ({}); {}, so this node stops", session_.storeName, error.what(),
                     session_.onEtcd() ? "check that a quorum of its members is up"
@@ -92,6 +99,18 @@ int ElasticAgent::run() {
   }
   session_.events.write("job_finished", {{"status", status}});
   return status;
+}
+
+// Torch's protocol can refuse a write (a full store) only by closing the connection: a store
+// that answers a new one did not go away.
+bool ElasticAgent::storeStillAnswers() const {
+  if (session_.onEtcd()) return false;
+  try {
+    session_.connectWatcherStore()->check({"pltrun/probe"});
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
 }
 
 int ElasticAgent::runRounds() {

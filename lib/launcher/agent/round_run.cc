@@ -68,6 +68,7 @@ RoundReport RoundRun::run() {
   publishProgressEvery(kHeartbeatPublishInterval);
   watch();
   linkToPeer();
+  forgetOldRound();
   const GroupOutcome outcome = session_.runner.waitForGroup();
   progressTimer_.reset();
 
@@ -151,6 +152,19 @@ void RoundRun::publishProgressEvery(std::chrono::seconds interval) {
     if (anyBeat) publishState("running", workersStarted_, ranks);
     publishProgressEvery(interval);
   });
+}
+
+// Node rank 0 deletes the keys of the round two back, once this round's workers run (the
+// store keeps O(nodes) keys however many rounds the job runs). Best effort: a key left
+// behind costs memory, not correctness.
+void RoundRun::forgetOldRound() {
+  if (info_.assignment.nodeRank != 0 || info_.round < 2) return;
+  try {
+    const int deleted = session_.rendezvous->forgetRound(info_.round - 2);
+    spdlog::debug("deleted the {} keys of round {}", deleted, info_.round - 2);
+  } catch (const Error& error) {
+    spdlog::debug("could not delete the keys of round {}: {}", info_.round - 2, error.what());
+  }
 }
 
 // For a stall's verdict: the other nodes' ranks as last published (the event loop waits

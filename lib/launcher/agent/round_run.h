@@ -49,6 +49,7 @@ class RoundRun {
   void publishState(const std::string& state, int workersRunning, const std::vector<rdzv::RankProgress>& ranks = {});
   void publishProgressEvery(std::chrono::seconds interval);
   std::vector<RankEvidence> otherNodesProgress();
+  void forgetOldRound();
   void onRootCause(const WorkerSpec& spec, pid_t pid, const RootCauseNotice& notice);
   void watch();
   void linkToPeer();
