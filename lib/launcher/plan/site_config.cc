@@ -75,11 +75,41 @@ std::set<std::string> givenOptions(const CLI::App& app) {
   return given;
 }
 
+// The most a site file may hold: options with short values are a few KiB.
+constexpr size_t kSiteConfigLimit = 64 * 1024;
+
+// Before the TOML parser sees it: a [section] header or a dotted key (a section by another
+// name) is refused here, by line, in linear time. CLI11 builds every level of a dotted name
+// ([a.a. ... .a] with 8000 levels took 10 s and 2 GB) and ignores keys past 255 levels.
+void refuseSections(const std::string& text, const std::string& path) {
+  if (text.size() > kSiteConfigLimit) {
+    badSetting(path, "is " + std::to_string(text.size()) + " bytes; a site file of options is at most " +
+                         std::to_string(kSiteConfigLimit));
+  }
+  std::istringstream lines(text);
+  std::string line;
+  for (int number = 1; std::getline(lines, line); ++number) {
+    const std::string_view trimmed = trimSpaces(line);
+    if (trimmed.empty() || trimmed.front() == '#') continue;
+    const std::string where = "line " + std::to_string(number) + ": ";
+    if (trimmed.front() == '[') {
+      badSetting(path, where + "sections are not read; write the options at the top level");
+    }
+    const size_t equals = trimmed.find('=');
+    if (equals == std::string_view::npos) continue;  // the rest of a multi-line value
+    const std::string_view key = trimSpaces(trimmed.substr(0, equals));
+    if (!key.empty() && key.front() != '"' && key.front() != '\'' && key.find('.') != std::string_view::npos) {
+      badSetting(path, where + "a dotted key is a section, which is not read; write the options at the top level");
+    }
+  }
+}
+
 // The file's top-level keys, or none without a file. A [section] is refused.
 std::optional<std::vector<CLI::ConfigItem>> siteItems(const Environment& env, const FileReader& readFile,
                                                       const FileProbe& exists, std::string& path) {
   const std::optional<std::string> text = siteConfigText(env, readFile, exists, path);
   if (!text) return std::nullopt;
+  refuseSections(*text, path);
   std::istringstream stream(*text);
   std::vector<CLI::ConfigItem> items;
   try {
