@@ -9,6 +9,7 @@
 #include "launcher/plan/command_line.h"
 #include "launcher/process/console_writer.h"
 #include "launcher/process/descendant_sweep.h"
+#include "launcher/process/descriptor_slots.h"
 #include "launcher/process/launcher_log.h"
 #include "launcher/status/status_command.h"
 #include "pltrun/error.h"
@@ -48,6 +49,9 @@ struct SweepWhenDone {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The lowest descriptor numbers, before anything else opens one: children start sharing
+  // the descriptor table and keep only these (descriptor_slots.h).
+  pltrun::DescriptorSlots::reserve();
   // A console reader that went away (pltrun ... | head) must not kill the launcher while
   // its workers run: writes then fail with EPIPE instead. Workers get a clean mask.
   sigset_t pipeSignal;

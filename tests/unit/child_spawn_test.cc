@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "launcher/process/descriptor_slots.h"
+
 using namespace pltrun;
 
 namespace {
@@ -109,4 +111,27 @@ TEST_CASE("child spawn: a program that cannot be executed is reported with errno
   // The failed child was reaped: its pid is no child of ours any more.
   CHECK(waitpid(failure.childPid, nullptr, WNOHANG) == -1);
   CHECK(errno == ECHILD);
+}
+
+TEST_CASE("child spawn: sharing the launcher's table through the low slots, among 4000 descriptors",
+          "[child_spawn][slots]") {
+  // As pltrun's main does (here in the middle of a test run, so the slots are wherever the
+  // lowest free numbers are): from now on this process starts children sharing its table.
+  DescriptorSlots::reserve();
+  REQUIRE(DescriptorSlots::available());
+  std::vector<int> many;
+  for (int index = 0; index < 2000; ++index) {
+    int ends[2];
+    REQUIRE(pipe2(ends, O_CLOEXEC) == 0);
+    many.insert(many.end(), {ends[0], ends[1]});
+  }
+  // Only 0-2 reach the child, and the parent reads end of file once it exits: no slot kept
+  // a reference to the child's pipe.
+  const Output output = runShell("ls /proc/self/fd | tr '\\n' ' '; echo");
+  for (int fd : many) close(fd);
+  INFO(output.text);
+  CHECK(output.status == 0);
+  CHECK(output.text == "0 1 2 3 \n");
+  // Its exit status reads as before.
+  CHECK(runShell("exit 7").status == 7);
 }

@@ -11,9 +11,15 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include "launcher/process/descendant_sweep.h"
+#include "launcher/process/descriptor_slots.h"
 #include "launcher/process/orphan_guard.h"
+
+#ifndef CLOSE_RANGE_UNSHARE
+#define CLOSE_RANGE_UNSHARE (1U << 1)  // linux/close_range.h, Linux 5.9
+#endif
 
 namespace pltrun {
 namespace {
@@ -30,6 +36,9 @@ struct ChildContext {
   bool failed;
   int error;
   const char* step;
+  /// Started sharing the launcher's descriptor table (descriptor_slots.h): the child keeps
+  /// a copy of the descriptors below this, first thing. 0: the table was copied by clone.
+  int sharedTableEnd;
 };
 
 [[noreturn]] void failChild(ChildContext& context, const char* step) {
@@ -82,6 +91,10 @@ void closeInheritedDescriptors() {
 int childMain(void* argument) {
   auto& context = *static_cast<ChildContext*>(argument);
   const ChildSetup& setup = *context.setup;
+  // Before any descriptor is touched: from here on the table is the child's own.
+  if (context.sharedTableEnd > 0 && close_range(context.sharedTableEnd, ~0U, CLOSE_RANGE_UNSHARE) != 0) {
+    failChild(context, "close_range");
+  }
   resetSignalHandlers();
   // Its own process group: the launcher signals the worker and its children as one, and
   // the terminal's Ctrl-C reaches only the launcher, which decides what to forward.
@@ -136,13 +149,15 @@ void reapChild(pid_t pid, int pidfd) {
   releaseOwnChild(pid);
 }
 
-SpawnedChild spawnChild(const ChildSetup& setup, SpawnFailure& failure) {
+namespace {
+
+SpawnedChild cloneChild(const ChildSetup& setup, SpawnFailure& failure, int sharedTableEnd) {
   void* stack = mmap(nullptr, kChildStackSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
   if (stack == MAP_FAILED) {
     failure = SpawnFailure{errno, "mmap", false, -1};
     return {};
   }
-  ChildContext context{&setup, getpid(), false, 0, ""};
+  ChildContext context{&setup, getpid(), false, 0, "", sharedTableEnd};
   // Every signal blocked across clone: a handler must not run in the child before it has
   // reset them (it unblocks just before exec).
   sigset_t all;
@@ -150,8 +165,9 @@ SpawnedChild spawnChild(const ChildSetup& setup, SpawnFailure& failure) {
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &previous);
   int pidfd = -1;
+  const int shareTable = sharedTableEnd > 0 ? CLONE_FILES : 0;
   const pid_t pid = clone(childMain, static_cast<char*>(stack) + kChildStackSize,
-                          CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, &context, &pidfd);
+                          CLONE_VM | CLONE_VFORK | CLONE_PIDFD | shareTable | SIGCHLD, &context, &pidfd);
   const int cloneError = errno;
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   munmap(stack, kChildStackSize);
@@ -177,6 +193,38 @@ SpawnedChild spawnChild(const ChildSetup& setup, SpawnFailure& failure) {
   }
   claimOwnChild(pid);
   return SpawnedChild{pid, pidfd};
+}
+
+// The child started sharing the table, its few descriptors routed through the slots.
+// False (nothing started) when the slots cannot be used: copy the table instead.
+bool spawnThroughSlots(const ChildSetup& setup, SpawnFailure& failure, SpawnedChild& child) {
+  const DescriptorSlots::Lease lease = DescriptorSlots::lease();
+  ChildSetup routed = setup;
+  int* fields[DescriptorSlots::kCount] = {&routed.standardInput, &routed.standardOutput, &routed.standardError,
+                                          &routed.guardFd, &routed.cgroupProcsFd};
+  bool routedAll = true;
+  for (int index = 0; index < DescriptorSlots::kCount; ++index) {
+    const int source = *fields[index];
+    *fields[index] = DescriptorSlots::route(lease, index, source);
+    routedAll = routedAll && (source < 0 || *fields[index] >= 0);
+  }
+  if (routedAll) child = cloneChild(routed, failure, lease.tableEnd);
+  DescriptorSlots::release(lease);
+  if (!routedAll) return false;
+  if (child.pid < 0 && std::strcmp(failure.step, "close_range") == 0) {
+    DescriptorSlots::disable();  // Linux before 5.9: no CLOSE_RANGE_UNSHARE
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+SpawnedChild spawnChild(const ChildSetup& setup, SpawnFailure& failure) {
+  SpawnedChild child;
+  if (DescriptorSlots::available() && spawnThroughSlots(setup, failure, child)) return child;
+  failure = SpawnFailure{};
+  return cloneChild(setup, failure, 0);
 }
 
 }  // namespace pltrun
