@@ -411,7 +411,8 @@ int ElasticRendezvous::forgetRound(int round) {
     keys.push_back(roundKey(round, name));
   }
   for (std::int64_t slot = 1; slot <= slots; ++slot) {
-    for (const char* name : {"slot/", "assign/", "beat/", "state/"}) keys.push_back(roundKey(round, name + std::to_string(slot)));
+    for (const char* name : {"slot/", "assign/", "beat/", "state/"})
+      keys.push_back(roundKey(round, name + std::to_string(slot)));
   }
   keys.push_back(countKey);  // last: while it exists, a failed pass can be done again
   int deleted = 0;

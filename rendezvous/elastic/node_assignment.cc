@@ -25,7 +25,6 @@ json toJson(const NodeDescriptor& node) {
   return value;
 }
 
-
 NodeDescriptor nodeDescriptorFromJson(const std::string& text) {
   const char* what = "node descriptor";
   json value = parseStoreObject(text, what);

@@ -15,8 +15,8 @@ namespace pltrun::rdzv {
 inline nlohmann::json parseStoreObject(const std::string& text, const char* what) {
   nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
   if (!value.is_object()) {
-    throw Error(ErrorCode::Protocol, std::string("rendezvous: malformed ") + what + " in the store: " +
-                                         text.substr(0, 200));
+    throw Error(ErrorCode::Protocol,
+                std::string("rendezvous: malformed ") + what + " in the store: " + text.substr(0, 200));
   }
   return value;
 }

@@ -1,7 +1,5 @@
 #include "rendezvous/store/store_session.h"
 
-#include "rendezvous/store/warning_rate.h"
-
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <spdlog/spdlog.h>
@@ -12,6 +10,7 @@
 #include <stdexcept>
 
 #include "rendezvous/store/store_server.h"
+#include "rendezvous/store/warning_rate.h"
 
 namespace pltrun::rdzv {
 namespace {

@@ -21,11 +21,11 @@ inline size_t utf8SequenceLength(std::string_view text, size_t at) {
     if ((static_cast<unsigned char>(text[at + index]) & 0xC0) != 0x80) return 0;
   }
   const auto second = static_cast<unsigned char>(text[at + 1]);
-  if (lead == 0xE0 && second < 0xA0) return 0;  // overlong
+  if (lead == 0xE0 && second < 0xA0) return 0;   // overlong
   if (lead == 0xED && second >= 0xA0) return 0;  // a surrogate
-  if (lead == 0xF0 && second < 0x90) return 0;  // overlong
+  if (lead == 0xF0 && second < 0x90) return 0;   // overlong
   if (lead == 0xF4 && second >= 0x90) return 0;  // past U+10FFFF
-  if (lead == 0xC2 && second < 0xA0) return 0;  // a C1 control
+  if (lead == 0xC2 && second < 0xA0) return 0;   // a C1 control
   return length;
 }
 

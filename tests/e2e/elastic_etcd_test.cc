@@ -276,3 +276,22 @@ TEST_CASE("on etcd, agents in two network namespaces meet, and the node whose li
   CHECK(contains(cutOffResult.err, "lost the rendezvous store"));
   releaseAndCheck(dir, job, 1);
 }
+
+TEST_CASE("on etcd, 12 rounds keep only the last rounds' keys", "[elastic][etcd][bounded]") {
+  // Node rank 0 of round R deletes round R-2's keys, on etcd as on c10d.
+  EtcdMeeting etcd;
+  TempDir dir;
+  ElasticJob job(dir, "2", "etcd-rounds", {"--max-restarts", "12"},
+                 {"--no-python", "/bin/sh", "-c", "[ \"$TORCHELASTIC_RESTART_COUNT\" -ge 12 ]"});
+  etcd.prepare(job);
+  for (int node = 0; node < 2; ++node) job.start();
+  for (const Finished& end : job.waitAll(120s)) {
+    INFO(end.err.substr(end.err.size() > 3000 ? end.err.size() - 3000 : 0));
+    CHECK(end.status == 0);
+  }
+  pltrun::etcd::EtcdClient client(etcd.cluster.clientOptions());
+  const size_t keys = client.getPrefix("/pltrun/rdzv/etcd-rounds/").kvs.size();
+  INFO("keys left: " << keys);
+  CHECK(keys > 0);
+  CHECK(keys < 60);  // 13 rounds kept would be about 13 x 13 for 2 nodes of 2 workers
+}

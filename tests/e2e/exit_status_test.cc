@@ -131,9 +131,8 @@ TEST_CASE("300 restarts in a 200-port range: each attempt's store gets a port no
   // Before: every attempt's port was remembered forever, and the job died after 93 restarts.
   const std::string pltrunLine = [] {
     std::string line;
-    for (const std::string& word :
-         pltrunCommand({"--nproc-per-node", "2", "--max-restarts", "300", "--no-python", "/bin/sh", "-c",
-                        "[ \"$TORCHELASTIC_RESTART_COUNT\" -ge 300 ]"})) {
+    for (const std::string& word : pltrunCommand({"--nproc-per-node", "2", "--max-restarts", "300", "--no-python",
+                                                  "/bin/sh", "-c", "[ \"$TORCHELASTIC_RESTART_COUNT\" -ge 300 ]"})) {
       line += "'" + word + "' ";
     }
     return line;

@@ -351,11 +351,11 @@ TEST_CASE("background processes of restarted workers are reaped as they end, not
   TempDir dir;
   // Each attempt leaves 40 short-lived orphans to pltrun (the subreaper) and fails; the last
   // one says so in a file and stays a while.
-  ChildProcess pltrun(pltrunCommand(
-      {"--nproc-per-node", "1", "--max-restarts", "4", "--no-python", "/bin/bash", "-c",
-       "for i in $(seq 40); do (sleep 0.05 &); done; sleep 0.3\n"
-       "if [ \"$TORCHELASTIC_RESTART_COUNT\" -lt 4 ]; then exit 1; fi\n"
-       "touch " + dir.path() + "/last; sleep 6"}));
+  ChildProcess pltrun(pltrunCommand({"--nproc-per-node", "1", "--max-restarts", "4", "--no-python", "/bin/bash", "-c",
+                                     "for i in $(seq 40); do (sleep 0.05 &); done; sleep 0.3\n"
+                                     "if [ \"$TORCHELASTIC_RESTART_COUNT\" -lt 4 ]; then exit 1; fi\n"
+                                     "touch " +
+                                         dir.path() + "/last; sleep 6"}));
   REQUIRE(waitForFile(dir / "last", 30s));
   std::this_thread::sleep_for(2500ms);  // the last orphans ended 2 s ago; the reaper runs every second
   const int zombies = zombieChildren(pltrun.pid());

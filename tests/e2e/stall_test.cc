@@ -130,8 +130,7 @@ TEST_CASE("stall: a C++ worker beating through libpltrun is named when it stops"
 // Across nodes: rank 2, on node 1, stops at step 5 while every other rank reaches 6. Node 0
 // times out first (5 s against node 1's 30 s), so its verdict can only come from the
 // counters node 1 published: it names rank 2 and ends the round for both.
-TEST_CASE("stall: an elastic node names a culprit on another node from its published counters",
-          "[stall][elastic]") {
+TEST_CASE("stall: an elastic node names a culprit on another node from its published counters", "[stall][elastic]") {
   TempDir dir;
   ElasticJob job(dir, "2", "cross-node-stall", {"--max-restarts", "0"},
                  python(kBeat + "for step in range(6 if rank == 2 else 7):\n"

@@ -13,8 +13,7 @@
 using namespace pltrun::test;
 using namespace std::chrono_literals;
 
-TEST_CASE("an elastic job survives a round end of the wrong type written into its store",
-          "[elastic][e2e][bounded]") {
+TEST_CASE("an elastic job survives a round end of the wrong type written into its store", "[elastic][e2e][bounded]") {
   TempDir dir;
   // Round 0's workers run long enough for the bad value to land; later rounds end at once.
   ElasticJob job(dir, "2", "typed-values", {"--max-restarts", "0"},
@@ -52,10 +51,10 @@ TEST_CASE("30 rounds keep only the last rounds' keys: a store of 150 keys carrie
   StandaloneStore store(dir, {"--max-keys", "150"});
   std::vector<std::unique_ptr<ChildProcess>> agents;
   for (int node = 0; node < 2; ++node) {
-    agents.push_back(std::make_unique<ChildProcess>(pltrunCommand(
-        {"--nnodes", "2", "--nproc-per-node", "1", "--rdzv-endpoint", store.endpoint(), "--rdzv-id", "many-rounds",
-         "--rdzv-conf", kConf + ",is_host=0", "--max-restarts", "30", "--no-python", "/bin/sh", "-c",
-         "[ \"$TORCHELASTIC_RESTART_COUNT\" -ge 30 ]"})));
+    agents.push_back(std::make_unique<ChildProcess>(
+        pltrunCommand({"--nnodes", "2", "--nproc-per-node", "1", "--rdzv-endpoint", store.endpoint(), "--rdzv-id",
+                       "many-rounds", "--rdzv-conf", kConf + ",is_host=0", "--max-restarts", "30", "--no-python",
+                       "/bin/sh", "-c", "[ \"$TORCHELASTIC_RESTART_COUNT\" -ge 30 ]"})));
   }
   for (auto& agent : agents) {
     Finished end = agent->wait(180s);
@@ -69,4 +68,28 @@ TEST_CASE("30 rounds keep only the last rounds' keys: a store of 150 keys carrie
   const auto keys = client.numKeys();
   INFO("keys left: " << keys);
   CHECK(keys < 60);  // the job's own few, and the last rounds' (3 x about 13 for 2 nodes)
+}
+
+TEST_CASE("a store that refuses a write for want of keys is reported as full, not as lost", "[elastic][e2e][bounded]") {
+  // Torch's protocol can only refuse a request by closing the connection; before, the agents
+  // said the store's host had ended while it still ran. Two nodes' first round needs more
+  // than 6 keys.
+  TempDir dir;
+  StandaloneStore store(dir, {"--max-keys", "6"});
+  std::vector<std::unique_ptr<ChildProcess>> agents;
+  for (int node = 0; node < 2; ++node) {
+    agents.push_back(std::make_unique<ChildProcess>(
+        pltrunCommand({"--nnodes", "2", "--nproc-per-node", "1", "--rdzv-endpoint", store.endpoint(), "--rdzv-id",
+                       "full", "--rdzv-conf", kConf + ",is_host=0", "--no-python", "/bin/true"})));
+  }
+  std::string both;
+  for (auto& agent : agents) {
+    Finished end = agent->wait(60s);
+    CHECK(end.status != 0);
+    both += end.err;
+  }
+  INFO(both);
+  CHECK_THAT(both, Catch::Contains("closed this agent's connection") && Catch::Contains("but still answers") &&
+                       Catch::Contains("full"));
+  CHECK_THAT(both, !Catch::Contains("the agent that hosted it has ended"));
 }

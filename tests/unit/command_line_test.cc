@@ -856,7 +856,8 @@ TEST_CASE("site defaults: a bad file is one line naming the file and the key", "
              Contains("site config /nowhere.toml: No such file or directory (named by PLTRUN_CONFIG)"));
 }
 
-TEST_CASE("site defaults: sections and dotted keys of any depth are refused by line, at once", "[command_line][bounded]") {
+TEST_CASE("site defaults: sections and dotted keys of any depth are refused by line, at once",
+          "[command_line][bounded]") {
   // Before: CLI11 built each level of [a.a. ... .a] (4000 levels: 3 s, 508 MB) and ignored a
   // dotted key past 255 levels without a word.
   std::string deep = "[a";

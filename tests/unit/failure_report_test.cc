@@ -211,8 +211,8 @@ TEST_CASE("readErrorFile: a message nested 60000 levels deep is named, not dumpe
           "[failure_report][bounded]") {
   const std::string deep = std::string(60000, '[') + std::string(60000, ']');
   for (const std::string& content :
-       {R"({"message":)" + deep + "}", R"({"message":{"message":)" + deep + R"(,"extraInfo":{"py_callstack":)" +
-                                           deep + "}}}"}) {
+       {R"({"message":)" + deep + "}",
+        R"({"message":{"message":)" + deep + R"(,"extraInfo":{"py_callstack":)" + deep + "}}}"}) {
     TempFile file(content);
     std::optional<RecordedError> recorded = readErrorFile(file.path());
     REQUIRE(recorded.has_value());

@@ -31,8 +31,9 @@ TEST_CASE("node state: what an agent publishes reads back the same", "[node_stat
 }
 
 TEST_CASE("node state: a value that is not a node state reads as none", "[node_state]") {
-  for (const std::string& text : std::vector<std::string>{"", "5", "[]", "{}", "{\"state\":5}", "{\"state\":\"\"}", "not json",
-                                 std::string(100000, '[') + std::string(100000, ']')}) {
+  for (const std::string& text :
+       std::vector<std::string>{"", "5", "[]", "{}", "{\"state\":5}", "{\"state\":\"\"}", "not json",
+                                std::string(100000, '[') + std::string(100000, ']')}) {
     CHECK_FALSE(decodeNodeState(text));
   }
 }
@@ -53,7 +54,8 @@ TEST_CASE("node state: entries of the wrong shape are left out, wrong fields rea
   CHECK_FALSE(decoded->ranks[2].silentSeconds);
 
   // A deeply nested value where a rank should be costs no stack: it is skipped.
-  const std::string deep = R"({"state":"running","ranks":[)" + std::string(100000, '[') + std::string(100000, ']') + "]}";
+  const std::string deep =
+      R"({"state":"running","ranks":[)" + std::string(100000, '[') + std::string(100000, ']') + "]}";
   const auto nested = decodeNodeState(deep);
   REQUIRE(nested);
   CHECK(nested->ranks.empty());

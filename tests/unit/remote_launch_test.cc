@@ -105,12 +105,12 @@ TEST_CASE("env files: KEY=VALUE lines, comments, export, CRLF, bad lines name th
   CHECK(forwarded.at("J") == "abc");
   CHECK(forwarded.at("K") == "one two");
   CHECK(forwarded.at("L") == "v");
-  for (const auto& [text, error] : std::vector<std::pair<std::string, std::string>>{
-           {"U=\"no end\n", ":1: the value's \" quote is not closed"},
-           {"U='no end\n", ":1: the value's ' quote is not closed"},
-           {"U=\"a\" b\n", ":1: unquoted blanks in the value"},
-           {"U=a\\\n", ":1: the value ends in a backslash"},
-           {std::string("A=1\nN=a\0b\n", 10), ":2: a NUL byte"},
+  for (const auto& [text, error] :
+       std::vector<std::pair<std::string, std::string>>{{"U=\"no end\n", ":1: the value's \" quote is not closed"},
+                                                        {"U='no end\n", ":1: the value's ' quote is not closed"},
+                                                        {"U=\"a\" b\n", ":1: unquoted blanks in the value"},
+                                                        {"U=a\\\n", ":1: the value ends in a backslash"},
+                                                        {std::string("A=1\nN=a\0b\n", 10), ":2: a NUL byte"},
                                                         {"1X=1\n", ":1: '1X' is not a variable name"},
                                                         {"A-B=1\n", ":1: 'A-B' is not a variable name"}}) {
     std::ofstream(path) << text;

@@ -50,8 +50,7 @@ TEST_CASE("round end: wrong types and shapes are protocol errors, not exceptions
   CHECK(good.final);
 }
 
-TEST_CASE("round end: a malformed store value ends the round as a failed rendezvous naming the key",
-          "[store_values]") {
+TEST_CASE("round end: a malformed store value ends the round as a failed rendezvous naming the key", "[store_values]") {
   const RoundEnd end = RoundEnd::fromStoreValue("pltrun/rdzv/job/r3/end", R"({"reason":"worker_failed","host":5})");
   CHECK(end.reason == RoundEnd::Reason::RendezvousFailed);
   CHECK_FALSE(end.final);
@@ -73,7 +72,8 @@ TEST_CASE("terminal text: escapes and bells are shown, line breaks, tabs and UTF
   CHECK(terminalSafe("\x1b[31mred\x07") == "\\x1b[31mred\\x07");
   CHECK(terminalSafe("caf\xc3\xa9 \xe2\x9c\x93") == "caf\xc3\xa9 \xe2\x9c\x93");  // é, a check mark
   CHECK(terminalSafe("\xff\xfe") == "\\xff\\xfe");                                // not UTF-8
-  CHECK(terminalSafe("\xc2\x9b" "31m") == "\\xc2\\x9b31m");                        // U+009B, the C1 CSI
-  CHECK(terminalSafe("\xc3") == "\\xc3");                                          // cut short
+  CHECK(terminalSafe("\xc2\x9b"
+                     "31m") == "\\xc2\\x9b31m");  // U+009B, the C1 CSI
+  CHECK(terminalSafe("\xc3") == "\\xc3");         // cut short
   CHECK(terminalSafe("\x7f\r") == "\\x7f\\x0d");
 }

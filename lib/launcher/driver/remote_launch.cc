@@ -174,7 +174,8 @@ std::string doubleQuoted(std::string_view value, size_t& at, const std::string& 
       ++at;
       return text;
     }
-    if (next == '\\' && at + 1 < value.size() && std::string_view("\"\\$`").find(value[at + 1]) != std::string_view::npos) {
+    if (next == '\\' && at + 1 < value.size() &&
+        std::string_view("\"\\$`").find(value[at + 1]) != std::string_view::npos) {
       text += value[at + 1];
       at += 2;
       continue;
@@ -182,7 +183,8 @@ std::string doubleQuoted(std::string_view value, size_t& at, const std::string& 
     text += next;
     ++at;
   }
-  throw Error(ErrorCode::InvalidArgument, where + ": the value's \" quote is not closed on its line (one line per variable)");
+  throw Error(ErrorCode::InvalidArgument,
+              where + ": the value's \" quote is not closed on its line (one line per variable)");
 }
 
 // An env file's value as a shell reads one word: 'single' and "double" quoted parts and
@@ -230,8 +232,8 @@ void readEnvFile(std::istream& file, const std::string& path, Environment& varia
   for (int number = 1; std::getline(file, line); ++number) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find('\0') != std::string::npos) {
-      throw Error(ErrorCode::InvalidArgument, path + ":" + std::to_string(number) +
-                                                  ": a NUL byte, which no environment variable can hold");
+      throw Error(ErrorCode::InvalidArgument,
+                  path + ":" + std::to_string(number) + ": a NUL byte, which no environment variable can hold");
     }
     std::string_view text = trimSpaces(line);
     if (text.empty() || text.front() == '#') continue;

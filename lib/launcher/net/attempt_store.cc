@@ -13,9 +13,10 @@ namespace {
 constexpr int kPortTries = 64;
 
 Error noPort(const std::string& what, const std::string& address) {
-  return Error(ErrorCode::Network, "cannot find " + what + " on " + address + " that none of the last " +
-                                       std::to_string(RecentPorts::kAlwaysKept) +
-                                       " attempts of this run used; widen the ephemeral port range or pass --master-port");
+  return Error(ErrorCode::Network,
+               "cannot find " + what + " on " + address + " that none of the last " +
+                   std::to_string(RecentPorts::kAlwaysKept) +
+                   " attempts of this run used; widen the ephemeral port range or pass --master-port");
 }
 
 }  // namespace

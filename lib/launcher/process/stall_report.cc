@@ -18,9 +18,10 @@ std::string indented(const std::string& text, const std::string& indent) {
 }
 
 std::string rankLine(const RankEvidence& rank) {
-  std::string line = "rank " + std::to_string(rank.rank) +
-                     (rank.onOtherNode ? " (on " + (rank.host.empty() ? "another node" : rank.host) + ", as its node published it): "
-                                       : " (pid " + std::to_string(rank.pid) + " on " + rank.host + "): ");
+  std::string line =
+      "rank " + std::to_string(rank.rank) +
+      (rank.onOtherNode ? " (on " + (rank.host.empty() ? "another node" : rank.host) + ", as its node published it): "
+                        : " (pid " + std::to_string(rank.pid) + " on " + rank.host + "): ");
   line += rank.counter ? "step " + std::to_string(*rank.counter) : "no progress counter";
   line += rank.silentSeconds
               ? ", last heartbeat " + rdzv::secondsText(std::chrono::duration<double>(*rank.silentSeconds)) + " s ago"

@@ -91,7 +91,7 @@ std::optional<NodeStatus> nodeInSlot(const JobKeys& keys, int round, int slot, J
 // The members of a formed round (slots 1..nnodes) with their heartbeats; spares after them.
 void readFormedRound(const JobKeys& keys, int round, int nnodes, const HeartbeatAges& ages, JobStatus& job) {
   const int joined = valueOf(keys, roundName(round, "count")) ? slotCount(keys, roundName(round, "count"))
-                                                                : std::min(nnodes, kMaxStatusSlots);
+                                                              : std::min(nnodes, kMaxStatusSlots);
   for (int slot = 1; slot <= joined; ++slot) {
     std::optional<NodeStatus> node = nodeInSlot(keys, round, slot, job);
     if (!node) continue;
@@ -349,8 +349,9 @@ std::string renderStatusText(const JobStatus& status) {
   }
   if (!status.missing.empty())
     text += "  missing: " + rdzv::nodeNamesText(status.missing, status.missing.size()) + "\n";
-  if (status.slotsCut) text += "  (the round claims more than " + std::to_string(kMaxStatusSlots) + " nodes; the first " +
-                               std::to_string(kMaxStatusSlots) + " are shown)\n";
+  if (status.slotsCut)
+    text += "  (the round claims more than " + std::to_string(kMaxStatusSlots) + " nodes; the first " +
+            std::to_string(kMaxStatusSlots) + " are shown)\n";
   for (const std::string& key : status.malformedKeys) {
     text += "  the store holds a value at " + rdzv::printableKey(key) +
             " that is not pltrun's: the job's state cannot be told from it\n";

@@ -21,8 +21,8 @@
 #include "rendezvous/elastic/elastic_rendezvous.h"
 #include "rendezvous/etcd/etcd_client.h"
 #include "rendezvous/store/host_port_text.h"
-#include "rendezvous/store/secret_file.h"
 #include "rendezvous/store/seconds_text.h"
+#include "rendezvous/store/secret_file.h"
 #include "rendezvous/store/terminal_text.h"
 
 namespace pltrun {
@@ -38,7 +38,7 @@ struct StatusOptions {
   std::string backend = "c10d";
   bool json = false;
   bool help = false;
-  double watchSeconds = 0;  ///< 0: once
+  double watchSeconds = 0;     ///< 0: once
   double timeoutSeconds = 30;  ///< the most one look at the job may take, however slow the store
 };
 
@@ -171,8 +171,8 @@ template <typename Reader>
 Reader untilDeadline(Reader read, HeartbeatTracker::Clock::time_point deadline, double seconds) {
   return [read = std::move(read), deadline, seconds](const auto& names) {
     if (HeartbeatTracker::Clock::now() >= deadline) {
-      throw Error(ErrorCode::Timeout, "no whole answer within " + rdzv::secondsText(std::chrono::duration<double>(seconds)) +
-                                          " s (--timeout)");
+      throw Error(ErrorCode::Timeout, "no whole answer within " +
+                                          rdzv::secondsText(std::chrono::duration<double>(seconds)) + " s (--timeout)");
     }
     return read(names);
   };
@@ -192,10 +192,9 @@ JobStatus sample(const JobSource& source, const StatusOptions& options, Heartbea
   const int slots = status.joined;
   const int keepAliveMs = std::clamp(status.keepAliveMs.value_or(5000), 100, 60000);
   // The watch leaves a quarter of --timeout for the reads after it.
-  const auto deadline =
-      std::min(HeartbeatTracker::Clock::now() + std::chrono::milliseconds(keepAliveMs * 16 / 10),
-               until - std::chrono::duration_cast<HeartbeatTracker::Clock::duration>(
-                           std::chrono::duration<double>(options.timeoutSeconds / 4)));
+  const auto deadline = std::min(HeartbeatTracker::Clock::now() + std::chrono::milliseconds(keepAliveMs * 16 / 10),
+                                 until - std::chrono::duration_cast<HeartbeatTracker::Clock::duration>(
+                                             std::chrono::duration<double>(options.timeoutSeconds / 4)));
   tracker.observe(status.round, readHeartbeats(readMany, status.round, slots), HeartbeatTracker::Clock::now());
   while (!tracker.allMoved(status.round, slots) && HeartbeatTracker::Clock::now() < deadline) {
     std::this_thread::sleep_for(100ms);
