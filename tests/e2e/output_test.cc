@@ -138,4 +138,11 @@ TEST_CASE("flag -r redirects streams to the log files only, -t keeps them on the
   REQUIRE(teed.status == 0);
   CHECK(contains(teed.out, "[rank 0] both"));
   CHECK(readFile(logs / "t/attempt_0/0/stdout.log") == "both\n");
+
+  // Both for the same streams, as torchrun users write them: --tee still shows the output.
+  Finished redirectedAndTeed = runPltrun({"--redirects", "3", "--tee", "3", "--nproc-per-node", "1", "--log-dir",
+                                          logs.path(), "--rdzv-id", "rt", "/bin/sh", "-c", "echo shown"});
+  REQUIRE(redirectedAndTeed.status == 0);
+  CHECK(contains(redirectedAndTeed.out, "[rank 0] shown"));
+  CHECK(readFile(logs / "rt/attempt_0/0/stdout.log") == "shown\n");
 }

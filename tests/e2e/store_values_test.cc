@@ -43,19 +43,32 @@ TEST_CASE("an elastic job survives a round end of the wrong type written into it
   }
 }
 
+namespace {
+
+// Two agents of one worker each meeting at `store` (which none of them hosts), `tail` after
+// the job's flags: more flags, then the program.
+std::vector<std::unique_ptr<ChildProcess>> twoAgentsAt(const StandaloneStore& store, const std::string& runId,
+                                                       const std::vector<std::string>& tail) {
+  std::vector<std::string> args = {
+      "--nnodes", "2",           "--nproc-per-node",  "1", "--rdzv-endpoint", store.endpoint(), "--rdzv-id",
+      runId,      "--rdzv-conf", kConf + ",is_host=0"};
+  args.insert(args.end(), tail.begin(), tail.end());
+  std::vector<std::unique_ptr<ChildProcess>> agents;
+  for (int node = 0; node < 2; ++node) agents.push_back(std::make_unique<ChildProcess>(pltrunCommand(args)));
+  return agents;
+}
+
+}  // namespace
+
 TEST_CASE("30 rounds keep only the last rounds' keys: a store of 150 keys carries the job to the end",
           "[elastic][e2e][bounded]") {
   // Before: about 13 keys per round were never deleted (400 after 30 rounds), and a store
   // with --max-keys 300 ended the job in round 22 as "lost".
   TempDir dir;
   StandaloneStore store(dir, {"--max-keys", "150"});
-  std::vector<std::unique_ptr<ChildProcess>> agents;
-  for (int node = 0; node < 2; ++node) {
-    agents.push_back(std::make_unique<ChildProcess>(
-        pltrunCommand({"--nnodes", "2", "--nproc-per-node", "1", "--rdzv-endpoint", store.endpoint(), "--rdzv-id",
-                       "many-rounds", "--rdzv-conf", kConf + ",is_host=0", "--max-restarts", "30", "--no-python",
-                       "/bin/sh", "-c", "[ \"$TORCHELASTIC_RESTART_COUNT\" -ge 30 ]"})));
-  }
+  auto agents = twoAgentsAt(
+      store, "many-rounds",
+      {"--max-restarts", "30", "--no-python", "/bin/sh", "-c", "[ \"$TORCHELASTIC_RESTART_COUNT\" -ge 30 ]"});
   for (auto& agent : agents) {
     Finished end = agent->wait(180s);
     INFO(end.err.substr(end.err.size() > 4000 ? end.err.size() - 4000 : 0));
@@ -76,12 +89,7 @@ TEST_CASE("a store that refuses a write for want of keys is reported as full, no
   // than 6 keys.
   TempDir dir;
   StandaloneStore store(dir, {"--max-keys", "6"});
-  std::vector<std::unique_ptr<ChildProcess>> agents;
-  for (int node = 0; node < 2; ++node) {
-    agents.push_back(std::make_unique<ChildProcess>(
-        pltrunCommand({"--nnodes", "2", "--nproc-per-node", "1", "--rdzv-endpoint", store.endpoint(), "--rdzv-id",
-                       "full", "--rdzv-conf", kConf + ",is_host=0", "--no-python", "/bin/true"})));
-  }
+  auto agents = twoAgentsAt(store, "full", {"--no-python", "/bin/true"});
   std::string both;
   for (auto& agent : agents) {
     Finished end = agent->wait(60s);

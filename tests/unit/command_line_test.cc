@@ -198,13 +198,24 @@ TEST_CASE("missing PROGRAM is an error", "[command_line]") {
   requireInvalid({"--standalone", "-m"}, {"PROGRAM is missing"});
 }
 
+TEST_CASE("an unambiguous prefix of a long option is that option, as torchrun's argparse reads it", "[command_line]") {
+  LaunchConfig config = parseConfig({"--redirect=3", "--max-restart", "2", "--nproc_per", "3", "train.py", "--redi"});
+  CHECK(config.redirects.forLocalRank(0) == 3);
+  CHECK(config.maxRestarts == 2);
+  CHECK(config.nprocPerNode->count == 3);
+  // After PROGRAM everything is the program's, abbreviated or not.
+  CHECK(config.programArgs == std::vector<std::string>{"--redi"});
+  // Two options start with it: one line naming them.
+  requireInvalid({"--no", "prog"}, {"ambiguous option '--no'", "--no-python", "--node-rank"});
+}
+
 TEST_CASE("an unknown option before PROGRAM is an error naming it", "[command_line]") {
   requireInvalid({"--bogus", "prog"}, {"--bogus"});
   requireInvalid({"--nproc-per-node", "2", "--frobnicate=1", "prog"}, {"--frobnicate"});
   requireInvalid({"-z", "prog"}, {"-z"});
 }
 
-TEST_CASE("flag -m and --no-python choose how PROGRAM is started", "[command_line]") {
+TEST_CASE("flags -m, --no-python and --run-path choose how PROGRAM is started", "[command_line]") {
   SECTION("-m") {
     LaunchConfig config = parseConfig({"-m", "pkg.train", "--epochs", "3"});
     CHECK(config.programKind == ProgramKind::Module);
@@ -218,9 +229,15 @@ TEST_CASE("flag -m and --no-python choose how PROGRAM is started", "[command_lin
     CHECK(config.program == "train.py");
   }
   SECTION("--no_python") { CHECK(parseConfig({"--no_python", "x"}).programKind == ProgramKind::NoPython); }
-  SECTION("both together are an error") {
+  SECTION("--run-path and --run_path (torchrun 2.6+ and 1.13): a Python script whatever its name") {
+    CHECK(parseConfig({"--run-path", "train"}).programKind == ProgramKind::Script);
+    CHECK(parseConfig({"--run_path", "train.py"}).programKind == ProgramKind::Script);
+  }
+  SECTION("two of them together are an error") {
     requireInvalid({"-m", "--no-python", "prog"}, {"-m", "--no-python"});
     requireInvalid({"--no-python", "--module", "prog"}, {"--no-python"});
+    requireInvalid({"--run-path", "--no-python", "prog"}, {"--run-path", "give one of them"});
+    requireInvalid({"--run-path", "-m", "prog"}, {"--run-path"});
   }
 }
 

@@ -110,6 +110,17 @@ TEST_CASE("flag -m runs a module under Python", "[program_command]") {
   }
 }
 
+TEST_CASE("flag --run-path runs a script under Python whatever its name", "[program_command]") {
+  TempDir dir;
+  const std::string python = dir.file("python3", 0755);
+  const std::string script = dir.file("train", 0644);  // no .py, not executable: torch's tests do this
+  ProgramCommand command = resolveProgramCommand(configFor(script, ProgramKind::Script, {"--lr", "1"}), python, "");
+  CHECK(command.executable == python);
+  CHECK(command.argv == Args{python, "-u", script, "--lr", "1"});
+  CHECK_THAT(notFound(configFor(dir.path() + "/absent", ProgramKind::Script), python, ""),
+             Contains("does not exist or cannot be read"));
+}
+
 TEST_CASE("flag --no-python executes a .py file directly", "[program_command]") {
   TempDir dir;
   const std::string script = dir.file("tool.py", 0755);

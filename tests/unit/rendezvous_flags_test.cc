@@ -378,3 +378,16 @@ TEST_CASE("applyRendezvousConf: errors", "[rendezvous_flags]") {
     requireBadConf("join_timeout=5,close_timeout=never", {"'close_timeout=never'"});
   }
 }
+
+TEST_CASE("applyRendezvousConf: one pair of quotes around the whole value is taken off, as torchrun reads it",
+          "[rendezvous_flags]") {
+  // `--rdzv-conf='join_timeout=5,last_call_timeout=1'` with the quotes inside the argument.
+  for (const std::string quoted : {"'join_timeout=5,last_call_timeout=1'", "\"join_timeout=5,last_call_timeout=1\""}) {
+    const RendezvousSettings settings = confOf(quoted);
+    CHECK(settings.joinTimeout == milliseconds(5000));
+    CHECK(settings.lastCallTimeout == milliseconds(1000));
+  }
+  // A quote anywhere else is still not a key pltrun knows: a typo torchrun would ignore.
+  requireBadConf("'join_timeout=5", {"--rdzv-conf", "'join_timeout"});
+  requireBadConf("join_timeout=5,'last_call_timeout=1'", {"--rdzv-conf", "'last_call_timeout"});
+}

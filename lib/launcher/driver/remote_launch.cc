@@ -144,6 +144,7 @@ std::vector<std::string> agentArguments(const LaunchConfig& config, const HostSl
   if (!config.agentStore) args.push_back("--no-agent-store");
   if (config.programKind == ProgramKind::Module) args.push_back("--module");
   if (config.programKind == ProgramKind::NoPython) args.push_back("--no-python");
+  if (config.programKind == ProgramKind::Script) args.push_back("--run-path");
   args.push_back("--");
   args.push_back(config.program);
   args.insert(args.end(), config.programArgs.begin(), config.programArgs.end());

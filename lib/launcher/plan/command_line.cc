@@ -29,10 +29,14 @@ void applyProgram(const RawFlags& raw, const std::vector<std::string>& command, 
   }
   config.program = command.front();
   config.programArgs.assign(command.begin() + 1, command.end());
-  if (raw.module && raw.noPython) {
-    throw Error(ErrorCode::InvalidArgument, "-m/--module and --no-python cannot be used together");
+  if (raw.module + raw.noPython + raw.runPath > 1) {
+    throw Error(ErrorCode::InvalidArgument,
+                "-m/--module, --no-python and --run-path each say what PROGRAM is: give one of them");
   }
-  config.programKind = raw.module ? ProgramKind::Module : raw.noPython ? ProgramKind::NoPython : ProgramKind::Auto;
+  config.programKind = raw.module     ? ProgramKind::Module
+                       : raw.noPython ? ProgramKind::NoPython
+                       : raw.runPath  ? ProgramKind::Script
+                                      : ProgramKind::Auto;
 }
 
 void applyOutputFlags(const RawFlags& raw, LaunchConfig& config) {
@@ -76,20 +80,47 @@ void checkRunId(const std::string& runId) {
                        " of the characters A-Z a-z 0-9 . _ - (and not . or ..): it names a directory under --log-dir");
 }
 
-// horovodrun's and mpirun's "-np N": CLI11 would read "-np" as -n -p, so it becomes --np,
-// but only among pltrun's own options: a "-np" after PROGRAM is the program's.
-void renameSingleDashNp(std::vector<std::string>& args, const CLI::App& app) {
+// torchrun's parser (argparse) takes any unambiguous prefix of a long option: `--redirect=3`
+// for --redirects, `--nproc 4` for --nproc-per-node. The option `name` ("--redirect") stands
+// for, or none when no option starts with it; two or more are an error naming them.
+const CLI::Option* optionByPrefix(const CLI::App& app, const std::string& name) {
+  std::vector<const CLI::Option*> matches;
+  for (const CLI::Option* option : app.get_options()) {
+    for (const std::string& longName : option->get_lnames()) {
+      if (("--" + longName).rfind(name, 0) == 0 && std::find(matches.begin(), matches.end(), option) == matches.end()) {
+        matches.push_back(option);
+      }
+    }
+  }
+  if (matches.size() > 1) {
+    std::vector<std::string> named;
+    for (const CLI::Option* option : matches) named.push_back("--" + option->get_lnames().front());
+    throw Error(ErrorCode::InvalidArgument,
+                "ambiguous option '" + name + "': it could be " + joinText(named, ", ") + " (see pltrun --help)");
+  }
+  return matches.empty() ? nullptr : matches.front();
+}
+
+// Before CLI11 reads pltrun's own options (never the program's, after PROGRAM): horovodrun's
+// and mpirun's "-np N" becomes --np (CLI11 would read -n -p), and an abbreviated long option
+// is spelled out as torchrun would read it.
+void normalizeLauncherOptions(std::vector<std::string>& args, const CLI::App& app) {
   for (size_t at = 0; at < args.size(); ++at) {
-    const std::string& arg = args[at];
+    std::string& arg = args[at];
     if (arg == "-np") {
-      args[at] = "--np";
+      arg = "--np";
       ++at;  // its value
       continue;
     }
     if (arg == "--" || arg.size() < 2 || arg.front() != '-') return;  // PROGRAM starts here
-    if (arg.find('=') != std::string::npos) continue;
-    const CLI::Option* option = app.get_option_no_throw(arg);
-    if (option != nullptr && option->get_type_size() != 0) ++at;  // the option's value
+    const size_t equals = arg.find('=');
+    const std::string name = arg.substr(0, equals);
+    const CLI::Option* option = app.get_option_no_throw(name);
+    if (option == nullptr && name.rfind("--", 0) == 0 && name.size() > 2) {
+      option = optionByPrefix(app, name);
+      if (option != nullptr) arg = "--" + option->get_lnames().front() + arg.substr(name.size());
+    }
+    if (equals == std::string::npos && option != nullptr && option->get_type_size() != 0) ++at;  // its value
   }
 }
 
@@ -150,7 +181,7 @@ std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const 
 
   SiteSettings siteSettings;
   std::vector<std::string> args(argv + 1, argv + argc);
-  renameSingleDashNp(args, app);
+  normalizeLauncherOptions(args, app);
   std::reverse(args.begin(), args.end());  // CLI11 takes the arguments in reverse order
   try {
     app.parse(args);

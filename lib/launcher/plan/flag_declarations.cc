@@ -136,6 +136,8 @@ void declareOutputAndProgramFlags(FlagDeclarer& declare, RawFlags& raw) {
   declare.flag("standalone", raw.standalone, "single-node job on localhost with a free port and a random run id");
   declare.flag("module", raw.module, "PROGRAM is a Python module (python -m)", "-m");
   declare.flag("no-python", raw.noPython, "execute PROGRAM directly, even if it ends in .py");
+  declare.flag("run-path", raw.runPath,
+               "PROGRAM is a Python script whatever its name (torchrun's --run-path; run with python -u)");
   declare.flag("no-agent-store", raw.noAgentStore,
                "rank 0 hosts the workers' TCPStore (torchrun's static behaviour) instead of pltrun");
 }

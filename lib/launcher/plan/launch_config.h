@@ -21,6 +21,7 @@ enum class ProgramKind {
   Auto,      ///< `.py` runs under Python, anything else is executed directly
   Module,    ///< `-m`: PROGRAM is a Python module
   NoPython,  ///< `--no-python`: PROGRAM is executed directly, whatever its name
+  Script,    ///< `--run-path`: PROGRAM is a Python script, whatever its name (torchrun's run_path)
 };
 
 /// How the nodes of a job meet.

@@ -44,7 +44,7 @@ std::string findExecutable(const std::string& name, const std::string& path) {
 ProgramCommand resolveProgramCommand(const LaunchConfig& config, const std::string& pythonExec,
                                      const std::string& path) {
   ProgramCommand command;
-  const bool viaPython = config.programKind == ProgramKind::Module ||
+  const bool viaPython = config.programKind == ProgramKind::Module || config.programKind == ProgramKind::Script ||
                          (config.programKind == ProgramKind::Auto && endsWith(config.program, ".py"));
   if (viaPython) {
     command.executable = requireExecutable(pythonExec, path, "Python interpreter (PYTHON_EXEC)");

@@ -20,7 +20,8 @@ struct RawFlags {
   /// as it did when CLI11 set one shared target in declaration order.
   std::string runIdAlias;
   std::string rdzvBackend, rdzvEndpoint, rdzvConf, localAddr, monitorInterval, startMethod;
-  bool standalone = false, module = false, noPython = false, noPrefix = false, quiet = false, noAgentStore = false;
+  bool standalone = false, module = false, noPython = false, runPath = false, noPrefix = false, quiet = false,
+       noAgentStore = false;
   // Many hosts from one shell.
   std::string hosts, hostfile, include, exclude, sshPort, sshIdentity, remoteCommand, envFile, networkInterface;
   std::string remotePltrun;

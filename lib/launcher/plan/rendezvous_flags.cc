@@ -160,9 +160,20 @@ void applyConfItem(const std::string& item, RendezvousSettings& settings) {
 
 // The pairs of "a=1,b=2": a piece without '=' after expected_hosts=... continues its list
 // (expected_hosts=a,b,c and expected_hosts=gpu-[01-03,07] are one item each).
+// `--rdzv-conf='join_timeout=5,last_call_timeout=1'` with the quotes inside the argument, as
+// torch's own tests and many scripts write it: torchrun reads it, so one pair of matching
+// quotes around the whole value is taken off (a quote anywhere else is still an error).
+std::string_view withoutEnclosingQuotes(std::string_view text) {
+  text = trimSpaces(text);
+  if (text.size() >= 2 && (text.front() == '\'' || text.front() == '"') && text.back() == text.front()) {
+    return text.substr(1, text.size() - 2);
+  }
+  return text;
+}
+
 std::vector<std::string> rendezvousConfItems(const std::string& text) {
   std::vector<std::string> items;
-  for (std::string_view piece : splitText(text, ',')) {
+  for (std::string_view piece : splitText(withoutEnclosingQuotes(text), ',')) {
     std::string item(trimSpaces(piece));
     if (item.empty()) continue;  // "a=1,", ",a=1" and "a=1,,b=2" are fine
     const bool continuesList =

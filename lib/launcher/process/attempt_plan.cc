@@ -15,7 +15,9 @@ std::pair<OutputRoute, OutputRoute> outputRoutes(const RunPlan& plan, int attemp
   const LaunchConfig& config = plan.config;
   bool shown = !config.localRanksFilter ||
                std::count(config.localRanksFilter->begin(), config.localRanksFilter->end(), localRank) > 0;
-  unsigned redirected = config.redirects.forLocalRank(localRank);
+  // --tee copies a stream to the console as well as its file, even where --redirects sends
+  // it to the file alone (torchrun: `--redirects 3 --tee 3` still shows the output).
+  const unsigned redirected = config.redirects.forLocalRank(localRank) & ~config.tee.forLocalRank(localRank);
   OutputRoute out, err;
   out.toConsole = shown && !(redirected & kStdoutBit);
   err.toConsole = shown && !(redirected & kStderrBit);
