@@ -146,3 +146,13 @@ TEST_CASE("flag -r redirects streams to the log files only, -t keeps them on the
   CHECK(contains(redirectedAndTeed.out, "[rank 0] shown"));
   CHECK(readFile(logs / "rt/attempt_0/0/stdout.log") == "shown\n");
 }
+
+TEST_CASE("TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE is the console prefix, as torchrun reads it", "[output]") {
+  Finished run = runPltrun({"--nproc-per-node", "2", "--role", "trainer", "/bin/sh", "-c", "echo hi"},
+                           {"TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE=[${role_name}${local_rank}/${rank}]:"});
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  CHECK(contains(run.out, "[trainer0/0]:hi\n"));
+  CHECK(contains(run.out, "[trainer1/1]:hi\n"));
+  CHECK(!contains(run.out, "[rank 0]"));
+}

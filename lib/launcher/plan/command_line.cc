@@ -63,11 +63,15 @@ void applySupervisionFlags(const RawFlags& raw, LaunchConfig& config) {
 
 // torchrun's watchdog: TORCHELASTIC_ENABLE_FILE_TIMER=1 (exactly "1", as torchrun reads
 // it) serves the FileTimer at TORCHELASTIC_TIMER_FILE, or at a FIFO pltrun makes.
-void applyFileTimerVariables(const Environment& env, LaunchConfig& config) {
+// torchrun's environment variables for the launcher itself: the FileTimer watchdog and the
+// console's line prefix.
+void applyTorchElasticVariables(const Environment& env, LaunchConfig& config) {
   auto enabled = env.find("TORCHELASTIC_ENABLE_FILE_TIMER");
   config.fileTimer = enabled != env.end() && enabled->second == "1";
   auto path = env.find("TORCHELASTIC_TIMER_FILE");
   if (config.fileTimer && path != env.end()) config.fileTimerPath = path->second;
+  auto prefix = env.find("TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE");
+  if (prefix != env.end() && !prefix->second.empty()) config.linePrefixTemplate = prefix->second;
 }
 
 // The run id names a directory under --log-dir and the job's keys in the store: a safe
@@ -160,7 +164,7 @@ LaunchConfig buildConfig(RawFlags raw, const std::vector<std::string>& command, 
   if (config.slurmSummary && config.rdzv.nodeRankHint && !config.rdzv.isHost)
     config.rdzv.isHost = config.rdzv.nodeRankHint == 0;
   applySupervisionFlags(raw, config);
-  applyFileTimerVariables(env, config);
+  applyTorchElasticVariables(env, config);
   checkRunId(raw.runId);
   config.runId = raw.runId;
   if (!raw.role.empty()) config.role = raw.role;

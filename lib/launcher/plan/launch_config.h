@@ -149,6 +149,9 @@ struct LaunchConfig {
   StreamSelection tee;                               ///< streams also written to log files, per local rank
   std::optional<std::vector<int>> localRanksFilter;  ///< empty: every local rank
   bool prefixOutput = true;
+  /// TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE: the console prefix instead of "[rank N] "
+  /// (line_prefix_template.h).
+  std::optional<std::string> linePrefixTemplate;
   bool quiet = false;  ///< launcher's own messages: only warnings and errors
 };
 

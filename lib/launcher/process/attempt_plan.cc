@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "launcher/plan/line_prefix_template.h"
+
 namespace pltrun {
 namespace fs = std::filesystem;
 
@@ -29,6 +31,14 @@ std::pair<OutputRoute, OutputRoute> outputRoutes(const RunPlan& plan, int attemp
     err.logPath = (workerDirectory / "stderr.log").string();
   }
   return {out, err};
+}
+
+// "[rank 3] ", torchrun's TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE where set, none with --no-prefix.
+std::string consolePrefix(const LaunchConfig& config, int rank, int localRank) {
+  if (!config.prefixOutput) return "";
+  if (config.linePrefixTemplate)
+    return expandLinePrefixTemplate(*config.linePrefixTemplate, config.role, rank, localRank);
+  return "[rank " + std::to_string(rank) + "] ";
 }
 
 WorkerPlacement placementFor(const RunPlan& plan, int attempt, const NodePlacement& node) {
@@ -87,7 +97,7 @@ std::vector<WorkerSpec> workerSpecsFor(const RunPlan& plan, int attempt, const N
     spec.errorFile = placement.errorFile;
     spec.heartbeatPath = placement.heartbeatPath;
     spec.stackFile = placement.stackSignal != 0 ? placement.stackFile : "";
-    spec.consolePrefix = plan.config.prefixOutput ? "[rank " + std::to_string(spec.rank) + "] " : "";
+    spec.consolePrefix = consolePrefix(plan.config, spec.rank, localRank);
     std::tie(spec.stdoutRoute, spec.stderrRoute) = outputRoutes(plan, attempt, localRank);
     spec.launch.executable = plan.command.executable;
     spec.launch.argv = plan.command.argv;
