@@ -67,7 +67,10 @@ class StaticAttempts {
 // reads them, and the supervisor's attempts.
 int runStaticJob(const LaunchConfig& config, const Environment& inherited, const ProgramCommand& command,
                  const WorkerLayout& layout, const std::string& runId) {
-  const RunDirectory directory(config, runId);
+  // Several nodes of one static job share the run id: each keeps its logs apart, as an
+  // elastic agent does (several "nodes" may run on one machine, into one --log-dir).
+  const RunDirectory directory(config, runId,
+                               config.nnodes > 1 ? localHostName() + "_node" + std::to_string(config.nodeRank) : "");
   OrphanGuard guard;  // before any worker exists
   boost::asio::io_context context;
 
@@ -126,7 +129,10 @@ int runLauncher(const LaunchConfig& config) {
     gpuIds = visibleGpuIds(lookup(inherited, "CUDA_VISIBLE_DEVICES"), physicalGpuCount());
   }
   const WorkerLayout layout = resolveWorkerLayout(config.nprocPerNode, config.devices, gpuIds, usableCpuCount());
-  const std::string runId = config.runId.empty() ? randomHexId() : config.runId;
+  // torchrun's default id is "none" on every node; pltrun keeps a random one where it can
+  // (one node: each run's logs apart), but the nodes of a static job must agree without
+  // being told: "none", as torchrun's.
+  const std::string runId = !config.runId.empty() ? config.runId : config.nnodes > 1 ? "none" : randomHexId();
   const bool elastic = (config.rdzv.backend == RendezvousBackend::C10d && config.rdzv.maxNodes > 1) ||
                        config.rdzv.backend == RendezvousBackend::Etcd;
   if (elastic) {

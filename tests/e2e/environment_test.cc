@@ -199,3 +199,23 @@ TEST_CASE("site defaults from the config file reach real workers, and flags and 
                        ": 'max_restart' is not a pltrun option; keys are long options without the dashes, like "
                        "max-restarts = 3 (see pltrun --help)\n");
 }
+
+TEST_CASE("the nodes of a static job share the default run id, none as torchrun's, and keep their logs apart",
+          "[env]") {
+  // Before: each node drew a random id, so TORCHELASTIC_RUN_ID differed across the job.
+  TempDir dir, logs;
+  const std::string port = std::to_string(freeLoopbackPort());
+  for (const char* nodeRank : {"0", "1"}) {
+    Finished run =
+        runPltrun({"--nnodes", "2", "--node-rank", nodeRank, "--master-addr", "127.0.0.1", "--master-port", port,
+                   "--nproc-per-node", "2", "--log-dir", logs.path(), testWorker(), "env", dir.path()});
+    INFO(run.err);
+    REQUIRE(run.status == 0);
+  }
+  for (int rank = 0; rank < 4; ++rank) CHECK(workerEnvironment(dir, rank)["TORCHELASTIC_RUN_ID"] == "none");
+  int nodeDirectories = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(logs / "none")) {
+    nodeDirectories += std::filesystem::exists(entry.path() / "attempt_0" / "0" / "stdout.log") ? 1 : 0;
+  }
+  CHECK(nodeDirectories == 2);
+}
