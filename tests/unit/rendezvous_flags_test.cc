@@ -391,3 +391,10 @@ TEST_CASE("applyRendezvousConf: one pair of quotes around the whole value is tak
   requireBadConf("'join_timeout=5", {"--rdzv-conf", "'join_timeout"});
   requireBadConf("join_timeout=5,'last_call_timeout=1'", {"--rdzv-conf", "'last_call_timeout"});
 }
+
+TEST_CASE("applyRendezvousConf: store_type and use_libuv are checked, not ignored", "[rendezvous_flags]") {
+  confOf("store_type=tcp,use_libuv=false");
+  confOf("use_libuv=1");
+  requireBadConf("store_type=file", {"--rdzv-conf", "store_type=file", "not supported"});
+  requireBadConf("use_libuv=maybe", {"--rdzv-conf", "use_libuv expects true or false"});
+}

@@ -58,6 +58,11 @@ void applySupervisionFlags(const RawFlags& raw, LaunchConfig& config) {
   if (!raw.termTimeout.empty()) config.termTimeout = parseSecondsFlag("--term-timeout", raw.termTimeout);
   if (!raw.stallTimeout.empty()) config.stallTimeout = parseStallTimeout("--stall-timeout", raw.stallTimeout);
   if (!raw.monitorInterval.empty()) parseSecondsFlag("--monitor-interval", raw.monitorInterval);  // checked, unused
+  // torch allows these three; workers are always separate processes here, as with spawn.
+  if (!raw.startMethod.empty() && raw.startMethod != "spawn" && raw.startMethod != "fork" &&
+      raw.startMethod != "forkserver") {
+    throwInvalidFlag("--start-method", raw.startMethod, "expected spawn, fork or forkserver, as torchrun");
+  }
   config.agentStore = !raw.noAgentStore;
 }
 

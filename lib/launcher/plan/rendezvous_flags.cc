@@ -151,8 +151,17 @@ void applyConfItem(const std::string& item, RendezvousSettings& settings) {
     settings.nodeName = std::string(value);
   } else if (applyEtcdConfItem(item, key, value, settings.etcd)) {
     // An etcd key: checked against the backend once the whole command line is read.
-  } else if (key == "use_libuv" || key == "store_type") {
-    // They choose torch's own TCPStore implementation; pltrun's store has only one.
+  } else if (key == "use_libuv") {
+    // torch's choice of TCPStore server loop; pltrun's store serves both kinds of client.
+    if (value != "0" && value != "1" && value != "true" && value != "false" && value != "True" && value != "False") {
+      throwInvalidFlag(kConfFlag, item, "use_libuv expects true or false (it chooses torch's own store loop)");
+    }
+  } else if (key == "store_type") {
+    if (value != "tcp" && value != "TCP") {
+      throwInvalidFlag(kConfFlag, item,
+                       "pltrun's rendezvous store is a TCP store; store_type=" + std::string(value) +
+                           " (torch's file store) is not supported");
+    }
   } else {
     throwInvalidFlag(kConfFlag, item, "unknown key '" + key + "'; accepted keys: " + kConfKeys);
   }
