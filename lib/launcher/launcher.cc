@@ -67,10 +67,11 @@ class StaticAttempts {
 // reads them, and the supervisor's attempts.
 int runStaticJob(const LaunchConfig& config, const Environment& inherited, const ProgramCommand& command,
                  const WorkerLayout& layout, const std::string& runId) {
-  // Several nodes of one static job share the run id: each keeps its logs apart, as an
-  // elastic agent does (several "nodes" may run on one machine, into one --log-dir).
+  // Several nodes of one static job share the run id ("none" by default): each keeps its
+  // logs apart as an elastic agent does, by host and pid (several "nodes" may run on one
+  // machine into one --log-dir, and a rerun must not write over the last run's logs).
   const RunDirectory directory(config, runId,
-                               config.nnodes > 1 ? localHostName() + "_node" + std::to_string(config.nodeRank) : "");
+                               config.nnodes > 1 ? localHostName() + "_" + std::to_string(getpid()) : "");
   OrphanGuard guard;  // before any worker exists
   boost::asio::io_context context;
 

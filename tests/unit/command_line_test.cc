@@ -896,7 +896,7 @@ TEST_CASE("site defaults: what a job says another way drops the file's setting i
   CHECK(parseWithSite({"p"}, "nproc-per-node = 8\n").nprocPerNode == WorkerCount::fixed(8));
 }
 
-TEST_CASE("--start-method takes what torch allows, and nothing pltrun would ignore", "[command_line]") {
+TEST_CASE("flag --start-method takes what torch allows, and nothing pltrun would ignore", "[command_line]") {
   for (const char* method : {"spawn", "fork", "forkserver"}) {
     CHECK(parseConfig({"--start-method", method, "prog"}).program == "prog");
   }
