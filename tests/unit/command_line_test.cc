@@ -233,11 +233,13 @@ TEST_CASE("flags -m, --no-python and --run-path choose how PROGRAM is started", 
     CHECK(parseConfig({"--run-path", "train"}).programKind == ProgramKind::Script);
     CHECK(parseConfig({"--run_path", "train.py"}).programKind == ProgramKind::Script);
   }
-  SECTION("two of them together are an error") {
+  SECTION("--run-path takes precedence over --no-python, as in torchrun") {
+    CHECK(parseConfig({"--run-path", "--no-python", "train"}).programKind == ProgramKind::Script);
+  }
+  SECTION("-m with either of the others is an error") {
     requireInvalid({"-m", "--no-python", "prog"}, {"-m", "--no-python"});
     requireInvalid({"--no-python", "--module", "prog"}, {"--no-python"});
-    requireInvalid({"--run-path", "--no-python", "prog"}, {"--run-path", "give one of them"});
-    requireInvalid({"--run-path", "-m", "prog"}, {"--run-path"});
+    requireInvalid({"--run-path", "-m", "prog"}, {"--run-path", "cannot be used together"});
   }
 }
 
@@ -901,4 +903,14 @@ TEST_CASE("flag --start-method takes what torch allows, and nothing pltrun would
     CHECK(parseConfig({"--start-method", method, "prog"}).program == "prog");
   }
   requireInvalid({"--start-method", "thread", "prog"}, {"--start-method", "spawn, fork or forkserver"});
+}
+
+TEST_CASE("torchrun 2.x plugin and NUMA flags: one line each saying why, what pltrun does anyway accepted",
+          "[command_line]") {
+  requireInvalid({"--logs-specs", "mine", "prog"}, {"--logs-specs", "Python plugin"});
+  requireInvalid({"--event-log-handler", "console", "prog"}, {"--event-log-handler", "events.jsonl"});
+  CHECK(parseConfig({"--event-log-handler", "null", "prog"}).program == "prog");
+  requireInvalid({"--numa-binding", "node", "prog"}, {"--numa-binding", "numactl"});
+  CHECK(parseConfig({"--signals-to-handle", "SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1", "prog"}).program == "prog");
+  requireInvalid({"--signals_to_handle", "SIGTERM,SIGWINCH", "prog"}, {"--signals-to-handle", "SIGWINCH"});
 }

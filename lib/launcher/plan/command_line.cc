@@ -29,13 +29,15 @@ void applyProgram(const RawFlags& raw, const std::vector<std::string>& command, 
   }
   config.program = command.front();
   config.programArgs.assign(command.begin() + 1, command.end());
-  if (raw.module + raw.noPython + raw.runPath > 1) {
+  // torchrun: --run-path "takes precedence over --no-python"; with -m it is a contradiction.
+  if (raw.module && (raw.noPython || raw.runPath)) {
     throw Error(ErrorCode::InvalidArgument,
-                "-m/--module, --no-python and --run-path each say what PROGRAM is: give one of them");
+                std::string("-m/--module and ") + (raw.runPath ? "--run-path" : "--no-python") +
+                    " cannot be used together: one says PROGRAM is a module, the other a file");
   }
   config.programKind = raw.module     ? ProgramKind::Module
-                       : raw.noPython ? ProgramKind::NoPython
                        : raw.runPath  ? ProgramKind::Script
+                       : raw.noPython ? ProgramKind::NoPython
                                       : ProgramKind::Auto;
 }
 
@@ -64,6 +66,36 @@ void applySupervisionFlags(const RawFlags& raw, LaunchConfig& config) {
     throwInvalidFlag("--start-method", raw.startMethod, "expected spawn, fork or forkserver, as torchrun");
   }
   config.agentStore = !raw.noAgentStore;
+}
+
+// torchrun 2.x flags that name Python plugins or features pltrun does not have: one line
+// each saying why, rather than "unknown option"; what pltrun does anyway is accepted.
+void checkTorchrunOnlyFlags(const RawFlags& raw) {
+  if (!raw.logsSpecs.empty()) {
+    throwInvalidFlag("--logs-specs", raw.logsSpecs,
+                     "it names a Python plugin of torchrun's (torchrun.logs_specs); pltrun writes its own layout: "
+                     "--log-dir, -r/--redirects, -t/--tee, --local-ranks-filter");
+  }
+  if (!raw.eventLogHandler.empty() && raw.eventLogHandler != "null") {
+    throwInvalidFlag("--event-log-handler", raw.eventLogHandler,
+                     "torch's event handlers are Python plugins; pltrun writes its events to events.jsonl under "
+                     "--log-dir (null is accepted)");
+  }
+  if (!raw.numaBinding.empty()) {
+    throwInvalidFlag("--numa-binding", raw.numaBinding,
+                     "not implemented in pltrun yet; bind in a wrapper, e.g. numactl --cpunodebind=N --membind=N");
+  }
+  for (std::string_view name : splitText(raw.signalsToHandle, ',')) {
+    const std::string_view signal = trimSpaces(name);
+    if (signal.empty()) continue;
+    if (signal != "SIGTERM" && signal != "SIGINT" && signal != "SIGHUP" && signal != "SIGQUIT" && signal != "SIGUSR1" &&
+        signal != "SIGUSR2") {
+      throwInvalidFlag("--signals-to-handle", raw.signalsToHandle,
+                       "pltrun forwards SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to the workers, always; "
+                       "it cannot take " +
+                           std::string(signal));
+    }
+  }
 }
 
 // torchrun's watchdog: TORCHELASTIC_ENABLE_FILE_TIMER=1 (exactly "1", as torchrun reads
@@ -170,6 +202,7 @@ LaunchConfig buildConfig(RawFlags raw, const std::vector<std::string>& command, 
     config.rdzv.isHost = config.rdzv.nodeRankHint == 0;
   applySupervisionFlags(raw, config);
   applyTorchElasticVariables(env, config);
+  checkTorchrunOnlyFlags(raw);
   checkRunId(raw.runId);
   config.runId = raw.runId;
   if (!raw.role.empty()) config.role = raw.role;

@@ -133,6 +133,13 @@ void declareOutputAndProgramFlags(FlagDeclarer& declare, RawFlags& raw) {
                  "accepted for torchrun compatibility; pltrun reacts to exits at once");
   declare.valued("start-method", raw.startMethod,
                  "accepted for torchrun compatibility; workers are always separate processes");
+  declare.valued("signals-to-handle", raw.signalsToHandle,
+                 "accepted for torchrun compatibility: pltrun always forwards SIGINT, SIGTERM, SIGHUP, SIGQUIT, "
+                 "SIGUSR1 and SIGUSR2");
+  declare.valued("event-log-handler", raw.eventLogHandler,
+                 "torchrun's event handler plugin: only null (pltrun's events go to events.jsonl under --log-dir)");
+  declare.valued("logs-specs", raw.logsSpecs, "torchrun's log-layout plugin: refused (see --log-dir, -r, -t)");
+  declare.valued("numa-binding", raw.numaBinding, "torchrun's NUMA binding: refused (not implemented; see --help)");
   declare.flag("standalone", raw.standalone, "single-node job on localhost with a free port and a random run id");
   declare.flag("module", raw.module, "PROGRAM is a Python module (python -m)", "-m");
   declare.flag("no-python", raw.noPython, "execute PROGRAM directly, even if it ends in .py");

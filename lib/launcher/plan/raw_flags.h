@@ -20,6 +20,8 @@ struct RawFlags {
   /// as it did when CLI11 set one shared target in declaration order.
   std::string runIdAlias;
   std::string rdzvBackend, rdzvEndpoint, rdzvConf, localAddr, monitorInterval, startMethod;
+  // torchrun 2.x flags with no pltrun meaning of their own: checked, then refused or accepted.
+  std::string eventLogHandler, logsSpecs, numaBinding, signalsToHandle;
   bool standalone = false, module = false, noPython = false, runPath = false, noPrefix = false, quiet = false,
        noAgentStore = false;
   // Many hosts from one shell.
