@@ -155,12 +155,17 @@ TEST_CASE("a descendant that left the worker's session does not outlive the job"
   // setsid: a new session and process group (Popen(start_new_session=True)), out of reach
   // of the worker's group kill; the worker itself exits at once.
   SECTION("the job ends normally") {
-    Finished run = runPltrun({"--nproc-per-node", "2", "/bin/sh", "-c",
-                              "setsid sleep 78 & echo $! > " + dir.path() + "/tmp_$RANK; mv " + dir.path() +
-                                  "/tmp_$RANK " + dir.path() + "/escaped_$RANK; exit 0"});
+    // The worker exits only once the child has left its group (setsid done: its process
+    // group is its own pid, field 5 of /proc/PID/stat), so that the sweep finds it outside.
+    Finished run = runPltrun(
+        {"--nproc-per-node", "2", "/bin/sh", "-c",
+         "setsid sleep 78 & pid=$!; until [ \"$(cut -d' ' -f5 /proc/$pid/stat)\" = \"$pid\" ]; do sleep 0.01; done; "
+         "echo $pid > " +
+             dir.path() + "/tmp_$RANK; mv " + dir.path() + "/tmp_$RANK " + dir.path() + "/escaped_$RANK; exit 0"});
     INFO(run.err);
     CHECK(run.status == 0);
-    CHECK(run.err.find("left behind outside their process groups") != std::string::npos);
+    CHECK(run.err.find("killed 2 process(es) the workers left behind outside their process groups") !=
+          std::string::npos);
   }
   SECTION("the job is stopped by SIGTERM, the escaped process's parent still running") {
     // The pid goes in under another name first: once escaped_N exists it holds the pid, and
