@@ -164,19 +164,15 @@ bool StoreServer::shedConnectionWithoutDescriptors() {
     int fd = ::accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_CLOEXEC);
     if (fd >= 0) {
       ::close(fd);
-      ++shed_;
+      // One line per 10 s at most, however many connections come.
+      if (const auto leftOut = shedWarnings_.admit()) {
+        spdlog::warn(
+            "store: out of file descriptors: closed {} new connection(s) at once; raise the open-file limit "
+            "(ulimit -n) or lower --max-connections",
+            *leftOut + 1);
+      }
     }
     spareDescriptor_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  }
-  // One line per 10 s at most, however many connections come.
-  const auto now = std::chrono::steady_clock::now();
-  if (shed_ > 0 && now - lastShedLog_ >= std::chrono::seconds(10)) {
-    spdlog::warn(
-        "store: out of file descriptors: closed {} new connection(s) at once; raise the open-file limit "
-        "(ulimit -n) or lower --max-connections",
-        shed_);
-    shed_ = 0;
-    lastShedLog_ = now;
   }
   // Without the spare back, accepting again at once would spin: wait a little instead.
   return spareDescriptor_ >= 0;

@@ -17,6 +17,7 @@
 #include "pltrun/error.h"
 #include "rendezvous/store/store_protocol.h"
 #include "rendezvous/store/store_table.h"
+#include "rendezvous/store/warning_rate.h"
 
 namespace pltrun::rdzv {
 
@@ -112,8 +113,7 @@ class StoreServer final : public SessionHost {
   std::unordered_map<StoreTable::OwnerId, std::shared_ptr<StoreSession>> sessions_;
   std::set<StoreTable::OwnerId> pending_;  ///< not authenticated yet; ids grow, so begin() waited longest
   int spareDescriptor_ = -1;
-  std::uint64_t shed_ = 0;  ///< connections closed for want of descriptors since the last log line
-  std::chrono::steady_clock::time_point lastShedLog_{};
+  WarningRate shedWarnings_{std::chrono::seconds(10)};  ///< connections closed for want of descriptors
   StoreTable::OwnerId nextSessionId_ = 1;
   bool stopped_ = false;
 };

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "rendezvous/store/terminal_text.h"
+
 namespace pltrun::rdzv {
 
 std::string printableKey(const std::string& key) {
@@ -17,10 +19,7 @@ std::string printableKey(const std::string& key) {
     if (byte >= 0x20 && byte < 0x7F && byte != '\\' && byte != '\'') {
       text += static_cast<char>(byte);
     } else {
-      static const char* digits = "0123456789abcdef";
-      text += "\\x";
-      text += digits[byte >> 4];
-      text += digits[byte & 15];
+      appendByteEscape(text, byte);
     }
   }
   text += text.size() >= kShown ? "'..." : "'";

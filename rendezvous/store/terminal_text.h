@@ -10,6 +10,14 @@
 
 namespace pltrun::rdzv {
 
+/// `byte` as the four characters \xNN: how pltrun shows a byte it will not print raw.
+inline void appendByteEscape(std::string& out, unsigned char byte) {
+  static const char* digits = "0123456789abcdef";
+  out += "\\x";
+  out += digits[byte >> 4];
+  out += digits[byte & 15];
+}
+
 namespace terminal_text_detail {
 
 // The length of the valid UTF-8 sequence (of 2 to 4 bytes) at `at`, or 0.
@@ -32,7 +40,6 @@ inline size_t utf8SequenceLength(std::string_view text, size_t at) {
 }  // namespace terminal_text_detail
 
 inline std::string terminalSafe(std::string_view text) {
-  static const char* digits = "0123456789abcdef";
   std::string safe;
   safe.reserve(text.size());
   for (size_t at = 0; at < text.size();) {
@@ -47,9 +54,7 @@ inline std::string terminalSafe(std::string_view text) {
       at += length;
       continue;
     }
-    safe += "\\x";
-    safe += digits[byte >> 4];
-    safe += digits[byte & 15];
+    appendByteEscape(safe, byte);
     ++at;
   }
   return safe;
