@@ -2,10 +2,11 @@
 # Checks on a GPU machine with torch (CUDA, NCCL): pltrun starts NCCL workers, restarts
 # them after a crash, and after `kill -9 pltrun` leaves neither GPU memory nor a setsid
 # descendant behind; a rank stuck in a CUDA kernel that never ends is found by
-# --stall-timeout, reported, killed, and the GPU is free afterwards. Not run by CI (no GPU
-# there). On the lent machine, with a stripped pltrun and the shared libraries it needs
-# copied into one folder DIR beside this script:
-#   bash scripts/gpu-check.sh DIR        (ONLY_KILL=1 or ONLY_HANG=1: that check alone)
+# --stall-timeout, reported, killed, and the GPU is free afterwards; the official wheel's
+# libuv TCPStore client (which Debian's torch lacks) uses the agent store's queues. Not run
+# by CI (no GPU there). On the lent machine, with a stripped pltrun and the shared
+# libraries it needs copied into one folder DIR beside this script:
+#   bash scripts/gpu-check.sh DIR   (ONLY_KILL=1, ONLY_HANG=1 or ONLY_QUEUE=1: that check alone)
 set -u
 cd "${1:?usage: gpu-check.sh DIR_WITH_PLTRUN}"
 export LD_LIBRARY_PATH=$PWD
@@ -27,6 +28,29 @@ if restart == 0 and os.environ.get("CRASH"):
     os._exit(3)
 dist.destroy_process_group()
 PY
+echo "== torch's libuv TCPStore client: queue_push / queue_pop / queue_len on the agent store"
+cat > queues.py <<'PY'
+import datetime, os, torch.distributed as dist
+rank, consumers = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]) - 1
+store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False,
+                      use_libuv=True, timeout=datetime.timedelta(seconds=30))
+if rank == 0:
+    for i in range(99):
+        store.queue_push("jobs", f"job{i}")
+    for _ in range(consumers):
+        store.queue_push("jobs", "stop")
+    replies = sorted(store.queue_pop("done").decode() for _ in range(99))  # blocking pops
+    assert replies == sorted(f"job{i}!" for i in range(99)), replies[:5]
+    print("rank 0: 99 replies; queue_len(jobs) =", store.queue_len("jobs"), flush=True)
+else:
+    got = 0
+    while (item := store.queue_pop("jobs")) != b"stop":  # blocking: many consumers at once
+        store.queue_push("done", item + b"!")
+        got += 1
+    print(f"rank {rank}: handled {got}", flush=True)
+PY
+./pltrun --nproc-per-node 4 python3 queues.py; echo "rc=$? (0 expected)"
+[ -n "${ONLY_QUEUE:-}" ] && exit 0
 if [ -z "${ONLY_KILL:-}" ]; then
 echo "== a rank stuck in a CUDA kernel that never ends (--stall-timeout 5): found, killed, GPU free"
 cat > hang.py <<'PY'

@@ -4,9 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --with-torch
-# torch 2.x clients for the store tests: Debian trixie's python3-torch in a chroot (built
-# once, about 3 minutes and 1.2 GB; cached in /var/cache/pltrun afterwards).
-bash scripts/trixie-torch-chroot.sh ensure
+# torch 2.x for the tests: Debian trixie's python3-torch (2.6) and forky's (2.14), each in a
+# chroot (built once, about 2.5 minutes and 1.2 GB each; cached in /var/cache/pltrun).
+bash scripts/torch-chroot.sh trixie ensure
+bash scripts/torch-chroot.sh forky ensure
 # The package test's clean Debian bookworm (built once, about 2 minutes and 650 MB; cached
 # in /var/cache/pltrun; each test run installs into a throwaway copy of it).
 bash scripts/package-chroot.sh ensure

@@ -10,11 +10,11 @@ constexpr std::uint8_t kExtensionBase = 0xA0;  // pltrun's own commands, in both
 constexpr const char* kWrongMagic = "VALIDATE with a wrong magic number (not a torch 2.x TCPStore client)";
 
 // Command byte -> command, per dialect; the index is the byte.
-constexpr std::array<Command, 17> kTorch2Commands = {
+constexpr std::array<Command, 19> kTorch2Commands = {
     Command::Validate, Command::Set,      Command::CompareSet, Command::Get,       Command::Add,
     Command::Check,    Command::Wait,     Command::GetNumKeys, Command::DeleteKey, Command::Append,
     Command::MultiGet, Command::MultiSet, Command::CancelWait, Command::Ping,      Command::QueuePush,
-    Command::QueuePop, Command::QueueLen};
+    Command::QueuePop, Command::QueueLen, Command::ListKeys,   Command::Barrier};
 constexpr std::array<Command, 9> kTorch113Commands = {Command::Set,        Command::CompareSet, Command::Get,
                                                       Command::Add,        Command::Check,      Command::Wait,
                                                       Command::GetNumKeys, Command::WatchKey,   Command::DeleteKey};
@@ -114,14 +114,18 @@ const ArgumentLayout& layoutOf(Command command) {
     case Command::SetEphemeral:
     case Command::OnCloseSet:
     case Command::Append:
+    case Command::QueuePush:
       return keyValue;
     case Command::CompareSet:
       return compareSet;
     case Command::Get:
     case Command::DeleteKey:
     case Command::WatchKey:
+    case Command::QueuePop:
+    case Command::QueueLen:
       return key;
     case Command::Add:
+    case Command::Barrier:
       return add;
     case Command::Check:
     case Command::Wait:
@@ -210,6 +214,10 @@ const char* commandName(Command command) {
       return "QUEUE_POP";
     case Command::QueueLen:
       return "QUEUE_LEN";
+    case Command::ListKeys:
+      return "LIST_KEYS";
+    case Command::Barrier:
+      return "BARRIER";
     case Command::AuthHello:
       return "AUTH_HELLO";
     case Command::AuthProof:
@@ -242,6 +250,7 @@ bool hasReply(Command command) {
     case Command::OnCloseSet:
     case Command::Append:
     case Command::MultiSet:
+    case Command::QueuePush:
       return false;
     default:
       return true;
@@ -262,9 +271,6 @@ std::optional<Command> commandOfFirstByte(Dialect dialect, std::uint8_t byte, De
   }
   switch (*command) {
     case Command::WatchKey:
-    case Command::QueuePush:
-    case Command::QueuePop:
-    case Command::QueueLen:
       result.request.command = *command;
       result.status = DecodeStatus::Unsupported;
       result.error = std::string("command ") + commandName(*command) + " (" + std::to_string(byte) +
@@ -488,6 +494,7 @@ std::string encodeRequest(Dialect dialect, const Request& request) {
       appendU32(out, static_cast<std::uint32_t>(request.number));
       break;
     case Command::Add:
+    case Command::Barrier:
       appendBytes(out, request.keys.at(0));
       appendI64(out, request.number);
       break;

@@ -32,9 +32,11 @@ enum class Command {
   MultiSet,
   CancelWait,
   Ping,
-  QueuePush,  ///< 2.x libuv server only; refused
-  QueuePop,
-  QueueLen,
+  QueuePush,     ///< 2.x (torch >= 2.7, libuv clients): key, value; no reply
+  QueuePop,      ///< key -> i64 length before the pop, then the value when it was not 0
+  QueueLen,      ///< key -> i64
+  ListKeys,      ///< 2.x (torch >= 2.8, either server): -> i64 count, then each key
+  Barrier,       ///< 2.x (torch >= 2.8): key, i64 world size -> STOP_WAITING once that many arrived
   AuthHello,     ///< pltrun: the client's nonce and context; the reply proves the server's secret
   AuthProof,     ///< pltrun: the client's proof (store_auth.h)
   SetEphemeral,  ///< pltrun: a key deleted when this connection closes
@@ -49,7 +51,7 @@ struct Request {
   /// SET/APPEND/SET_EPHEMERAL/ON_CLOSE_SET: 1; COMPARE_SET: expected, desired; MULTI_SET:
   /// one per key
   std::vector<std::string> values;
-  std::int64_t number = 0;  ///< ADD delta; PING and VALIDATE u32 value
+  std::int64_t number = 0;  ///< ADD delta; BARRIER world size; PING and VALIDATE u32 value
 };
 
 /// Bounds that keep one request from taking the server's memory.
@@ -90,7 +92,7 @@ struct DecodeResult {
 /// Decodes the first request in `input`. Never reads past `input`; NeedMore when the
 /// request is not complete yet, Invalid for bytes no client of `dialect` sends or for
 /// sizes over `limits`, Unsupported for a command this server does not serve (1.13's
-/// WATCH_KEY, the libuv server's queues).
+/// WATCH_KEY).
 DecodeResult decodeRequest(Dialect dialect, std::string_view input, const ProtocolLimits& limits);
 
 /// Finds where one request ends while its bytes arrive, resuming where the last call
@@ -142,7 +144,7 @@ void appendI64(std::string& out, std::int64_t value);
 void appendU64(std::string& out, std::uint64_t value);
 void appendBytes(std::string& out, std::string_view bytes);
 
-/// Whether the command expects a reply at all (SET, APPEND, MULTI_SET, VALIDATE and pltrun's
+/// Whether the command expects a reply at all (SET, APPEND, MULTI_SET, QUEUE_PUSH, VALIDATE and pltrun's
 /// SET_EPHEMERAL and ON_CLOSE_SET do not).
 bool hasReply(Command command);
 

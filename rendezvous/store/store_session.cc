@@ -88,8 +88,7 @@ void StoreSession::close(const std::string& reason) {
       spdlog::warn("store: closing the connection of {}: {}{}", peer_, reason, moreLikeIt(*leftOut));
     }
   }
-  if (parked_) table_.cancelWaiter(parked_->waiter);
-  parked_.reset();
+  dropParked();
   table_.dropOwner(id_);  // ephemeral keys go with their connection; its close notice fires
   requestTimer_.cancel();
   idleTimer_.cancel();
@@ -230,6 +229,8 @@ bool StoreSession::handle(const Request& request) {
     refuseUnauthenticated(request.command);
     return false;
   }
+  // A queue item promised to this connection's last WAIT is for its QUEUE_POP, next.
+  if (request.command != Command::QueuePop) table_.endPromises(id_);
   try {
     return apply(request);
   } catch (const TableFull& full) {
@@ -253,6 +254,7 @@ bool StoreSession::apply(const Request& request) {
     case Command::OnCloseSet:
     case Command::Append:
     case Command::MultiSet:
+    case Command::QueuePush:
       applyWrite(request);
       return true;
     case Command::Wait:
@@ -260,6 +262,8 @@ bool StoreSession::apply(const Request& request) {
     case Command::MultiGet:
       answerOrPark(request);
       return !closed_;
+    case Command::Barrier:
+      return arriveAtBarrier(request);
     default:
       return answerQuery(request);
   }
@@ -282,6 +286,9 @@ void StoreSession::applyWrite(const Request& request) {
       break;
     case Command::MultiSet:
       table_.setMany(request.keys, request.values);
+      break;
+    case Command::QueuePush:
+      table_.queuePush(request.keys[0], request.values[0]);
       break;
     default:
       break;
@@ -307,8 +314,20 @@ bool StoreSession::answerQuery(const Request& request) {
       }
       break;
     case Command::Check:
-      appendU8(reply, table_.containsAll(request.keys) ? kCheckReady : kCheckNotReady);
+      appendU8(reply, table_.readyAll(request.keys) ? kCheckReady : kCheckNotReady);
       break;
+    case Command::QueuePop: {
+      // The length before the pop, then the item when there was one (torch's reply).
+      StoreTable::Popped popped = table_.queuePop(request.keys[0], id_);
+      appendI64(reply, popped.lengthBefore);
+      if (popped.lengthBefore > 0) appendBytes(reply, popped.value);
+      break;
+    }
+    case Command::QueueLen:
+      appendI64(reply, table_.queueLength(request.keys[0]));
+      break;
+    case Command::ListKeys:
+      return answerListKeys();
     case Command::GetNumKeys:
       appendI64(reply, table_.size());
       break;
@@ -318,9 +337,7 @@ bool StoreSession::answerQuery(const Request& request) {
     case Command::CancelWait:
       // Answered even when the wait already ended: the client reads one WAIT_CANCELED
       // after a possible STOP_WAITING.
-      if (parked_) table_.cancelWaiter(parked_->waiter);
-      parked_.reset();
-      ++parkGeneration_;
+      dropParked();
       appendU8(reply, kWaitCanceled);
       break;
     default:
@@ -377,30 +394,52 @@ bool StoreSession::handleProof(const Request& request) {
 }
 
 void StoreSession::answerOrPark(Request request) {
-  if (table_.containsAll(request.keys)) {
+  // WAIT is also the first half of a blocking queue pop: an item in a queue of that name
+  // counts. GET and MULTI_GET need the keys' values.
+  const bool queueItemsCount = request.command == Command::Wait;
+  if (queueItemsCount ? table_.readyAll(request.keys) : table_.containsAll(request.keys)) {
     answerReady(request);
     return;
   }
+  StoreTable::WaiterId waiter = table_.addWaiter(request.keys, wakeupForNextPark(), queueItemsCount);
+  parked_ = Parked{std::move(request), waiter};
+}
+
+StoreTable::Wakeup StoreSession::wakeupForNextPark() {
   std::uint64_t generation = ++parkGeneration_;
   std::weak_ptr<StoreSession> weak = weak_from_this();
   auto executor = socket_.get_executor();
   // The wakeup runs inside another connection's table update: answer on a later turn of
   // the event loop, never re-entering the table from inside it.
-  StoreTable::WaiterId waiter = table_.addWaiter(request.keys, [weak, executor, generation] {
+  return [weak, executor, generation] {
     boost::asio::post(executor, [weak, generation] {
       if (auto self = weak.lock()) self->onKeysReady(generation);
     });
-  });
-  parked_ = Parked{std::move(request), waiter};
+  };
+}
+
+// Forgets the parked request (a CANCEL_WAIT, or the connection closing). A WAIT may have
+// been woken by a queue item meanwhile: the item then wakes the next waiter instead.
+void StoreSession::dropParked() {
+  if (!parked_) return;
+  table_.cancelWaiter(parked_->waiter);
+  if (parked_->request.command == Command::Wait) table_.passOnQueueItems(parked_->request.keys);
+  parked_.reset();
+  ++parkGeneration_;
 }
 
 void StoreSession::onKeysReady(std::uint64_t generation) {
   if (closed_ || !parked_ || generation != parkGeneration_) return;  // cancelled meanwhile
   Request request = std::move(parked_->request);
   parked_.reset();
-  // A key may have been deleted between the wakeup and now: park again if so.
+  // A key may have been deleted between the wakeup and now: park again if so. A barrier
+  // is released once and for all.
   try {
-    answerOrPark(std::move(request));
+    if (request.command == Command::Barrier) {
+      answerBarrierReleased();
+    } else {
+      answerOrPark(std::move(request));
+    }
   } catch (const std::bad_alloc&) {
     close("out of memory building its reply");
     return;
@@ -411,6 +450,7 @@ void StoreSession::onKeysReady(std::uint64_t generation) {
 void StoreSession::answerReady(const Request& request) {
   std::string reply;
   if (request.command == Command::Wait) {
+    table_.promiseQueueItems(id_, request.keys);
     appendU8(reply, kWaitStop);
   } else {
     // Sized before it is built: a small MULTI_GET naming one large value many times must

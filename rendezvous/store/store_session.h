@@ -32,7 +32,8 @@ class StoreSession : public std::enable_shared_from_this<StoreSession> {
   void close(const std::string& reason);
 
  private:
-  /// A request waiting for its keys: the parked WAIT, GET or MULTI_GET.
+  /// A request waiting for its keys: the parked WAIT, GET or MULTI_GET, or a BARRIER
+  /// waiting for the last arrival.
   struct Parked {
     Request request;
     StoreTable::WaiterId waiter = 0;
@@ -49,6 +50,12 @@ class StoreSession : public std::enable_shared_from_this<StoreSession> {
   bool apply(const Request& request);   // handle() for an allowed request
   void applyWrite(const Request& request);
   bool answerQuery(const Request& request);  // false: the connection was closed
+  // The commands torch 2.8 added (store_session_torch28.cc).
+  bool answerListKeys();
+  bool arriveAtBarrier(const Request& request);
+  void answerBarrierReleased();
+  /// The wakeup of the request about to be parked (a new park generation).
+  StoreTable::Wakeup wakeupForNextPark();
   bool mayOvertakeParked(const Request& next);
   void compactInput();
   bool handleHello(const Request& request);
@@ -56,6 +63,7 @@ class StoreSession : public std::enable_shared_from_this<StoreSession> {
   void answerOrPark(Request request);
   void answerReady(const Request& request);
   void onKeysReady(std::uint64_t generation);
+  void dropParked();
   void send(const std::string& bytes);
   void flush();
   void armRequestTimer();

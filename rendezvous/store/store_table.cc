@@ -34,7 +34,7 @@ void StoreTable::checkValueSize(const std::string& key, std::uint64_t size) cons
 }
 
 void StoreTable::refuse(const std::string& subject, std::uint64_t keys) const {
-  if (keys > limits_.maxKeys) {
+  if (keys + queues_.size() > limits_.maxKeys) {
     throw TableFull(subject + " would pass the store's limit of " + std::to_string(limits_.maxKeys) + " keys");
   }
   throw TableFull(subject + " would take the store past its limit of " + std::to_string(limits_.maxBytes) + " bytes");
@@ -184,15 +184,29 @@ std::int64_t StoreTable::erase(const std::string& key) {
   return 1;
 }
 
-StoreTable::WaiterId StoreTable::addWaiter(const std::vector<std::string>& keys, Wakeup wakeup) {
+StoreTable::WaiterId StoreTable::addWaiter(const std::vector<std::string>& keys, Wakeup wakeup, bool queueItemsCount) {
   std::set<std::string> missing;
   for (const std::string& key : keys) {
-    if (!contains(key)) missing.insert(key);
+    if (!contains(key) && !(queueItemsCount && unpromisedItems(key) > 0)) missing.insert(key);
   }
   if (missing.empty()) return 0;
   WaiterId id = nextWaiter_++;
   for (const std::string& key : missing) waitersByKey_[key].push_back(id);
-  waiters_[id] = Waiter{std::vector<std::string>(missing.begin(), missing.end()), missing.size(), std::move(wakeup)};
+  waiters_[id] = Waiter{std::vector<std::string>(missing.begin(), missing.end()), missing.size(), std::move(wakeup),
+                        queueItemsCount};
+  return id;
+}
+
+StoreTable::WaiterId StoreTable::arriveAtBarrier(const std::string& key, std::int64_t worldSize, Wakeup wakeup) {
+  if (add(key, 1) >= worldSize) {
+    keyAppeared(key);  // releases the waiters registered below by the earlier arrivals
+    return 0;
+  }
+  // Registered on a key that exists: only the last arrival's keyAppeared wakes it (as
+  // torch's server, a later re-creation of the key after a delete would too).
+  WaiterId id = nextWaiter_++;
+  waitersByKey_[key].push_back(id);
+  waiters_[id] = Waiter{{key}, 1, std::move(wakeup)};
   return id;
 }
 
@@ -219,6 +233,7 @@ void StoreTable::setCloseNotice(OwnerId owner, const std::string& key, std::stri
 }
 
 void StoreTable::dropOwner(OwnerId owner) {
+  endPromises(owner);
   auto found = ownedKeys_.find(owner);
   if (found != ownedKeys_.end()) {
     for (const std::string& key : found->second) {

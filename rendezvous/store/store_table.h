@@ -1,10 +1,11 @@
 #pragma once
 // The key-value table behind the store: values, counters, compare-and-set with torch's
-// exact semantics, waiters woken when keys appear, keys owned by a connection (ephemeral)
-// and a connection's close notice. No I/O and no locking: the server calls it from its one event-loop thread,
-// the in-memory store under its own mutex.
+// exact semantics, waiters woken when keys appear, keys owned by a connection (ephemeral),
+// a connection's close notice, and torch's queues (store_table_queues.cc). No I/O and no locking: the server calls it
+// from its one event-loop thread, the in-memory store under its own mutex.
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
@@ -78,11 +79,23 @@ class StoreTable {
   /// 1 when the key existed, else 0.
   std::int64_t erase(const std::string& key);
   std::int64_t size() const { return static_cast<std::int64_t>(entries_.size()); }
+  /// Calls `visit(key)` for every key (not the queues), in no particular order.
+  template <typename Visit>
+  void forEachKey(Visit visit) const {
+    for (const auto& entry : entries_) visit(entry.first);
+  }
 
   /// Calls `wakeup` once every key of `keys` has existed since this call (keys that
   /// already exist count at once). Returns 0 and calls nothing if all exist now, in which
-  /// case the caller proceeds directly; otherwise an id for cancelWaiter.
-  WaiterId addWaiter(const std::vector<std::string>& keys, Wakeup wakeup);
+  /// case the caller proceeds directly; otherwise an id for cancelWaiter. With
+  /// `queueItemsCount` (torch's WAIT, which a blocking queue pop sends first), a queue that
+  /// holds an item counts as an existing key, and each item pushed wakes one such waiter.
+  WaiterId addWaiter(const std::vector<std::string>& keys, Wakeup wakeup, bool queueItemsCount = false);
+  /// torch's BARRIER (2.8 and later): one more arrival at `key`, a decimal counter as ADD
+  /// keeps it (std::invalid_argument when it holds something else). Returns 0 when the
+  /// arrivals have reached `worldSize`: every waiter of this barrier is woken and the caller
+  /// goes on at once. Otherwise an id for cancelWaiter; `wakeup` runs when the last arrives.
+  WaiterId arriveAtBarrier(const std::string& key, std::int64_t worldSize, Wakeup wakeup);
   /// Forgets a waiter that has not fired (a cancelled wait, a closed connection).
   void cancelWaiter(WaiterId waiter);
   size_t waiterCount() const { return waiters_.size(); }
@@ -94,6 +107,42 @@ class StoreTable {
   /// so a notice for it is ignored.
   void setCloseNotice(OwnerId owner, const std::string& key, std::string value);
   size_t closeNoticeCount() const { return closeNotices_.size(); }
+
+  /// torch's queues (TCPStore.queue_push / queue_pop / queue_len, torch 2.7 and later):
+  /// first-in first-out lists of values, named apart from the keys (GET, GETNUMKEYS and
+  /// DELETE_KEY do not see them; CHECK and WAIT do). They are under the same limits as the
+  /// keys: a queue that holds items counts as one key, its name and items as bytes.
+  ///
+  /// torch's blocking pop is two requests, WAIT on the queue's name then QUEUE_POP. A WAIT
+  /// answered because of an item is promised that item until the connection's next
+  /// request: other waits do not count it, so two blocked pops never both wake for one
+  /// item and one of them find the queue empty (as they can with torch's own server).
+
+  /// Appends `value` (TableFull: nothing changed) and wakes the longest-waiting WAIT that
+  /// this item completes: one blocked pop per item.
+  void queuePush(const std::string& queue, std::string value);
+  struct Popped {
+    std::int64_t lengthBefore = 0;  ///< what torch's server replies first; 0: nothing popped
+    std::string value;
+  };
+  /// Removes the oldest item for `owner`: the one promised to it, else one promised to
+  /// nobody (none: lengthBefore 0). Ends the owner's promises.
+  Popped queuePop(const std::string& queue, OwnerId owner = 0);
+  std::int64_t queueLength(const std::string& queue) const;
+  /// Whether every key exists or names a queue with an item not promised to anyone: what
+  /// CHECK answers and WAIT waits for.
+  bool readyAll(const std::vector<std::string>& keys) const;
+  /// A WAIT of `owner` on `keys` has been answered: each key that was ready only through
+  /// its queue's items gets one of them promised to the owner.
+  void promiseQueueItems(OwnerId owner, const std::vector<std::string>& keys);
+  /// The owner sent something other than the QUEUE_POP its promise was for, or left: its
+  /// items are free again, and wake other waiters.
+  void endPromises(OwnerId owner);
+  /// A WAIT that may have been woken by an item gave up (cancelled, or its connection
+  /// closed): the item wakes the next waiter instead.
+  void passOnQueueItems(const std::vector<std::string>& keys);
+  /// Connections holding a promised item (0 once all have closed).
+  size_t queuePromiseHolders() const { return promisesByOwner_.size(); }
 
   /// The owner's connection has closed: deletes every key `owner` wrote with setEphemeral
   /// and still owns, then applies its close notice (so a notice may name one of those
@@ -113,6 +162,7 @@ class StoreTable {
     std::vector<std::string> missingKeys;  ///< to unregister a cancelled waiter
     size_t missing = 0;
     Wakeup wakeup;
+    bool queueItemsCount = false;
   };
 
   /// Stores and wakes the waiters the new key completes; within the limits unless
@@ -121,9 +171,9 @@ class StoreTable {
   void store(const std::string& key, std::string value, OwnerId owner, bool checked = true);
   /// Throws TableFull when a value of `size` bytes for `key` is over maxValueSize.
   void checkValueSize(const std::string& key, std::uint64_t size) const;
-  /// Whether the table may hold `keys` keys of `bytes` bytes in all.
+  /// Whether the table may hold `keys` keys (besides its queues) of `bytes` bytes in all.
   bool fits(std::uint64_t keys, std::uint64_t bytes) const {
-    return keys <= limits_.maxKeys && bytes <= limits_.maxBytes;
+    return keys + queues_.size() <= limits_.maxKeys && bytes <= limits_.maxBytes;
   }
   /// Throws TableFull for `subject`, which would leave the table with `keys` keys (saying
   /// which limit it passes).
@@ -131,6 +181,10 @@ class StoreTable {
   void checkRoomForAll(const std::vector<std::string>& keys, const std::vector<std::string>& values) const;
   void forget(std::unordered_map<std::string, Entry>::iterator entry);
   void keyAppeared(const std::string& key);
+  /// Wakes the first waiter that `queue`'s new item completes (queueItemsCount waiters only).
+  void queueItemArrived(const std::string& queue);
+  /// Items of `queue` not promised to a connection.
+  std::uint64_t unpromisedItems(const std::string& queue) const;
 
   TableLimits limits_;
   std::uint64_t bytes_ = 0;
@@ -139,6 +193,10 @@ class StoreTable {
   std::unordered_map<OwnerId, CloseNotice> closeNotices_;
   std::unordered_map<WaiterId, Waiter> waiters_;
   std::unordered_map<std::string, std::vector<WaiterId>> waitersByKey_;
+  /// Only queues that hold items: an emptied queue is forgotten.
+  std::unordered_map<std::string, std::deque<std::string>> queues_;
+  std::unordered_map<std::string, std::uint64_t> promisedItems_;  ///< by queue; never 0
+  std::unordered_map<OwnerId, std::vector<std::string>> promisesByOwner_;
   WaiterId nextWaiter_ = 1;
 };
 

@@ -1,6 +1,6 @@
 # shellcheck shell=bash disable=SC2154 # root, stamp, chroot_tag, ...: the sourcing script's
 # Debian chroots for the tests, built once by debootstrap and cached: the pieces that
-# scripts/trixie-torch-chroot.sh (torch 2.x) and scripts/package-chroot.sh (a clean
+# scripts/torch-chroot.sh (torch 2.x) and scripts/package-chroot.sh (a clean
 # bookworm for the Debian package) share. Sourced, never run.
 #
 # The sourcing script sets, before calling anything here:
@@ -9,6 +9,11 @@
 #   chroot_tag  the prefix of messages ("trixie-chroot")
 #   chroot_path PATH inside the chroot
 #   unset_vars  environment variables to drop before entering (host paths)
+# and may set:
+#   chroot_self        how to re-run the script (default: "$0"; a script with a leading
+#                      argument, such as torch-chroot.sh's SUITE, adds it)
+#   debootstrap_script debootstrap's script for the suite, when its own has none
+#   apt_update_options options of the chroot's `apt-get update` (an array)
 # defines build (makes the chroot and writes $stamp), keeps its usage in lines 6 to 9 of
 # its header, and dispatches the hidden subcommand `__inner ARGS...` to chroot_inner "$@"
 # (chroot_run re-runs the script so, inside a private mount namespace).
@@ -17,6 +22,7 @@
 # namespace (unshare -m), so concurrent runs do not disturb each other and nothing is left
 # mounted even if the script is killed; an EXIT trap unmounts them too. Needs root.
 
+if [ -z "${chroot_self+set}" ]; then chroot_self=("$0"); fi
 say() { echo "$chroot_tag: $*" >&2; }
 die() { say "error: $*"; exit 2; }
 
@@ -112,7 +118,7 @@ chroot_debootstrap() {
   fi
   mkdir -p "$(dirname "$root")"
   say "debootstrap --variant=minbase $suite $root $url"
-  if ! debootstrap --variant=minbase "$suite" "$root" "$url" >"$root.debootstrap.log" 2>&1; then
+  if ! debootstrap --variant=minbase "$suite" "$root" "$url" ${debootstrap_script:+"$debootstrap_script"} >"$root.debootstrap.log" 2>&1; then
     tail -n 30 "$root.debootstrap.log" >&2 || true
     die "debootstrap failed (log: $root.debootstrap.log)"
   fi
@@ -144,7 +150,7 @@ chroot_apt_install() {
   local -a env_cmd=(env -i PATH="$chroot_path" HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive)
   local -a clean=(apt-get clean)
   case " $* " in *" --download-only "*) clean=(true) ;; esac
-  if ! { chroot "$root" "${env_cmd[@]}" apt-get update -q &&
+  if ! { chroot "$root" "${env_cmd[@]}" apt-get ${apt_update_options[@]+"${apt_update_options[@]}"} update -q &&
     chroot "$root" "${env_cmd[@]}" apt-get install -y -q --no-install-recommends "$@" &&
     chroot "$root" "${env_cmd[@]}" "${clean[@]}"; } >>"$root.apt.log" 2>&1; then
     tail -n 30 "$root.apt.log" >&2 || true
@@ -202,7 +208,7 @@ chroot_run() {
     bind_args+=(--bind "$b")
   done
   # A private mount namespace: the mounts vanish with it, whatever happens to us.
-  exec unshare -m --propagation private -- bash "$0" __inner "$fresh" ${bind_args[@]+"${bind_args[@]}"} -- "$@"
+  exec unshare -m --propagation private -- bash "${chroot_self[@]}" __inner "$fresh" ${bind_args[@]+"${bind_args[@]}"} -- "$@"
 }
 
 # The throwaway copy for --fresh: an overlay of $root whose upper layer is a tmpfs on a

@@ -212,6 +212,11 @@ TEST_CASE("stall: torch's FileTimer watchdog kills the worker whose timer expire
   checkFileTimer(torch26());
 }
 
+TEST_CASE("stall: torch's FileTimer watchdog kills the worker whose timer expired, torch 2.14",
+          "[stall][torch][torch2]") {
+  checkFileTimer(torch214());
+}
+
 TEST_CASE("stall: a bad --stall-timeout is one line, exit 2", "[stall][bad_input]") {
   Finished run = runPltrun({"--stall-timeout", "soon", "/bin/true"});
   CHECK(run.status == 2);

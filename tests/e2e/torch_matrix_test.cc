@@ -4,7 +4,8 @@
 // exactly once, resume from rank 0's checkpoint and end with the clean run's parameters.
 //
 //   torch:   1.13 (Debian bookworm's python3-torch, /usr/bin/python3)
-//            2.6  (Debian trixie's, in the chroot of scripts/trixie-torch-chroot.sh)
+//            2.6  (Debian trixie's, in the chroot of scripts/torch-chroot.sh)
+//            2.14 (Debian forky's, in the same script's forky chroot)
 //   layout:  one node of 4 workers | 2 elastic agents x 2 workers (c10d, loopback)
 //            | 2 elastic agents x 2 workers meeting at a real etcd member (loopback)
 //   store:   the agent store (pltrun hosts the workers' TCPStore) | --no-agent-store
@@ -198,7 +199,8 @@ void checkStallReport(const Cell& cell, const std::string& err) {
 void checkCell(const Cell& cell) {
   if (!cell.torch.available()) return;
   INFO(cell.name());
-  const std::string id = cell.torch.version == "1.13" ? "t113" : "t26";
+  std::string id = "t" + cell.torch.version;  // t1.13, t2.6, t2.14 -> t113, t26, t214
+  id.erase(std::remove(id.begin(), id.end(), '.'), id.end());
 
   TempDir cleanDir;
   const auto cleanStarted = std::chrono::steady_clock::now();
@@ -288,6 +290,22 @@ TEST_CASE("torch matrix: 2.6, 2 elastic agents on etcd, agent store", "[torch][t
   checkCell({torch26(), Layout::TwoAgentsOnEtcd, WorkersStore::Agent});
 }
 
+TEST_CASE("torch matrix: 2.14, single node, agent store", "[torch][torch2][matrix]") {
+  checkCell({torch214(), Layout::SingleNode, WorkersStore::Agent});
+}
+TEST_CASE("torch matrix: 2.14, single node, --no-agent-store", "[torch][torch2][matrix]") {
+  checkCell({torch214(), Layout::SingleNode, WorkersStore::RankZero});
+}
+TEST_CASE("torch matrix: 2.14, 2 elastic agents, agent store", "[torch][torch2][matrix][elastic]") {
+  checkCell({torch214(), Layout::TwoAgents, WorkersStore::Agent});
+}
+TEST_CASE("torch matrix: 2.14, 2 elastic agents, --no-agent-store", "[torch][torch2][matrix][elastic]") {
+  checkCell({torch214(), Layout::TwoAgents, WorkersStore::RankZero});
+}
+TEST_CASE("torch matrix: 2.14, 2 elastic agents on etcd, agent store", "[torch][torch2][matrix][elastic][etcd]") {
+  checkCell({torch214(), Layout::TwoAgentsOnEtcd, WorkersStore::Agent});
+}
+
 // Hangs (README "Hangs"): rank 2 stops at step kFailAt without exiting; --stall-timeout finds
 // it, names it, shows its stack, and the job restarts from its checkpoint.
 TEST_CASE("torch stall: 1.13, single node, rank 2 asleep", "[torch][stall]") {
@@ -307,4 +325,10 @@ TEST_CASE("torch stall: 2.6, single node, rank 2 asleep", "[torch][torch2][stall
 }
 TEST_CASE("torch stall: 2.6, 2 elastic agents, rank 2 stopped", "[torch][torch2][stall][elastic]") {
   checkCell({torch26(), Layout::TwoAgents, WorkersStore::Agent, Fault::StallStopped});
+}
+TEST_CASE("torch stall: 2.14, single node, rank 2 asleep", "[torch][torch2][stall]") {
+  checkCell({torch214(), Layout::SingleNode, WorkersStore::Agent, Fault::StallAsleep});
+}
+TEST_CASE("torch stall: 2.14, 2 elastic agents, rank 2 stopped", "[torch][torch2][stall][elastic]") {
+  checkCell({torch214(), Layout::TwoAgents, WorkersStore::Agent, Fault::StallStopped});
 }

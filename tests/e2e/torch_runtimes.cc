@@ -27,10 +27,19 @@ TorchRuntime torch113() {
           "bash scripts/install-deps.sh --with-torch (Debian's python3-torch)"};
 }
 
-TorchRuntime torch26() {
+namespace {
+
+TorchRuntime inChroot(const std::string& version, const std::string& suite) {
   const std::string tests = TESTS_SOURCE_DIR;
-  return {"2.6", tests + "/torch2/python3-trixie", "bash '" + tests + "/../scripts/trixie-torch-chroot.sh' ready",
-          "bash scripts/trixie-torch-chroot.sh ensure (Debian trixie's python3-torch in a chroot)"};
+  return {version, tests + "/torch2/python3-" + suite,
+          "bash '" + tests + "/../scripts/torch-chroot.sh' " + suite + " ready",
+          "bash scripts/torch-chroot.sh " + suite + " ensure (Debian " + suite + "'s python3-torch in a chroot)"};
 }
+
+}  // namespace
+
+TorchRuntime torch26() { return inChroot("2.6", "trixie"); }
+
+TorchRuntime torch214() { return inChroot("2.14", "forky"); }
 
 }  // namespace pltrun::test

@@ -1,8 +1,9 @@
 #pragma once
-// The two PyTorch versions every test that touches torch workers runs with: Debian
-// bookworm's torch 1.13 (/usr/bin/python3) and Debian trixie's torch 2.6 (in the chroot of
-// scripts/trixie-torch-chroot.sh, through tests/torch2/python3-trixie). Both are installed
-// by scripts/test.sh; a missing one fails the test with the command that installs it.
+// The three PyTorch versions every test that touches torch workers runs with: Debian
+// bookworm's torch 1.13 (/usr/bin/python3), Debian trixie's torch 2.6 and Debian forky's
+// torch 2.14 (each in its chroot of scripts/torch-chroot.sh, through
+// tests/torch2/python3-SUITE). All are installed by scripts/test.sh; a missing one fails
+// the test with the command that installs it.
 
 #include <string>
 #include <vector>
@@ -10,7 +11,7 @@
 namespace pltrun::test {
 
 struct TorchRuntime {
-  std::string version;     ///< "1.13" or "2.6": the prefix of torch.__version__
+  std::string version;     ///< "1.13", "2.6" or "2.14": the prefix of torch.__version__
   std::string pythonExec;  ///< the workers' interpreter (PYTHON_EXEC)
   std::string probe;       ///< argv[0..] of a command that exits 0 when this torch is there
   std::string installHint;
@@ -24,5 +25,6 @@ struct TorchRuntime {
 
 TorchRuntime torch113();
 TorchRuntime torch26();
+TorchRuntime torch214();
 
 }  // namespace pltrun::test

@@ -106,3 +106,10 @@ TEST_CASE("torch 2.6, 2 elastic agents: a straggler of round 0 cannot reach roun
           "[torch][torch2][elastic]") {
   checkStragglerIsHarmless(torch26(), true);
 }
+TEST_CASE("torch 2.14: a straggler of attempt 0 cannot reach the next attempt's keys", "[torch][torch2][restart]") {
+  checkStragglerIsHarmless(torch214(), false);
+}
+TEST_CASE("torch 2.14, 2 elastic agents: a straggler of round 0 cannot reach round 1's keys",
+          "[torch][torch2][elastic]") {
+  checkStragglerIsHarmless(torch214(), true);
+}

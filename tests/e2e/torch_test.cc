@@ -1,5 +1,5 @@
-// PyTorch interoperability, with torch 1.13 (Debian bookworm) and torch 2.6 (Debian trixie,
-// in the test chroot) alike: workers join a gloo process group from pltrun's environment
+// PyTorch interoperability, with torch 1.13 (Debian bookworm), torch 2.6 (Debian trixie) and
+// torch 2.14 (Debian forky; both in test chroots) alike: workers join a gloo process group from pltrun's environment
 // alone, a restarted group meets again, and torch's own @record error files reach pltrun's
 // failure report. Each test case runs once per torch version (GENERATE).
 
@@ -24,7 +24,7 @@ Finished runTorch(const TorchRuntime& torch, const TempDir& dir, const std::vect
 }  // namespace
 
 TEST_CASE("4 torch workers all-reduce over gloo through pltrun's agent store", "[torch]") {
-  const TorchRuntime torch = GENERATE(torch113(), torch26());
+  const TorchRuntime torch = GENERATE(torch113(), torch26(), torch214());
   TempDir dir;
   Finished run = runTorch(torch, dir, {"--nproc-per-node", "4", kScript, "allreduce", dir.path()});
   INFO("torch " << torch.version << "\n" << run.out << run.err);
@@ -35,7 +35,7 @@ TEST_CASE("4 torch workers all-reduce over gloo through pltrun's agent store", "
 }
 
 TEST_CASE("with --no-agent-store rank 0 hosts the store, as under torchrun", "[torch]") {
-  const TorchRuntime torch = GENERATE(torch113(), torch26());
+  const TorchRuntime torch = GENERATE(torch113(), torch26(), torch214());
   TempDir dir;
   Finished run = runTorch(torch, dir, {"--no-agent-store", "--nproc-per-node", "3", kScript, "allreduce", dir.path()});
   INFO("torch " << torch.version << "\n" << run.out << run.err);
@@ -44,7 +44,7 @@ TEST_CASE("with --no-agent-store rank 0 hosts the store, as under torchrun", "[t
 }
 
 TEST_CASE("a restarted torch group meets again through the agent store", "[torch][restart]") {
-  const TorchRuntime torch = GENERATE(torch113(), torch26());
+  const TorchRuntime torch = GENERATE(torch113(), torch26(), torch214());
   TempDir dir;
   Finished run = runTorch(
       torch, dir,
@@ -56,7 +56,7 @@ TEST_CASE("a restarted torch group meets again through the agent store", "[torch
 }
 
 TEST_CASE("torch's @record error file is shown in the failure report", "[torch]") {
-  const TorchRuntime torch = GENERATE(torch113(), torch26());
+  const TorchRuntime torch = GENERATE(torch113(), torch26(), torch214());
   TempDir dir;
   Finished run = runTorch(torch, dir, {"--nproc-per-node", "2", kScript, "raise"});
   INFO("torch " << torch.version << "\n" << run.err);

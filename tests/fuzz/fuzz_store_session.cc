@@ -26,7 +26,8 @@
 //     generous bound (no session stuck, e.g. a parked request that outlives its client);
 //   - server.connectionCount() is 0, server.table().waiterCount() is 0 and
 //     server.table().closeNoticeCount() is 0 (no leaked sessions, no waiters of closed
-//     connections, every close notice fired or cleared);
+//     connections, every close notice fired or cleared), and no queue item is still
+//     promised to a connection;
 //   - the correct authentication handshake is accepted.
 // The tables are then cleared so that an input does not depend on the ones before it.
 
@@ -320,6 +321,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, size_t size) {
   if (server.connectionCount() != 0) fail("sessions left after every connection closed");
   if (server.table().waiterCount() != 0) fail("waiters left after every connection closed");
   if (server.table().closeNoticeCount() != 0) fail("close notices left after every connection closed");
+  if (server.table().queuePromiseHolders() != 0) fail("queue items promised to closed connections");
 
   for (Client& client : clients) ::close(client.fd);
   settle(clients);

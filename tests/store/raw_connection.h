@@ -64,6 +64,7 @@ class RawConnection {
       if (n < 0) return errno == ECONNRESET;
     }
   }
+  int fd() const { return fd_; }
   /// Closes with a reset, as a killed process's socket would.
   void abort() {
     linger hard{1, 0};

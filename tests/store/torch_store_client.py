@@ -1,7 +1,8 @@
 """Drives a TCPStore server through every call of torch's own TCPStore client, asserting
 torch's semantics. Usage: torch_store_client.py PORT [--torch2]. With --torch2 (torch 2.x,
 e.g. in the trixie chroot) the libuv client is off (Debian's build lacks libuv) and the
-2.x-only calls (check, append, multi_get/multi_set) are exercised too."""
+2.x-only calls (check, append, multi_get/multi_set; list_keys and barrier where the torch
+has them) are exercised too."""
 
 import datetime
 import sys
@@ -69,6 +70,13 @@ def main():
         assert store.get("log") == b"abc"
         store.multi_set(["m1", "m2"], ["1", "2"])
         assert store.multi_get(["m1", "m2"]) == [b"1", b"2"]
+
+    if hasattr(store, "list_keys"):  # torch 2.8 and later: LIST_KEYS, on any server
+        keys = set(store.list_keys())
+        assert {"bin", "counter", "cas", "late", "m1", "m2", "log"} <= keys, keys
+        assert "key" not in keys  # deleted above
+        store.barrier("together", 1)  # 2.14's Store.barrier, on ADD and WAIT
+        print("list_keys and barrier behaved")
 
     print("all torch TCPStore calls behaved")
 

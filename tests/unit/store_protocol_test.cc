@@ -176,6 +176,12 @@ std::vector<Request> requestsFor(Dialect dialect) {
         makeRequest(Command::Ping, {}, {}, 0),
         makeRequest(Command::Ping, {}, {}, 12345),
         makeRequest(Command::Ping, {}, {}, 0xFFFFFFFFll),
+        makeRequest(Command::QueuePush, {"q"}, {"item"}),
+        makeRequest(Command::QueuePush, {kNulKey}, {""}),
+        makeRequest(Command::QueuePop, {"q"}),
+        makeRequest(Command::QueueLen, {kNulKey}),
+        makeRequest(Command::ListKeys),
+        makeRequest(Command::Barrier, {"b"}, {}, 8),
     };
     requests.insert(requests.end(), torch2Only.begin(), torch2Only.end());
   }
@@ -233,10 +239,12 @@ TEST_CASE("the round trip covers every command each dialect serves", "[store_pro
     }
     return false;
   };
-  for (Command command : {Command::Validate, Command::Set, Command::CompareSet, Command::Get, Command::Add,
-                          Command::Check, Command::Wait, Command::GetNumKeys, Command::DeleteKey, Command::Append,
-                          Command::MultiGet, Command::MultiSet, Command::CancelWait, Command::Ping, Command::AuthHello,
-                          Command::AuthProof, Command::SetEphemeral, Command::OnCloseSet}) {
+  for (Command command :
+       {Command::Validate,  Command::Set,          Command::CompareSet, Command::Get,       Command::Add,
+        Command::Check,     Command::Wait,         Command::GetNumKeys, Command::DeleteKey, Command::Append,
+        Command::MultiGet,  Command::MultiSet,     Command::CancelWait, Command::Ping,      Command::AuthHello,
+        Command::AuthProof, Command::SetEphemeral, Command::OnCloseSet, Command::QueuePush, Command::QueuePop,
+        Command::QueueLen,  Command::ListKeys,     Command::Barrier}) {
     CAPTURE(command);
     CHECK(covered(Dialect::Torch2, command));
   }
@@ -250,7 +258,7 @@ TEST_CASE("the round trip covers every command each dialect serves", "[store_pro
 
 TEST_CASE("torch 1.13 has no bytes for torch 2.x's newer commands", "[store_protocol]") {
   for (Command command : {Command::Validate, Command::Append, Command::MultiGet, Command::MultiSet, Command::CancelWait,
-                          Command::Ping, Command::QueuePush, Command::QueuePop, Command::QueueLen}) {
+                          Command::Ping, Command::QueuePush, Command::QueuePop, Command::QueueLen, Command::ListKeys}) {
     CAPTURE(command);
     CHECK(encodeRequest(Dialect::Torch113, makeRequest(command, {"k"}, {"v"})).empty());
   }
@@ -686,7 +694,7 @@ TEST_CASE("unknown command bytes are invalid in each dialect", "[store_protocol]
     }
   }
   SECTION("torch 2.x stops at 16") {
-    for (int byte : {17, 0x50, 0x9F, 0xA4, 0xFF}) {
+    for (int byte : {19, 0x50, 0x9F, 0xA4, 0xFF}) {
       CAPTURE(byte);
       DecodeResult result = decode(Dialect::Torch2, bytes({byte}) + std::string(40, '\0'));
       CHECK(result.status == DecodeStatus::Invalid);
@@ -697,33 +705,61 @@ TEST_CASE("unknown command bytes are invalid in each dialect", "[store_protocol]
   }
   SECTION("an unknown byte alone is already invalid") {
     CHECK(decode(Dialect::Torch113, bytes({9})).status == DecodeStatus::Invalid);
-    CHECK(decode(Dialect::Torch2, bytes({17})).status == DecodeStatus::Invalid);
+    CHECK(decode(Dialect::Torch2, bytes({19})).status == DecodeStatus::Invalid);
   }
 }
 
-TEST_CASE("1.13's WATCH_KEY and 2.x's queues are unsupported, by name", "[store_protocol]") {
-  SECTION("WATCH_KEY (1.13 byte 7)") {
-    for (const std::string& wire : {bytes({7}), bytes({7}) + wireString("k")}) {
-      DecodeResult result = decode(Dialect::Torch113, wire);
-      CHECK(result.status == DecodeStatus::Unsupported);
-      CHECK(result.request.command == Command::WatchKey);
-      CHECK_THAT(result.error, Catch::Contains("WATCH_KEY"));
-    }
-  }
-  SECTION("QUEUE_PUSH, QUEUE_POP, QUEUE_LEN (2.x bytes 14, 15, 16)") {
-    const std::pair<int, const char*> queues[] = {{14, "QUEUE_PUSH"}, {15, "QUEUE_POP"}, {16, "QUEUE_LEN"}};
-    for (const auto& [byte, name] : queues) {
-      CAPTURE(byte);
-      DecodeResult result = decode(Dialect::Torch2, bytes({byte}) + wireString("q") + wireString("v"));
-      CHECK(result.status == DecodeStatus::Unsupported);
-      CHECK_THAT(result.error, Catch::Contains(name));
-      CHECK(commandName(result.request.command) == std::string(name));
-    }
+TEST_CASE("1.13's WATCH_KEY is unsupported, by name", "[store_protocol]") {
+  for (const std::string& wire : {bytes({7}), bytes({7}) + wireString("k")}) {
+    DecodeResult result = decode(Dialect::Torch113, wire);
+    CHECK(result.status == DecodeStatus::Unsupported);
+    CHECK(result.request.command == Command::WatchKey);
+    CHECK_THAT(result.error, Catch::Contains("WATCH_KEY"));
   }
   SECTION("the same bytes mean other, served commands in the other dialect") {
-    // 7 is GETNUMKEYS in 2.x; 14 is unknown to 1.13.
+    // 7 is GETNUMKEYS in 2.x; 14 (QUEUE_PUSH) is unknown to 1.13.
     CHECK(decode(Dialect::Torch2, bytes({7})).status == DecodeStatus::Complete);
     CHECK(decode(Dialect::Torch113, bytes({14})).status == DecodeStatus::Invalid);
+  }
+}
+
+// torch >= 2.7's queues, as its TCPStore client sends them (TCPStore.cpp queuePush /
+// queuePop / queueLen): the command byte, the key, and for QUEUE_PUSH the item.
+TEST_CASE("2.x's queue commands: golden bytes", "[store_protocol]") {
+  const Dialect d = Dialect::Torch2;
+  SECTION("QUEUE_PUSH(\"q\", \"ab\"): 0E, key, item; no reply") {
+    const std::string wire = bytes({0x0E}) + wireString("q") + wireString("ab");
+    Request request = makeRequest(Command::QueuePush, {"q"}, {"ab"});
+    CHECK(hex(encodeRequest(d, request)) == hex(wire));
+    checkDecodesTo(d, wire, request);
+    CHECK_FALSE(hasReply(Command::QueuePush));
+  }
+  SECTION("QUEUE_POP(\"q\"): 0F, key") {
+    const std::string wire = bytes({0x0F}) + wireString("q");
+    checkDecodesTo(d, wire, makeRequest(Command::QueuePop, {"q"}));
+    CHECK(hasReply(Command::QueuePop));
+  }
+  SECTION("QUEUE_LEN(\"q\"): 10, key") {
+    const std::string wire = bytes({0x10}) + wireString("q");
+    checkDecodesTo(d, wire, makeRequest(Command::QueueLen, {"q"}));
+  }
+  SECTION("LIST_KEYS (torch 2.8 and later, sent by 2.14's list_keys): 11, nothing more") {
+    checkDecodesTo(d, bytes({0x11}), makeRequest(Command::ListKeys));
+    CHECK(hasReply(Command::ListKeys));
+  }
+  SECTION("BARRIER(\"b\", 4) (torch 2.8 and later, 2.14's barrier): 12, key, i64 world size") {
+    const std::string wire = bytes({0x12}) + wireString("b") + bytes({4, 0, 0, 0, 0, 0, 0, 0});
+    Request request = makeRequest(Command::Barrier, {"b"}, {}, 4);
+    CHECK(hex(encodeRequest(d, request)) == hex(wire));
+    checkDecodesTo(d, wire, request);
+  }
+  SECTION("an item over maxValueSize is refused on its length, before its bytes") {
+    ProtocolLimits limits;
+    limits.maxValueSize = 4;
+    std::string wire = bytes({0x0E}) + wireString("q");
+    appendU64(wire, 5);
+    DecodeResult result = decodeRequest(d, wire, limits);
+    CHECK(result.status == DecodeStatus::Invalid);
   }
 }
 
@@ -942,6 +978,8 @@ TEST_CASE("commandName names every command as torch does", "[store_protocol]") {
       {Command::QueuePush, "QUEUE_PUSH"},
       {Command::QueuePop, "QUEUE_POP"},
       {Command::QueueLen, "QUEUE_LEN"},
+      {Command::ListKeys, "LIST_KEYS"},
+      {Command::Barrier, "BARRIER"},
       {Command::AuthHello, "AUTH_HELLO"},
       {Command::AuthProof, "AUTH_PROOF"},
       {Command::SetEphemeral, "SET_EPHEMERAL"},

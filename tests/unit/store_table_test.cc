@@ -722,3 +722,32 @@ TEST_CASE("printableKey escapes what could forge or colour a log line", "[store_
   CHECK(shown.size() < 90);
   CHECK(shown.substr(shown.size() - 4) == "'...");
 }
+
+TEST_CASE("a barrier releases its waiters when the last of N arrives, and keeps its count as a key",
+          "[store_table][barrier]") {
+  StoreTable table;
+  Counter first, second;
+  const auto a = table.arriveAtBarrier("b", 3, first.wakeup());
+  const auto b = table.arriveAtBarrier("b", 3, second.wakeup());
+  CHECK(a != 0);
+  CHECK(b != 0);
+  CHECK(first.calls == 0);
+  CHECK(table.get("b") == "2");
+  CHECK(table.arriveAtBarrier("b", 3, [] {}) == 0);  // the last goes on at once
+  CHECK(first.calls == 1);
+  CHECK(second.calls == 1);
+  CHECK(table.waiterCount() == 0);
+  CHECK(table.arriveAtBarrier("b", 3, [] {}) == 0);  // later arrivals pass, as under torch
+}
+
+TEST_CASE("a cancelled barrier participant is not woken, and one of world size 1 never waits",
+          "[store_table][barrier]") {
+  StoreTable table;
+  Counter cancelled;
+  table.cancelWaiter(table.arriveAtBarrier("b", 2, cancelled.wakeup()));
+  CHECK(table.arriveAtBarrier("b", 2, [] {}) == 0);
+  CHECK(cancelled.calls == 0);
+  CHECK(table.arriveAtBarrier("alone", 1, [] {}) == 0);
+  table.set("text", "abc");
+  CHECK_THROWS_AS(table.arriveAtBarrier("text", 2, [] {}), std::invalid_argument);
+}

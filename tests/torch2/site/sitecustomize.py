@@ -1,6 +1,6 @@
-"""Test-only (tests/torch2/python3-trixie puts it on the chroot's path; never shipped).
+"""Test-only (tests/torch2/python3-chroot puts it on the chroots' path; never shipped).
 
-Debian trixie's torch 2.6 was built without libuv, yet `TCPStore` asks for the libuv
+Debian's torch 2.x (trixie's 2.6, forky's 2.14) was built without libuv, yet `TCPStore` asks for the libuv
 transport by default. torch's env:// rendezvous (`init_process_group`) creates its TCPStore
 without saying which transport when the launcher hosts it (TORCHELASTIC_USE_AGENT_STORE),
 and with `use_libuv` from the environment's USE_LIBUV (default "1") when rank 0 hosts it.

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Builds, caches and runs commands in a Debian chroot that holds that suite's python3-torch
+# (CPU), so the tests can run real torch 2.x workers and store clients on a bookworm machine,
+# whose own python3-torch is 1.13.
+#
+#   scripts/torch-chroot.sh SUITE ensure     build the chroot once (minutes), then instant
+#   scripts/torch-chroot.sh SUITE ready      exit 0 when the chroot is built, 1 otherwise
+#   scripts/torch-chroot.sh SUITE path       print the chroot's directory
+#   scripts/torch-chroot.sh SUITE run [--bind HOSTDIR]... [--] CMD...
+#
+# SUITE is one of the Debian suites the tests use:
+#   trixie   torch 2.6,  Python 3.13
+#   forky    torch 2.14, Python 3.14 (bookworm's debootstrap has no forky script of its own;
+#            sid's fits, as it does for every suite after trixie)
+# The chroot lives in ${PLTRUN_CHROOT_DIR:-/var/cache/pltrun}/SUITE-torch; its mirror is
+# ${PLTRUN_CHROOT_MIRROR}, or else the Debian mirror this machine's apt sources name.
+# A chroot is not a network namespace: a server on the host's 127.0.0.1 is reachable from
+# inside, and the other way round. Debian's torch 2.x is built without libuv, so TCPStore
+# needs use_libuv=False (server and client; tests/torch2/site does it for the tests).
+#
+# `run` makes its mounts (/proc, /dev, /dev/shm, /dev/pts, each --bind HOSTDIR) in a
+# private mount namespace (unshare -m), so concurrent runs do not disturb each other and
+# nothing is left mounted even if the script is killed; an EXIT trap unmounts them too
+# (scripts/lib/chroot.sh, shared with scripts/package-chroot.sh). Needs root (debootstrap,
+# chroot, mount).
+# shellcheck disable=SC2034,SC2154 # chroot_tag, unset_vars, chroot_path, chroot_self, debootstrap_script, apt_update_options: read by lib/chroot.sh; chroot_url and chroot_started: set by it
+set -euo pipefail
+
+suite=${1:-}
+case "$suite" in
+  trixie) debootstrap_script= apt_update_options=() ;;
+  # The testing suite's Release file may be served past its Valid-Until date by the
+  # mirror (seen here: 20 days); a test chroot takes it rather than no torch 2.14 at all.
+  forky) debootstrap_script=/usr/share/debootstrap/scripts/sid apt_update_options=(-o Acquire::Check-Valid-Until=false) ;;
+  *)
+    sed -n '6,9p' "$0" | sed 's/^# \{0,1\}//' >&2
+    echo "torch-chroot: SUITE must be trixie or forky, not '${suite}'" >&2
+    exit 2
+    ;;
+esac
+shift
+
+root=${PLTRUN_CHROOT_DIR:-/var/cache/pltrun}
+root=${root%/}/$suite-torch
+stamp="$root/.pltrun-$suite-torch.stamp"
+packages=(python3-torch python3-numpy)
+# Environment variables that would point the chroot's python at host files.
+unset_vars=(PYTHONPATH PYTHONHOME PYTHONSTARTUP PYTHONUSERBASE LD_LIBRARY_PATH LD_PRELOAD VIRTUAL_ENV)
+chroot_path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# How lib/chroot.sh re-runs this script (inside its mount namespace).
+chroot_self=("$0" "$suite")
+
+chroot_tag=$suite-chroot
+# shellcheck source=lib/chroot.sh
+. "$(dirname "$0")/lib/chroot.sh"
+
+build() {
+  chroot_build_base "$suite" "${PLTRUN_CHROOT_MIRROR:-}"
+  chroot_apt_install "${packages[@]}"
+  local -a env_cmd=(env -i PATH="$chroot_path" HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive)
+  local version
+  version=$(chroot "$root" "${env_cmd[@]}" python3 -c 'import torch; print(torch.__version__)' 2>/dev/null) ||
+    die "torch does not import in the chroot"
+  unmount_recorded
+  trap - EXIT
+  rm -rf "$root/var/lib/apt/lists/"* 2>/dev/null || true
+  printf 'torch %s\nmirror %s\nbuilt %s\n' "$version" "$chroot_url" "$(date -u +%FT%TZ)" >"$stamp"
+  say "ready: torch $version in $root after $(($(date +%s) - chroot_started)) s"
+}
+
+case "${1:-}" in
+  ensure) shift; [ $# -eq 0 ] || usage; chroot_ensure ;;
+  ready) [ -f "$stamp" ] ;;
+  path) echo "$root" ;;
+  run) shift; chroot_run "$@" ;;
+  __inner) shift; chroot_inner "$@" ;;
+  *) usage ;;
+esac
