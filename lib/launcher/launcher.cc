@@ -14,6 +14,7 @@
 #include "launcher/net/attempt_store.h"
 #include "launcher/net/host_identity.h"
 #include "launcher/plan/gpu_inventory.h"
+#include "launcher/plan/torchrun_flags.h"
 #include "launcher/process/attempt_plan.h"
 #include "launcher/process/file_timer_server.h"
 #include "launcher/process/orphan_guard.h"
@@ -121,6 +122,7 @@ int runLauncher(const LaunchConfig& config) {
   }
   if (config.slurmSummary) spdlog::info("{}", *config.slurmSummary);
   const Environment inherited = currentEnvironment();
+  if (const std::string notice = healthCheckPortNotice(inherited); !notice.empty()) spdlog::info("{}", notice);
   if (!config.remote.hosts.empty()) return runDriver(config, inherited);
   const ProgramCommand command = resolveProgramCommand(config, lookup(inherited, "PYTHON_EXEC").value_or("python3"),
                                                        lookup(inherited, "PATH").value_or(""));

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "launcher/plan/site_config.h"
+#include "launcher/plan/torchrun_flags.h"
 #include "launcher/plan/worker_layout.h"
 #include "pltrun/error.h"
 #include "scoped_env.h"
@@ -913,4 +914,63 @@ TEST_CASE("torchrun 2.x plugin and NUMA flags: one line each saying why, what pl
   requireInvalid({"--numa-binding", "node", "prog"}, {"--numa-binding", "numactl"});
   CHECK(parseConfig({"--signals-to-handle", "SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1", "prog"}).program == "prog");
   requireInvalid({"--signals_to_handle", "SIGTERM,SIGWINCH", "prog"}, {"--signals-to-handle", "SIGWINCH"});
+}
+
+TEST_CASE("torchrun 2.14's --shutdown-timeout is --term-timeout, TORCH_ELASTIC_SHUTDOWN_TIMEOUT its default",
+          "[command_line][torchrun214]") {
+  using std::chrono::milliseconds;
+  CHECK(parseConfig({"--shutdown-timeout", "7", "prog"}).termTimeout == milliseconds(7000));
+  CHECK(parseConfig({"--shutdown_timeout", "7", "--term-timeout", "7", "prog"}).termTimeout == milliseconds(7000));
+  requireInvalid({"--shutdown-timeout", "7", "--term-timeout", "3", "prog"}, {"disagree"});
+  requireInvalid({"--shutdown-timeout", "soon", "prog"}, {"--shutdown-timeout", "soon"});
+  CHECK(parseConfig({"prog"}, {{"TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "12"}}).termTimeout == milliseconds(12000));
+  CHECK(parseConfig({"--term-timeout", "2", "prog"}, {{"TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "12"}}).termTimeout ==
+        milliseconds(2000));
+  requireInvalid({"prog"}, {"TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "x"}, {{"TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "x"}});
+}
+
+TEST_CASE("torchrun 2.14's --log-line-prefix-template wins over TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE",
+          "[command_line][torchrun214]") {
+  const Environment env{{"TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE", "[${rank}]"}};
+  CHECK(parseConfig({"prog"}, env).linePrefixTemplate == "[${rank}]");
+  CHECK(parseConfig({"--log-line-prefix-template", "${hostname}:${rank}: ", "prog"}, env).linePrefixTemplate ==
+        "${hostname}:${rank}: ");
+}
+
+TEST_CASE("torchrun 2.14's --duplicate-*-filters: comma-separated, a double comma is a comma",
+          "[command_line][torchrun214]") {
+  LaunchConfig config =
+      parseConfig({"--duplicate-stdout-filters", "apple,or,,ange", "--duplicate_stderr_filters", "Error", "prog"});
+  CHECK(config.duplicateStdoutFilters == std::vector<std::string>{"apple", "or,ange"});
+  CHECK(config.duplicateStderrFilters == std::vector<std::string>{"Error"});
+  CHECK(pltrun::parseDuplicateFilters("").empty());         // an empty list duplicates nothing
+  CHECK(pltrun::parseDuplicateFilters(",a,").size() == 1);  // nor does an empty filter match all
+}
+
+TEST_CASE("torchrun 2.14's --virtual-local-rank, and --nproc-per-node xpu refused with the reason",
+          "[command_line][torchrun214]") {
+  CHECK(parseConfig({"--virtual-local-rank", "prog"}).virtualLocalRank);
+  CHECK_FALSE(parseConfig({"prog"}).virtualLocalRank);
+  requireInvalid({"--nproc-per-node", "xpu", "prog"}, {"xpu", "NVIDIA GPUs only"});
+}
+
+TEST_CASE("torchrun 2.14's --print-completion prints a script for bash, zsh or tcsh, no PROGRAM needed",
+          "[command_line][torchrun214]") {
+  for (const char* shell : {"bash", "zsh", "tcsh"}) {
+    auto result = parse({"--print-completion", shell});
+    REQUIRE(std::holds_alternative<InformationRequest>(result));
+    const std::string script = std::get<InformationRequest>(result).text;
+    CAPTURE(shell, script);
+    CHECK_THAT(script, Contains("pltrun"));
+    CHECK_THAT(script, Contains("nproc-per-node"));
+    CHECK_THAT(script, Contains("duplicate_stderr_filters"));
+    CHECK_THAT(script, !Contains("exit-with-parent"));  // internal
+  }
+  requireInvalid({"--print-completion", "fish"}, {"bash, zsh or tcsh"});
+}
+
+TEST_CASE("TORCHELASTIC_HEALTH_CHECK_PORT gets one line saying no server is started", "[command_line][torchrun214]") {
+  CHECK(pltrun::healthCheckPortNotice({}).empty());
+  CHECK_THAT(pltrun::healthCheckPortNotice({{"TORCHELASTIC_HEALTH_CHECK_PORT", "8080"}}),
+             Contains("no health-check server"));
 }

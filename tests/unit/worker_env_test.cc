@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "pltrun/error.h"
+
 using pltrun::buildWorkerEnv;
 using pltrun::Environment;
 using pltrun::setsOmpNumThreads;
@@ -296,4 +298,39 @@ TEST_CASE("worker env: no supervision, no supervision variables", "[worker_env]"
     CHECK(valueOf(env, name) == "<unset>");
   }
   CHECK(valueOf(env, "PYTHONPATH") == "/home/ada/lib");
+}
+
+TEST_CASE("flag --virtual-local-rank: LOCAL_RANK 0 and only the worker's own GPU, as torchrun 2.14",
+          "[worker_env][torchrun214]") {
+  WorkerPlacement placement = placementFor(1, 2, 0, 1);
+  placement.virtualLocalRank = true;
+  SECTION("through the inherited CUDA_VISIBLE_DEVICES") {
+    Environment env = buildWorkerEnv({{"CUDA_VISIBLE_DEVICES", "4, 6"}}, placement);
+    CHECK(valueOf(env, "LOCAL_RANK") == "0");
+    CHECK(valueOf(env, "CUDA_VISIBLE_DEVICES") == "6");
+    CHECK(valueOf(env, "RANK") == "1");  // the global rank is unchanged
+  }
+  SECTION("through the GPUs --devices chose") {
+    placement.cudaVisibleDevices = "GPU-aaaa,GPU-bbbb";
+    CHECK(valueOf(buildWorkerEnv({{"CUDA_VISIBLE_DEVICES", "0,1,2"}}, placement), "CUDA_VISIBLE_DEVICES") ==
+          "GPU-bbbb");
+  }
+  SECTION("no list: the local rank as the GPU index") {
+    CHECK(valueOf(buildWorkerEnv({}, placement), "CUDA_VISIBLE_DEVICES") == "1");
+  }
+  SECTION("a list too short for this worker is one line") {
+    try {
+      buildWorkerEnv({{"CUDA_VISIBLE_DEVICES", "4"}}, placement);
+      FAIL("a worker without a GPU of its own was given an environment");
+    } catch (const pltrun::Error& error) {
+      CHECK(error.code() == pltrun::ErrorCode::InvalidArgument);
+      CHECK(std::string(error.what()).find("--virtual-local-rank") != std::string::npos);
+    }
+  }
+  SECTION("without it, LOCAL_RANK is the local rank and CUDA_VISIBLE_DEVICES is left alone") {
+    placement.virtualLocalRank = false;
+    Environment env = buildWorkerEnv({{"CUDA_VISIBLE_DEVICES", "4,6"}}, placement);
+    CHECK(valueOf(env, "LOCAL_RANK") == "1");
+    CHECK(valueOf(env, "CUDA_VISIBLE_DEVICES") == "4,6");
+  }
 }

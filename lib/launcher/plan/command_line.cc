@@ -6,9 +6,11 @@
 #include "launcher/plan/flag_declarations.h"
 #include "launcher/plan/node_flags.h"
 #include "launcher/plan/remote_flags.h"
+#include "launcher/plan/shell_completion.h"
 #include "launcher/plan/site_config.h"
 #include "launcher/plan/stall_timeout.h"
 #include "launcher/plan/text_parsing.h"
+#include "launcher/plan/torchrun_flags.h"
 #include "pltrun/error.h"
 #include "version/version.h"
 
@@ -66,36 +68,6 @@ void applySupervisionFlags(const RawFlags& raw, LaunchConfig& config) {
     throwInvalidFlag("--start-method", raw.startMethod, "expected spawn, fork or forkserver, as torchrun");
   }
   config.agentStore = !raw.noAgentStore;
-}
-
-// torchrun 2.x flags that name Python plugins or features pltrun does not have: one line
-// each saying why, rather than "unknown option"; what pltrun does anyway is accepted.
-void checkTorchrunOnlyFlags(const RawFlags& raw) {
-  if (!raw.logsSpecs.empty()) {
-    throwInvalidFlag("--logs-specs", raw.logsSpecs,
-                     "it names a Python plugin of torchrun's (torchrun.logs_specs); pltrun writes its own layout: "
-                     "--log-dir, -r/--redirects, -t/--tee, --local-ranks-filter");
-  }
-  if (!raw.eventLogHandler.empty() && raw.eventLogHandler != "null") {
-    throwInvalidFlag("--event-log-handler", raw.eventLogHandler,
-                     "torch's event handlers are Python plugins; pltrun writes its events to events.jsonl under "
-                     "--log-dir (null is accepted)");
-  }
-  if (!raw.numaBinding.empty()) {
-    throwInvalidFlag("--numa-binding", raw.numaBinding,
-                     "not implemented in pltrun yet; bind in a wrapper, e.g. numactl --cpunodebind=N --membind=N");
-  }
-  for (std::string_view name : splitText(raw.signalsToHandle, ',')) {
-    const std::string_view signal = trimSpaces(name);
-    if (signal.empty()) continue;
-    if (signal != "SIGTERM" && signal != "SIGINT" && signal != "SIGHUP" && signal != "SIGQUIT" && signal != "SIGUSR1" &&
-        signal != "SIGUSR2") {
-      throwInvalidFlag("--signals-to-handle", raw.signalsToHandle,
-                       "pltrun forwards SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to the workers, always; "
-                       "it cannot take " +
-                           std::string(signal));
-    }
-  }
 }
 
 // torchrun's watchdog: TORCHELASTIC_ENABLE_FILE_TIMER=1 (exactly "1", as torchrun reads
@@ -165,6 +137,16 @@ void normalizeLauncherOptions(std::vector<std::string>& args, const CLI::App& ap
   }
 }
 
+// torchrun 2.14's --print-completion: every long option of pltrun's, both spellings.
+std::string completionFor(const CLI::App& app, const std::string& shell) {
+  std::vector<std::string> longOptions;
+  for (const CLI::Option* option : app.get_options()) {
+    if (option->get_group().empty()) continue;  // internal
+    for (const std::string& name : option->get_lnames()) longOptions.push_back("--" + name);
+  }
+  return shellCompletionScript(shell, longOptions);
+}
+
 // -np N without hosts: N workers on this one node, as horovodrun -np N does on localhost.
 void applyTotalOnOneNode(const RawFlags& raw, LaunchConfig& config) {
   const int total = parseTotalProcesses(raw.totalProcesses);
@@ -202,6 +184,7 @@ LaunchConfig buildConfig(RawFlags raw, const std::vector<std::string>& command, 
     config.rdzv.isHost = config.rdzv.nodeRankHint == 0;
   applySupervisionFlags(raw, config);
   applyTorchElasticVariables(env, config);
+  applyTorchrun214Flags(raw, env, config);
   checkTorchrunOnlyFlags(raw);
   checkRunId(raw.runId);
   config.runId = raw.runId;
@@ -236,6 +219,7 @@ std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const 
   } catch (const CLI::ParseError& error) {
     throw Error(ErrorCode::InvalidArgument, std::string(error.what()) + " (see pltrun --help)");
   }
+  if (!raw.printCompletion.empty()) return InformationRequest{completionFor(app, raw.printCompletion)};
   std::vector<std::string> command = app.remaining();
   if (!command.empty() && command.front() == "--") command.erase(command.begin());  // pltrun -- PROGRAM ...
   try {

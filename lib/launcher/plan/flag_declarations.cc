@@ -120,6 +120,14 @@ void declareOutputAndProgramFlags(FlagDeclarer& declare, RawFlags& raw) {
                  "streams kept out of the console: 0 none, 1 out, 2 err, 3 both, or 0:1,1:2", "-r");
   declare.valued("tee", raw.tee, "streams also written to log files (same values as --redirects)", "-t");
   declare.valued("local-ranks-filter", raw.localRanksFilter, "local ranks whose output reaches the console, e.g. 0,1");
+  declare.valued("log-line-prefix-template", raw.linePrefixTemplate,
+                 "torchrun's console prefix, e.g. '[${role_name}${local_rank}]:' (also ${rank}, ${hostname}); "
+                 "default '[rank N] '");
+  declare.valued("duplicate-stdout-filters", raw.duplicateStdoutFilters,
+                 "also write every worker's stdout lines that contain one of these (a,b; ,, for a comma) to "
+                 "DIR/RUN_ID/attempt_N/filtered_stdout.log");
+  declare.valued("duplicate-stderr-filters", raw.duplicateStderrFilters,
+                 "the same for stderr, into filtered_stderr.log");
   declare.flag("no-prefix", raw.noPrefix, "no [rank N] prefix on worker output");
   declare.flag("quiet", raw.quiet, "only warnings and errors from pltrun itself", "-q");
   declare.section("Program and supervision");
@@ -129,6 +137,10 @@ void declareOutputAndProgramFlags(FlagDeclarer& declare, RawFlags& raw) {
                  "a worker that sent a heartbeat ($PLTRUN_HEARTBEAT) and then none for SECONDS has stalled: "
                  "report every rank's stack and the culprit, stop the workers, restart (or exit 124); auto: 5x the "
                  "longest interval seen, at least 60 s; 0 or off: none (the default)");
+  declare.valued("shutdown-timeout", raw.shutdownTimeout, "torchrun 2.14's name for --term-timeout");
+  declare.flag("virtual-local-rank", raw.virtualLocalRank,
+               "every worker gets LOCAL_RANK=0 and CUDA_VISIBLE_DEVICES naming only its own GPU (torchrun's)");
+  declare.valued("print-completion", raw.printCompletion, "print a completion script for bash, zsh or tcsh and exit");
   declare.valued("monitor-interval", raw.monitorInterval,
                  "accepted for torchrun compatibility; pltrun reacts to exits at once");
   declare.valued("start-method", raw.startMethod,

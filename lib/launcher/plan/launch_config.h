@@ -136,7 +136,9 @@ struct LaunchConfig {
 
   // Supervision.
   int maxRestarts = 0;
-  std::chrono::milliseconds termTimeout{30000};
+  std::chrono::milliseconds termTimeout{30000};  ///< --term-timeout, --shutdown-timeout
+  /// torchrun's --virtual-local-rank: every worker has LOCAL_RANK 0 and sees only its GPU.
+  bool virtualLocalRank = false;
   std::optional<StallTimeout> stallTimeout;  ///< --stall-timeout; empty: off
   /// TORCHELASTIC_ENABLE_FILE_TIMER=1 in pltrun's environment: torch's FileTimer is served,
   /// at TORCHELASTIC_TIMER_FILE when that is set (torchrun's variables).
@@ -152,6 +154,9 @@ struct LaunchConfig {
   /// TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE: the console prefix instead of "[rank N] "
   /// (line_prefix_template.h).
   std::optional<std::string> linePrefixTemplate;
+  /// torchrun's --duplicate-stdout-filters / --duplicate-stderr-filters: lines of any worker
+  /// that contain one of these go to DIR/RUN_ID/attempt_N/filtered_{stdout,stderr}.log too.
+  std::vector<std::string> duplicateStdoutFilters, duplicateStderrFilters;
   bool quiet = false;  ///< launcher's own messages: only warnings and errors
 };
 

@@ -22,6 +22,9 @@ struct RawFlags {
   std::string rdzvBackend, rdzvEndpoint, rdzvConf, localAddr, monitorInterval, startMethod;
   // torchrun 2.x flags with no pltrun meaning of their own: checked, then refused or accepted.
   std::string eventLogHandler, logsSpecs, numaBinding, signalsToHandle;
+  // torchrun 2.14's.
+  std::string shutdownTimeout, linePrefixTemplate, duplicateStdoutFilters, duplicateStderrFilters, printCompletion;
+  bool virtualLocalRank = false;
   bool standalone = false, module = false, noPython = false, runPath = false, noPrefix = false, quiet = false,
        noAgentStore = false;
   // Many hosts from one shell.

@@ -16,6 +16,10 @@ WorkerCount parseWorkerCount(const std::string& text) {
   if (text == kGpu) return WorkerCount::of(WorkerCount::Kind::Gpu);
   if (text == kCpu) return WorkerCount::of(WorkerCount::Kind::Cpu);
   if (text == kAuto) return WorkerCount::of(WorkerCount::Kind::Auto);
+  if (text == "xpu") {
+    throwInvalidFlag("--nproc-per-node", text,
+                     "pltrun counts NVIDIA GPUs only (gpu); for Intel GPUs give the count, e.g. --nproc-per-node 4");
+  }
   const auto count = parseInteger(trimSpaces(text));
   if (!count || *count < 1 || *count > kMaxWorkersPerNode) {
     throwInvalidFlag("--nproc-per-node", text,

@@ -1,5 +1,8 @@
 #include "launcher/plan/worker_env.h"
 
+#include "launcher/plan/text_parsing.h"
+#include "pltrun/error.h"
+
 extern char** environ;
 
 namespace pltrun {
@@ -31,6 +34,27 @@ void addSupervisionVariables(Environment& env, const WorkerPlacement& placement)
   auto path = env.find("PYTHONPATH");
   const bool userPath = path != env.end() && !path->second.empty();
   env["PYTHONPATH"] = placement.pythonHookDirectory + (userPath ? ":" + path->second : "");
+}
+
+// torchrun's --virtual-local-rank: the worker's own entry of the GPU list the workers would
+// otherwise share (--devices', else the inherited CUDA_VISIBLE_DEVICES), else its local
+// rank as a GPU index; its LOCAL_RANK is 0.
+void applyVirtualLocalRank(Environment& env, const WorkerPlacement& placement) {
+  env["LOCAL_RANK"] = "0";
+  auto inherited = env.find("CUDA_VISIBLE_DEVICES");
+  if (!placement.cudaVisibleDevices && inherited == env.end()) {
+    env["CUDA_VISIBLE_DEVICES"] = std::to_string(placement.localRank);
+    return;
+  }
+  const std::string list = placement.cudaVisibleDevices ? *placement.cudaVisibleDevices : inherited->second;
+  const std::vector<std::string_view> gpus = splitText(list, ',');
+  if (placement.localRank >= static_cast<int>(gpus.size()) || list.empty()) {
+    throw Error(ErrorCode::InvalidArgument, "--virtual-local-rank: local rank " + std::to_string(placement.localRank) +
+                                                " has no GPU of its own in CUDA_VISIBLE_DEVICES='" + list +
+                                                "'; run at most " + std::to_string(list.empty() ? 0 : gpus.size()) +
+                                                " workers on this node");
+  }
+  env["CUDA_VISIBLE_DEVICES"] = std::string(trimSpaces(gpus[placement.localRank]));
 }
 
 }  // namespace
@@ -67,7 +91,11 @@ Environment buildWorkerEnv(const Environment& inherited, const WorkerPlacement& 
   auto oldName = inherited.find("NCCL_ASYNC_ERROR_HANDLING");
   env.emplace("TORCH_NCCL_ASYNC_ERROR_HANDLING", oldName != inherited.end() ? oldName->second : "1");
   if (setsOmpNumThreads(inherited, placement.localWorldSize)) env["OMP_NUM_THREADS"] = "1";
-  if (placement.cudaVisibleDevices) env["CUDA_VISIBLE_DEVICES"] = *placement.cudaVisibleDevices;
+  if (placement.virtualLocalRank) {
+    applyVirtualLocalRank(env, placement);
+  } else if (placement.cudaVisibleDevices) {
+    env["CUDA_VISIBLE_DEVICES"] = *placement.cudaVisibleDevices;
+  }
   addSupervisionVariables(env, placement);
   return env;
 }

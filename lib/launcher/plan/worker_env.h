@@ -29,6 +29,9 @@ struct WorkerPlacement {
   std::string errorFile;
   bool useAgentStore = false;
   std::optional<std::string> cudaVisibleDevices;  ///< set only when --devices chose GPUs
+  /// torchrun's --virtual-local-rank: LOCAL_RANK=0 and CUDA_VISIBLE_DEVICES naming only this
+  /// worker's GPU, so every worker uses device 0.
+  bool virtualLocalRank = false;
   /// Supervision (README "Hangs"); each empty/0 when unused.
   std::string heartbeatPath;        ///< PLTRUN_HEARTBEAT
   std::string stackFile;            ///< PLTRUN_STACK_FILE
@@ -41,7 +44,8 @@ struct WorkerPlacement {
 Environment currentEnvironment();
 
 /// `inherited` (the launcher's own environment) with the worker's variables added. Pure:
-/// no I/O, the same inputs always give the same environment.
+/// no I/O, the same inputs always give the same environment. Throws InvalidArgument for
+/// --virtual-local-rank when the GPU list has no entry for this worker.
 Environment buildWorkerEnv(const Environment& inherited, const WorkerPlacement& placement);
 
 /// True when buildWorkerEnv sets OMP_NUM_THREADS=1, which torchrun announces to the user.

@@ -12,8 +12,29 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The attempt's filtered copies (--duplicate-*-filters), shared by every worker's streams.
+struct FilteredCopies {
+  std::shared_ptr<FilteredCopy> out, err;
+};
+
+FilteredCopies filteredCopiesFor(const RunPlan& plan, int attempt) {
+  FilteredCopies copies;
+  if (!plan.directory.keepsLogs()) return copies;
+  const fs::path attemptDirectory = plan.directory.workerDirectory(attempt, 0).parent_path();
+  if (!plan.config.duplicateStdoutFilters.empty()) {
+    copies.out = std::make_shared<FilteredCopy>((attemptDirectory / "filtered_stdout.log").string(),
+                                                plan.config.duplicateStdoutFilters);
+  }
+  if (!plan.config.duplicateStderrFilters.empty()) {
+    copies.err = std::make_shared<FilteredCopy>((attemptDirectory / "filtered_stderr.log").string(),
+                                                plan.config.duplicateStderrFilters);
+  }
+  return copies;
+}
+
 // Console and log-file routing of one worker's streams, per -r, -t and --local-ranks-filter.
-std::pair<OutputRoute, OutputRoute> outputRoutes(const RunPlan& plan, int attempt, int localRank) {
+std::pair<OutputRoute, OutputRoute> outputRoutes(const RunPlan& plan, int attempt, int localRank,
+                                                 const FilteredCopies& copies) {
   const LaunchConfig& config = plan.config;
   bool shown = !config.localRanksFilter ||
                std::count(config.localRanksFilter->begin(), config.localRanksFilter->end(), localRank) > 0;
@@ -30,6 +51,8 @@ std::pair<OutputRoute, OutputRoute> outputRoutes(const RunPlan& plan, int attemp
     out.logPath = (workerDirectory / "stdout.log").string();
     err.logPath = (workerDirectory / "stderr.log").string();
   }
+  out.filteredCopy = copies.out;
+  err.filteredCopy = copies.err;
   return {out, err};
 }
 
@@ -57,6 +80,7 @@ WorkerPlacement placementFor(const RunPlan& plan, int attempt, const NodePlaceme
   placement.maxRestarts = config.maxRestarts;
   placement.runId = plan.runId;
   placement.cudaVisibleDevices = plan.layout.cudaVisibleDevices;
+  placement.virtualLocalRank = config.virtualLocalRank;
   return placement;
 }
 
@@ -79,6 +103,7 @@ std::vector<WorkerSpec> workerSpecsFor(const RunPlan& plan, int attempt, const N
                attempt > 0 ? " attempt " + std::to_string(attempt) : "", workers, firstRank, firstRank + workers - 1,
                worldSize, plan.host, placement.masterAddr, placement.masterPort);
   std::vector<WorkerSpec> specs;
+  const FilteredCopies copies = filteredCopiesFor(plan, attempt);
   for (int localRank = 0; localRank < workers; ++localRank) {
     placement.localRank = localRank;
     placement.errorFile = plan.directory.errorFile(attempt, localRank);
@@ -98,7 +123,7 @@ std::vector<WorkerSpec> workerSpecsFor(const RunPlan& plan, int attempt, const N
     spec.heartbeatPath = placement.heartbeatPath;
     spec.stackFile = placement.stackSignal != 0 ? placement.stackFile : "";
     spec.consolePrefix = consolePrefix(plan.config, spec.rank, localRank);
-    std::tie(spec.stdoutRoute, spec.stderrRoute) = outputRoutes(plan, attempt, localRank);
+    std::tie(spec.stdoutRoute, spec.stderrRoute) = outputRoutes(plan, attempt, localRank, copies);
     spec.launch.executable = plan.command.executable;
     spec.launch.argv = plan.command.argv;
     for (const auto& [name, value] : buildWorkerEnv(plan.inherited, placement)) {

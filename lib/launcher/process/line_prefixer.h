@@ -17,6 +17,7 @@ class LinePrefixer {
 
   /// `prefix` is written before every line, e.g. "[rank 3] "; empty for none.
   explicit LinePrefixer(std::string prefix) : prefix_(std::move(prefix)) {}
+  const std::string& prefix() const { return prefix_; }
 
   /// Appends to `out` every line or carriage-return segment that `chunk` completes.
   void feed(std::string_view chunk, std::string& out);

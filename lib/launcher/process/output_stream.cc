@@ -30,6 +30,7 @@ OutputStream::OutputStream(boost::asio::io_context& context, std::string prefix,
   if (!route_.logPath.empty()) {
     logFd_ = openPrivateFile(route_.logPath, WriteMode::Truncate);
   }
+  if (route_.filteredCopy) filtered_.emplace(route_.filteredCopy, prefixer_.prefix());
 }
 
 OutputStream::~OutputStream() {
@@ -71,6 +72,7 @@ void OutputStream::deliver(size_t size) {
     std::string warning = "pltrun: warning: stopped writing " + route_.logPath + ": " + strerror(errno) + "\n";
     console_.write(warning, true);
   }
+  if (filtered_) filtered_->feed(std::string_view(data, size));
   if (route_.keepTail) {
     tail_.append(data, size);
     if (tail_.size() > 2 * kTailKeep) tail_.erase(0, tail_.size() - kTailKeep);
@@ -86,6 +88,7 @@ void OutputStream::deliver(size_t size) {
 void OutputStream::end() {
   if (ended_) return;
   ended_ = true;
+  if (filtered_) filtered_->finish();
   if (route_.toConsole) {
     consoleText_.clear();
     prefixer_.finish(consoleText_);

@@ -6,10 +6,12 @@
 #include <boost/asio/readable_pipe.hpp>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "launcher/process/console_writer.h"
+#include "launcher/process/filtered_copy.h"
 #include "launcher/process/line_prefixer.h"
 
 namespace pltrun {
@@ -19,6 +21,8 @@ struct OutputRoute {
   bool consoleIsStderr = false;  ///< the console stream this one goes to
   std::string logPath;           ///< empty: no log file
   bool keepTail = false;         ///< remember the last lines for the failure report
+  /// --duplicate-*-filters: the attempt's filtered copy of this kind of stream; null: none.
+  std::shared_ptr<FilteredCopy> filteredCopy;
 };
 
 class OutputStream {
@@ -54,6 +58,7 @@ class OutputStream {
   OutputRoute route_;
   ConsoleWriter& console_;
   LinePrefixer prefixer_;
+  std::optional<FilteredLines> filtered_;
   int logFd_ = -1;
   /// kReadSize bytes, not zeroed: a vector's zero fill touched 64 KiB per stream at start
   /// (16 page faults each), though a worker that prints little never uses most of it.

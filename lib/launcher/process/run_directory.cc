@@ -35,7 +35,10 @@ void createDirectories(const fs::path& path) {
 
 RunDirectory::RunDirectory(const LaunchConfig& config, const std::string& runId, const std::string& nodeDirectory) {
   std::optional<std::string> logDir = config.logDir;
-  if (!logDir && (config.redirects.any() || config.tee.any())) {
+  // As torchrun: asking for log files (or filtered copies of them) without --log-dir logs
+  // into a new temporary directory.
+  const bool filtered = !config.duplicateStdoutFilters.empty() || !config.duplicateStderrFilters.empty();
+  if (!logDir && (config.redirects.any() || config.tee.any() || filtered)) {
     logDir = makeTemporaryDirectory("pltrun-logs").string();
   }
   if (logDir) {
