@@ -3,7 +3,8 @@
 # them after a crash, and after `kill -9 pltrun` leaves neither GPU memory nor a setsid
 # descendant behind; a rank stuck in a CUDA kernel that never ends is found by
 # --stall-timeout, reported, killed, and the GPU is free afterwards; the official wheel's
-# libuv TCPStore client (which Debian's torch lacks) uses the agent store's queues. Not run
+# libuv TCPStore client (which Debian's torch lacks) uses the agent store's queues;
+# --numa-binding reads the real GPUs' PCI addresses from NVML. Not run
 # by CI (no GPU there). On the lent machine, with a stripped pltrun and the shared
 # libraries it needs copied into one folder DIR beside this script:
 #   bash scripts/gpu-check.sh DIR   (ONLY_KILL=1, ONLY_HANG=1 or ONLY_QUEUE=1: that check alone)
@@ -51,6 +52,11 @@ else:
 PY
 ./pltrun --nproc-per-node 4 python3 queues.py; echo "rc=$? (0 expected)"
 [ -n "${ONLY_QUEUE:-}" ] && exit 0
+echo "== --numa-binding node / exclusive: each worker on the CPUs near its GPU (NVML's PCI address, sysfs)"
+for mode in node exclusive; do
+  ./pltrun --nproc-per-node gpu --numa-binding $mode --no-python /bin/sh -c 'grep Cpus_allowed_list /proc/self/status'
+  echo "rc=$? ($mode)"
+done
 if [ -z "${ONLY_KILL:-}" ]; then
 echo "== a rank stuck in a CUDA kernel that never ends (--stall-timeout 5): found, killed, GPU free"
 cat > hang.py <<'PY'

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "launcher/agent/elastic_agent.h"
 #include "launcher/driver/remote_launch.h"
@@ -111,6 +112,36 @@ int runStaticJob(const LaunchConfig& config, const Environment& inherited, const
   return Supervisor(context, options, guard).run([&attempts](int attempt) { return attempts.workersOf(attempt); });
 }
 
+// --numa-binding: each local rank's CPUs, near the GPU it uses (the workers' GPU N for
+// local rank N), within the CPUs this launcher may use. One line per worker says where.
+std::vector<std::vector<int>> numaBindingFor(NumaMode mode, const WorkerLayout& layout, const Environment& inherited) {
+  const std::vector<std::string> gpus =
+      layout.cudaVisibleDevices ? visibleGpuIds(layout.cudaVisibleDevices, physicalGpuCount())
+                                : visibleGpuIds(lookup(inherited, "CUDA_VISIBLE_DEVICES"), physicalGpuCount());
+  if (static_cast<int>(gpus.size()) < layout.workerCount) {
+    throw Error(ErrorCode::InvalidArgument, "--numa-binding binds local rank N near GPU N, but " +
+                                                std::to_string(layout.workerCount) + " workers see " +
+                                                std::to_string(gpus.size()) + " GPU(s)");
+  }
+  const std::vector<std::string> addresses = gpuPciAddresses(gpus);
+  cpu_set_t own;
+  std::set<int> allowed;
+  if (sched_getaffinity(0, sizeof own, &own) == 0) {
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (CPU_ISSET(cpu, &own)) allowed.insert(cpu);
+    }
+  }
+  const SysfsReader sysfs = sysfsUnder(lookup(inherited, "PLTRUN_SYSFS_ROOT").value_or("/sys"));
+  std::vector<std::vector<int>> cpus;
+  for (int localRank = 0; localRank < layout.workerCount; ++localRank) {
+    const std::set<int> chosen = numaCpusForGpu(mode, localRank, addresses, allowed, sysfs);
+    spdlog::info("--numa-binding {}: local rank {} (GPU {} on NUMA node {}) runs on CPUs {}", numaModeName(mode),
+                 localRank, addresses[localRank], numaNodeOfGpu(addresses[localRank], sysfs), cpuListText(chosen));
+    cpus.emplace_back(chosen.begin(), chosen.end());
+  }
+  return cpus;
+}
+
 }  // namespace
 
 int runLauncher(const LaunchConfig& config) {
@@ -131,7 +162,8 @@ int runLauncher(const LaunchConfig& config) {
   if (layoutNeedsGpus(config.nprocPerNode, config.devices)) {
     gpuIds = visibleGpuIds(lookup(inherited, "CUDA_VISIBLE_DEVICES"), physicalGpuCount());
   }
-  const WorkerLayout layout = resolveWorkerLayout(config.nprocPerNode, config.devices, gpuIds, usableCpuCount());
+  WorkerLayout layout = resolveWorkerLayout(config.nprocPerNode, config.devices, gpuIds, usableCpuCount());
+  if (config.numaBinding) layout.workerCpus = numaBindingFor(*config.numaBinding, layout, inherited);
   // torchrun's default id is "none" on every node; pltrun keeps a random one where it can
   // (one node: each run's logs apart), but the nodes of a static job must agree without
   // being told: "none", as torchrun's.

@@ -5,7 +5,10 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "helpers/child_process.h"
 
@@ -74,4 +77,33 @@ TEST_CASE("flag --virtual-local-rank gives each worker LOCAL_RANK 0 and only its
       runPltrun({"--nproc-per-node", "2", "--virtual-local-rank", "/bin/true"}, {"CUDA_VISIBLE_DEVICES=3"});
   CHECK(tooFew.status == 2);
   CHECK(contains(tooFew.err, "--virtual-local-rank: local rank 1 has no GPU of its own"));
+}
+
+TEST_CASE("flag --numa-binding node runs each worker on the CPUs of its GPU's NUMA node", "[e2e][torchrun214]") {
+  // A fake sysfs for this 2-CPU machine: GPU 0 on node 0 (CPU 0), GPU 1 on node 1 (CPU 1).
+  TempDir dir;
+  const std::string sys = dir / "sys";
+  for (const auto& [path, text] :
+       std::vector<std::pair<std::string, std::string>>{{"/bus/pci/devices/0000:01:00.0/numa_node", "0\n"},
+                                                        {"/bus/pci/devices/0000:81:00.0/numa_node", "1\n"},
+                                                        {"/devices/system/node/node0/cpulist", "0\n"},
+                                                        {"/devices/system/node/node1/cpulist", "1\n"},
+                                                        {"/devices/system/node/possible", "0-1\n"}}) {
+    std::filesystem::create_directories(std::filesystem::path(sys + path).parent_path());
+    std::ofstream(sys + path) << text;
+  }
+  const std::vector<std::string> env = {"PLTRUN_FAKE_GPUS=2", "PLTRUN_FAKE_GPU_PCI=0000:01:00.0,0000:81:00.0",
+                                        "PLTRUN_SYSFS_ROOT=" + sys};
+  Finished run = runPltrun({"--nproc-per-node", "gpu", "--numa-binding", "node", "--no-python", "/bin/sh", "-c",
+                            "grep Cpus_allowed_list /proc/self/status"},
+                           env);
+  INFO(run.out << run.err);
+  REQUIRE(run.status == 0);
+  CHECK(contains(run.out, "[rank 0] Cpus_allowed_list:\t0\n"));
+  CHECK(contains(run.out, "[rank 1] Cpus_allowed_list:\t1\n"));
+  CHECK(contains(run.err, "local rank 1 (GPU 0000:81:00.0 on NUMA node 1) runs on CPUs 1"));
+
+  Finished noGpu = runPltrun({"--nproc-per-node", "2", "--numa-binding", "node", "/bin/true"}, {"PLTRUN_FAKE_GPUS=0"});
+  CHECK(noGpu.status == 2);
+  CHECK(contains(noGpu.err, "--numa-binding binds local rank N near GPU N, but 2 workers see 0 GPU(s)"));
 }

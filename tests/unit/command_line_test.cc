@@ -906,12 +906,14 @@ TEST_CASE("flag --start-method takes what torch allows, and nothing pltrun would
   requireInvalid({"--start-method", "thread", "prog"}, {"--start-method", "spawn, fork or forkserver"});
 }
 
-TEST_CASE("torchrun 2.x plugin and NUMA flags: one line each saying why, what pltrun does anyway accepted",
+TEST_CASE("torchrun 2.x plugin flags: one line each saying why, what pltrun does anyway accepted, NUMA modes",
           "[command_line]") {
   requireInvalid({"--logs-specs", "mine", "prog"}, {"--logs-specs", "Python plugin"});
   requireInvalid({"--event-log-handler", "console", "prog"}, {"--event-log-handler", "events.jsonl"});
   CHECK(parseConfig({"--event-log-handler", "null", "prog"}).program == "prog");
-  requireInvalid({"--numa-binding", "node", "prog"}, {"--numa-binding", "numactl"});
+  CHECK(parseConfig({"--numa-binding", "exclusive", "prog"}).numaBinding == pltrun::NumaMode::Exclusive);
+  CHECK_FALSE(parseConfig({"prog"}).numaBinding.has_value());
+  requireInvalid({"--numa_binding", "cores", "prog"}, {"--numa-binding", "node, socket, exclusive or core-complex"});
   CHECK(parseConfig({"--signals-to-handle", "SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1", "prog"}).program == "prog");
   requireInvalid({"--signals_to_handle", "SIGTERM,SIGWINCH", "prog"}, {"--signals-to-handle", "SIGWINCH"});
 }

@@ -151,7 +151,9 @@ void declareOutputAndProgramFlags(FlagDeclarer& declare, RawFlags& raw) {
   declare.valued("event-log-handler", raw.eventLogHandler,
                  "torchrun's event handler plugin: only null (pltrun's events go to events.jsonl under --log-dir)");
   declare.valued("logs-specs", raw.logsSpecs, "torchrun's log-layout plugin: refused (see --log-dir, -r, -t)");
-  declare.valued("numa-binding", raw.numaBinding, "torchrun's NUMA binding: refused (not implemented; see --help)");
+  declare.valued("numa-binding", raw.numaBinding,
+                 "bind each worker to the CPUs near its GPU (local rank N: GPU N): node, socket, exclusive or "
+                 "core-complex, as torchrun");
   declare.flag("standalone", raw.standalone, "single-node job on localhost with a free port and a random run id");
   declare.flag("module", raw.module, "PROGRAM is a Python module (python -m)", "-m");
   declare.flag("no-python", raw.noPython, "execute PROGRAM directly, even if it ends in .py");

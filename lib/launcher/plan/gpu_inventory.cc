@@ -2,10 +2,13 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <set>
 
 #include "launcher/plan/text_parsing.h"
+#include "pltrun/error.h"
 
 namespace pltrun {
 namespace {
@@ -31,6 +34,48 @@ int countWithNvml() {
   return static_cast<int>(count);
 }
 
+// nvmlPciInfo_t of nvmlDeviceGetPciInfo_v3 (NVML 2.285 and later).
+struct NvmlPciInfo {
+  char busIdLegacy[16];
+  unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+  char busId[32];
+};
+using NvmlDevice = void*;
+using NvmlGetHandleByIndex = int (*)(unsigned int, NvmlDevice*);
+using NvmlGetHandleByUuid = int (*)(const char*, NvmlDevice*);
+using NvmlGetPciInfo = int (*)(NvmlDevice, NvmlPciInfo*);
+
+bool isDeviceUuid(std::string_view id);
+
+// The PCI addresses of `ids` from NVML; an empty string for a GPU it did not find.
+std::vector<std::string> pciAddressesFromNvml(const std::vector<std::string>& ids) {
+  std::vector<std::string> addresses(ids.size());
+  void* nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (nvml == nullptr) return addresses;
+  auto init = reinterpret_cast<NvmlInit>(dlsym(nvml, "nvmlInit_v2"));
+  auto shutdown = reinterpret_cast<NvmlShutdown>(dlsym(nvml, "nvmlShutdown"));
+  auto byIndex = reinterpret_cast<NvmlGetHandleByIndex>(dlsym(nvml, "nvmlDeviceGetHandleByIndex_v2"));
+  auto byUuid = reinterpret_cast<NvmlGetHandleByUuid>(dlsym(nvml, "nvmlDeviceGetHandleByUUID"));
+  auto pciInfo = reinterpret_cast<NvmlGetPciInfo>(dlsym(nvml, "nvmlDeviceGetPciInfo_v3"));
+  if (init != nullptr && byIndex != nullptr && byUuid != nullptr && pciInfo != nullptr && init() == kNvmlSuccess) {
+    for (size_t at = 0; at < ids.size(); ++at) {
+      NvmlDevice device = nullptr;
+      const auto index = parseInteger(ids[at]);
+      const int found = isDeviceUuid(ids[at]) ? byUuid(ids[at].c_str(), &device)
+                        : index               ? byIndex(static_cast<unsigned int>(*index), &device)
+                                              : -1;
+      NvmlPciInfo info{};
+      if (found != kNvmlSuccess || pciInfo(device, &info) != kNvmlSuccess) continue;
+      char text[32];
+      std::snprintf(text, sizeof text, "%04x:%02x:%02x.0", info.domain, info.bus, info.device);
+      addresses[at] = text;
+    }
+    if (shutdown != nullptr) shutdown();
+  }
+  dlclose(nvml);
+  return addresses;
+}
+
 bool isDeviceUuid(std::string_view id) { return id.rfind("GPU-", 0) == 0 || id.rfind("MIG-", 0) == 0; }
 
 }  // namespace
@@ -41,6 +86,25 @@ int physicalGpuCount() {
     return count && *count >= 0 ? static_cast<int>(*count) : 0;
   }
   return countWithNvml();
+}
+
+std::vector<std::string> gpuPciAddresses(const std::vector<std::string>& ids) {
+  std::vector<std::string> addresses;
+  if (const char* fake = std::getenv("PLTRUN_FAKE_GPU_PCI")) {
+    for (std::string_view address : splitText(fake, ',')) addresses.emplace_back(trimSpaces(address));
+    addresses.resize(std::min(addresses.size(), ids.size()));
+    addresses.resize(ids.size());
+  } else {
+    addresses = pciAddressesFromNvml(ids);
+  }
+  for (size_t at = 0; at < ids.size(); ++at) {
+    if (addresses[at].empty()) {
+      throw Error(ErrorCode::InvalidArgument, "--numa-binding: no PCI address for GPU " + ids[at] +
+                                                  " (NVML, libnvidia-ml.so.1, did not name it); is the NVIDIA driver "
+                                                  "loaded?");
+    }
+  }
+  return addresses;
 }
 
 std::vector<std::string> visibleGpuIds(const std::optional<std::string>& cudaVisibleDevices, int physicalCount) {

@@ -17,4 +17,10 @@ int physicalGpuCount();
 /// else "0".."physicalCount-1".
 std::vector<std::string> visibleGpuIds(const std::optional<std::string>& cudaVisibleDevices, int physicalCount);
 
+/// The PCI address ("0000:3b:00.0", as sysfs names it) of each GPU in `ids` (visibleGpuIds'
+/// entries: CUDA indices, taken as NVML's, or GPU-/MIG- UUIDs), from NVML.
+/// PLTRUN_FAKE_GPU_PCI=ADDR,ADDR,... replaces NVML's answer, for tests. Throws
+/// InvalidArgument saying which GPU could not be found.
+std::vector<std::string> gpuPciAddresses(const std::vector<std::string>& ids);
+
 }  // namespace pltrun

@@ -9,6 +9,7 @@
 
 #include "launcher/plan/device_selection.h"
 #include "launcher/plan/host_list.h"
+#include "launcher/plan/numa_binding.h"
 #include "launcher/plan/slurm_signals.h"
 #include "launcher/plan/stall_timeout.h"
 #include "launcher/plan/stream_selection.h"
@@ -139,6 +140,8 @@ struct LaunchConfig {
   std::chrono::milliseconds termTimeout{30000};  ///< --term-timeout, --shutdown-timeout
   /// torchrun's --virtual-local-rank: every worker has LOCAL_RANK 0 and sees only its GPU.
   bool virtualLocalRank = false;
+  /// torchrun's --numa-binding: each worker bound to the CPUs near its GPU (numa_binding.h).
+  std::optional<NumaMode> numaBinding;
   std::optional<StallTimeout> stallTimeout;  ///< --stall-timeout; empty: off
   /// TORCHELASTIC_ENABLE_FILE_TIMER=1 in pltrun's environment: torch's FileTimer is served,
   /// at TORCHELASTIC_TIMER_FILE when that is set (torchrun's variables).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "launcher/plan/numa_binding.h"
 #include "launcher/plan/text_parsing.h"
 #include "pltrun/error.h"
 
@@ -17,10 +18,6 @@ void checkTorchrunOnlyFlags(const RawFlags& raw) {
     throwInvalidFlag("--event-log-handler", raw.eventLogHandler,
                      "torch's event handlers are Python plugins; pltrun writes its events to events.jsonl under "
                      "--log-dir (null is accepted)");
-  }
-  if (!raw.numaBinding.empty()) {
-    throwInvalidFlag("--numa-binding", raw.numaBinding,
-                     "not implemented in pltrun yet; bind in a wrapper, e.g. numactl --cpunodebind=N --membind=N");
   }
   for (std::string_view name : splitText(raw.signalsToHandle, ',')) {
     const std::string_view signal = trimSpaces(name);
@@ -79,6 +76,7 @@ void applyShutdownTimeout(const RawFlags& raw, const Environment& env, LaunchCon
 void applyTorchrun214Flags(const RawFlags& raw, const Environment& env, LaunchConfig& config) {
   applyShutdownTimeout(raw, env, config);
   config.virtualLocalRank = raw.virtualLocalRank;
+  if (!raw.numaBinding.empty()) config.numaBinding = parseNumaMode(raw.numaBinding);
   if (!raw.linePrefixTemplate.empty()) config.linePrefixTemplate = raw.linePrefixTemplate;
   config.duplicateStdoutFilters = parseDuplicateFilters(raw.duplicateStdoutFilters);
   config.duplicateStderrFilters = parseDuplicateFilters(raw.duplicateStderrFilters);

@@ -12,14 +12,14 @@
 
 namespace pltrun {
 
-/// --logs-specs, --event-log-handler, --numa-binding, --signals-to-handle: refused with
-/// the reason, or accepted where pltrun does the same anyway.
+/// --logs-specs, --event-log-handler, --signals-to-handle: refused with the reason, or
+/// accepted where pltrun does the same anyway.
 void checkTorchrunOnlyFlags(const RawFlags& raw);
 
 /// --shutdown-timeout (torchrun 2.14's name for --term-timeout; TORCH_ELASTIC_SHUTDOWN_TIMEOUT
 /// when neither flag is given), --virtual-local-rank, --log-line-prefix-template (wins over
 /// TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE), --duplicate-stdout-filters and
-/// --duplicate-stderr-filters.
+/// --duplicate-stderr-filters, --numa-binding.
 void applyTorchrun214Flags(const RawFlags& raw, const Environment& env, LaunchConfig& config);
 
 /// torchrun's comma-separated filter list: ",," stands for a comma inside a filter; an

@@ -16,6 +16,8 @@ struct WorkerLayout {
   int workerCount = 1;
   /// Set when --devices chose the GPUs; "" hides every GPU (--devices 0).
   std::optional<std::string> cudaVisibleDevices;
+  /// --numa-binding: the CPUs of each local rank; empty: no binding.
+  std::vector<std::vector<int>> workerCpus;
 };
 
 /// True when resolving the layout needs the GPU inventory (so NVML is loaded only then).

@@ -126,6 +126,7 @@ std::vector<WorkerSpec> workerSpecsFor(const RunPlan& plan, int attempt, const N
     std::tie(spec.stdoutRoute, spec.stderrRoute) = outputRoutes(plan, attempt, localRank, copies);
     spec.launch.executable = plan.command.executable;
     spec.launch.argv = plan.command.argv;
+    if (!plan.layout.workerCpus.empty()) spec.launch.cpus = plan.layout.workerCpus.at(localRank);
     for (const auto& [name, value] : buildWorkerEnv(plan.inherited, placement)) {
       spec.launch.environment.push_back(name + "=" + value);
     }

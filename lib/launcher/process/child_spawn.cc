@@ -108,6 +108,10 @@ int childMain(void* argument) {
   // launcher died before prctl took effect.
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) failChild(context, "prctl");
   if (getppid() != context.launcherPid) _exit(128 + SIGKILL);
+  // Its CPUs (--numa-binding) before exec: the program and every thread it starts run there.
+  if (setup.cpus != nullptr && sched_setaffinity(0, sizeof(cpu_set_t), setup.cpus) != 0) {
+    failChild(context, "sched_setaffinity");
+  }
   if (!installStandardStreams(setup)) failChild(context, "dup2");
   closeInheritedDescriptors();
   // pltrun raised its own open-file limit for the store; the worker gets the user's. Only

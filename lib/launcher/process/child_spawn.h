@@ -6,6 +6,7 @@
 // limit. The child's pidfd comes from the kernel with the child itself (CLONE_PIDFD), so
 // there is no moment when the launcher holds only a pid that could be reused.
 
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -28,6 +29,7 @@ struct ChildSetup {
   int guardFd = -1;                  ///< the orphan guard's pipe: the child registers its group; -1: none
   int cgroupProcsFd = -1;            ///< the job cgroup's cgroup.procs: the child moves itself in; -1: none
   rlim_t openFileLimit = 0;          ///< soft RLIMIT_NOFILE for the child; 0: leave it
+  const cpu_set_t* cpus = nullptr;   ///< the child's CPU affinity (--numa-binding); null: inherited
 };
 
 /// A started child: it leads a new process group (its pid) and dies with the launcher.

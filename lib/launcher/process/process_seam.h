@@ -33,6 +33,8 @@ struct ProcessLaunch {
   /// The job cgroup's cgroup.procs (-1: none): the child moves itself in before exec, so
   /// the cgroup holds everything it ever starts, whatever session or group they take.
   int cgroupProcsFd = -1;
+  /// The CPUs the process may run on (--numa-binding), set before exec; empty: pltrun's own.
+  std::vector<int> cpus;
 };
 
 /// A process that was started, in its own process group.

@@ -141,6 +141,14 @@ WorkerProcess::WorkerProcess(boost::asio::io_context& context, const Launch& lau
   setup.guardFd = launch.guardFd;
   setup.cgroupProcsFd = launch.cgroupProcsFd;
   setup.openFileLimit = kOpenFileLimitAtStart;
+  cpu_set_t cpus;  // the child reads it before exec, while this frame is still here (CLONE_VFORK)
+  if (!launch.cpus.empty()) {
+    CPU_ZERO(&cpus);
+    for (int cpu : launch.cpus) {
+      if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &cpus);
+    }
+    setup.cpus = &cpus;
+  }
   SpawnFailure failure;
   const SpawnedChild child = spawnChild(setup, failure);
   if (child.pid < 0) {
