@@ -97,12 +97,25 @@ TEST_CASE("flag --no-prefix passes lines through as written", "[output]") {
   CHECK(!contains(run.out, "[rank"));
 }
 
-TEST_CASE("carriage-return progress bars keep their carriage returns", "[output]") {
+TEST_CASE("carriage-return progress bars become whole lines in a pipe", "[output]") {
   Finished run = runPltrun({"--nproc-per-node", "1", testWorker(), "progress", "20"});
   REQUIRE(run.status == 0);
-  CHECK(contains(run.out, "[rank 0] step 20/20"));
-  CHECK(contains(run.out, "\r"));
-  CHECK(!contains(run.out, "step 3/20step"));  // segments are never glued together
+  CHECK(contains(run.out, "[rank 0] step 20/20\n"));
+  CHECK(contains(run.out, "[rank 0] step 3/20\n"));  // each redraw a line of its own: nothing redraws a pipe
+  CHECK(!contains(run.out, "\r"));
+}
+
+TEST_CASE("in a pipe, an unfinished progress bar is never glued to another rank's line", "[output]") {
+  // tqdm's way: "\r" then the bar, the line ended only at the very end. On a terminal the
+  // bar is previewed at once (the next draw overwrites it); in a pipe or file it waits.
+  Finished run = runPltrun({"--nproc-per-node", "2", "--no-python", "/bin/sh", "-c",
+                            "if [ $RANK = 0 ]; then printf '\\rprogress 1/2'; sleep 1; printf '\\rprogress 2/2\\n'; "
+                            "else sleep 0.4; echo other; fi"});
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  CHECK(!contains(run.out, "\r[rank 1]"));
+  CHECK((run.out.rfind("[rank 1] other\n", 0) == 0 || contains(run.out, "\n[rank 1] other\n")));
+  CHECK(contains(run.out, "progress 2/2\n"));
 }
 
 TEST_CASE("flag --local-ranks-filter limits the console, not the logs", "[output]") {

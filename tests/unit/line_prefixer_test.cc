@@ -236,3 +236,19 @@ TEST_CASE("a megabyte of lines round-trips: strip the prefixes and get the input
   CHECK(lineCount == lines);
   CHECK(stripped == text);
 }
+
+TEST_CASE("in a file or pipe, carriage-return segments become whole lines and bare '\\r's vanish", "[line_prefixer]") {
+  LinePrefixer prefixer("[rank 0] ", /*terminal=*/false);
+  std::string out;
+  // tqdm's way: "\r" then the bar; "\r\n" at the very end.
+  prefixer.feed("\rstep 1/3", out);
+  prefixer.previewProgress(out);  // nothing to preview where nothing redraws
+  CHECK(out.empty());
+  prefixer.feed("\rstep 2/3\rstep 3/3\r\n", out);
+  CHECK(out == "[rank 0] step 1/3\n[rank 0] step 2/3\n[rank 0] step 3/3\n");
+  out.clear();
+  prefixer.feed("done\n", out);
+  prefixer.finish(out);
+  CHECK(out == "[rank 0] done\n");
+  CHECK(out.find('\r') == std::string::npos);
+}

@@ -38,7 +38,7 @@ class FilteredCopy {
 class FilteredLines {
  public:
   FilteredLines(std::shared_ptr<FilteredCopy> copy, std::string prefix)
-      : copy_(std::move(copy)), prefixer_(std::move(prefix)) {}
+      : copy_(std::move(copy)), prefixer_(std::move(prefix), /*terminal=*/false) {}
   void feed(std::string_view chunk);
   /// End of stream: the unfinished last line too.
   void finish();

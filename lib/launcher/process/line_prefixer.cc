@@ -46,15 +46,16 @@ void LinePrefixer::emitSegment(std::string_view segment, char terminator, std::s
   }
   previewed_ = 0;
   if (segment.empty() && pending_.empty()) {
-    // "\r\n" (or a progress bar closed by a bare newline) ends the line already drawn.
+    // "\r\n" (or a progress bar closed by a bare newline) ends the line already drawn
+    // (in a file, already ended).
     if (terminator == '\n' && afterCarriageReturn_) {
-      out += '\n';
+      if (terminal_) out += '\n';
       afterCarriageReturn_ = false;
       return;
     }
-    // A bare '\r' before a redraw needs no prefix of its own.
+    // A bare '\r' before a redraw needs no prefix of its own, and in a file nothing.
     if (terminator == '\r') {
-      out += '\r';
+      if (terminal_) out += '\r';
       afterCarriageReturn_ = true;
       return;
     }
@@ -65,7 +66,7 @@ void LinePrefixer::emitSegment(std::string_view segment, char terminator, std::s
     pending_.clear();
   }
   out.append(segment.data(), segment.size());
-  out += terminator;
+  out += terminal_ ? terminator : '\n';
   afterCarriageReturn_ = terminator == '\r';
 }
 
@@ -87,7 +88,7 @@ void LinePrefixer::feed(std::string_view chunk, std::string& out) {
 }
 
 void LinePrefixer::previewProgress(std::string& out) {
-  if (!afterCarriageReturn_ || pending_.empty() || previewed_ == pending_.size()) return;
+  if (!terminal_ || !afterCarriageReturn_ || pending_.empty() || previewed_ == pending_.size()) return;
   previewed_ = pending_.size();
   out += prefix_;
   out += pending_;
@@ -98,7 +99,8 @@ void LinePrefixer::finish(std::string& out) {
   if (!pending_.empty()) {
     emitSegment({}, '\n', out);
   } else if (afterCarriageReturn_) {
-    out += '\n';  // keep the last progress-bar frame instead of letting the next line overwrite it
+    // Keep the last progress-bar frame instead of letting the next line overwrite it.
+    if (terminal_) out += '\n';
     afterCarriageReturn_ = false;
   }
 }

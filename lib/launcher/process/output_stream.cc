@@ -17,6 +17,12 @@ constexpr size_t kReadSize = 64 * 1024;
 // that prints gigabytes.
 constexpr size_t kTailKeep = 64 * 1024;
 
+// Whether the console stream this route writes to is a terminal (progress bars redraw
+// there; in a file or pipe every line stays whole).
+bool consoleIsTerminal(const OutputRoute& route) {
+  return route.toConsole && isatty(route.consoleIsStderr ? STDERR_FILENO : STDOUT_FILENO) == 1;
+}
+
 }  // namespace
 
 OutputStream::OutputStream(boost::asio::io_context& context, std::string prefix, OutputRoute route,
@@ -25,7 +31,7 @@ OutputStream::OutputStream(boost::asio::io_context& context, std::string prefix,
       pipe_(context),
       route_(std::move(route)),
       console_(console),
-      prefixer_(std::move(prefix)),
+      prefixer_(std::move(prefix), consoleIsTerminal(route_)),
       buffer_(new char[kReadSize]) {
   if (!route_.logPath.empty()) {
     logFd_ = openPrivateFile(route_.logPath, WriteMode::Truncate);
@@ -80,7 +86,7 @@ void OutputStream::deliver(size_t size) {
   if (route_.toConsole) {
     consoleText_.clear();
     prefixer_.feed(std::string_view(data, size), consoleText_);
-    prefixer_.previewProgress(consoleText_);
+    prefixer_.previewProgress(consoleText_);  // on a terminal only
     console_.write(consoleText_, route_.consoleIsStderr);
   }
 }
