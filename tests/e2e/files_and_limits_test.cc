@@ -1,7 +1,8 @@
 // What a user, another user or a worker controls about pltrun's files and limits (issue 14):
 //   - a run id that could leave --log-dir (../x, /x, ., ..) is refused with status 2;
-//   - the run's directory is private (0700, its files 0600), and a symbolic link planted
-//     where pltrun writes (the run directory, failure.json) is refused, never followed;
+//   - the run's directory is private (0700, its files 0600) and always one the run created:
+//     whatever is found at its name (an earlier run, a planted link) is left alone and the
+//     run takes RUN_ID.N; a link planted where pltrun writes (failure.json) is never followed;
 //   - a worker's error file that is a FIFO, or over 1 MiB, neither hangs nor floods pltrun;
 //   - workers get the open-file limit pltrun was started with, not the one it raised;
 //   - too low an open-file limit for the workers asked for is one line saying what to do,
@@ -73,23 +74,24 @@ TEST_CASE("the run directory is private, and links planted in it are refused, ne
       CHECK(permissions(entry.path().string()) == (entry.is_directory() ? 0700u : 0600u));
     }
   }
-  SECTION("a run directory made 0777 beforehand is made private") {
+  SECTION("a directory made 0777 beforehand at the run's name is left alone; the run's own is private") {
     fs::create_directories(logDir + "/open");
     chmod((logDir + "/open").c_str(), 0777);
     Finished run = runPltrun({"--log-dir", logDir, "--rdzv-id", "open", testWorker(), "exit", "0"});
     INFO(run.err);
     REQUIRE(run.status == 0);
-    CHECK(permissions(logDir + "/open") == 0700);
+    CHECK(fs::is_empty(logDir + "/open"));
+    CHECK(permissions(logDir + "/open.1") == 0700);
   }
-  SECTION("the run directory is a link to someone else's directory") {
+  SECTION("a link to someone else's directory at the run's name is never followed") {
     fs::create_directories(logDir);
     fs::create_directories(dir / "victim");
     fs::create_directory_symlink(dir / "victim", logDir + "/planted");
     Finished run = runPltrun({"--log-dir", logDir, "--rdzv-id", "planted", "-r", "3", testWorker(), "exit", "0"});
     INFO(run.err);
-    CHECK(run.status != 0);
-    CHECK(contains(run.err, "symbolic link"));
+    CHECK(run.status == 0);
     CHECK(fs::is_empty(dir / "victim"));
+    CHECK(fs::is_directory(fs::symlink_status(logDir + "/planted.1")));
   }
   SECTION("failure.json is a link to a file pltrun must not overwrite") {
     fs::create_directories(logDir + "/report");

@@ -169,3 +169,25 @@ TEST_CASE("TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE is the console prefix, as torch
   CHECK(contains(run.out, "[trainer1/1]:hi\n"));
   CHECK(!contains(run.out, "[rank 0]"));
 }
+
+TEST_CASE("a second run with the same id gets a directory of its own, the first run's logs stay byte for byte",
+          "[output][logs]") {
+  TempDir logs;
+  Finished first = runPltrun(
+      {"--nproc-per-node", "2", "--log-dir", logs.path(), "--rdzv-id", "demo", "/bin/sh", "-c", "echo first $RANK"});
+  REQUIRE(first.status == 0);
+  Finished second = runPltrun(
+      {"--nproc-per-node", "1", "--log-dir", logs.path(), "--rdzv-id", "demo", "/bin/sh", "-c", "echo second"});
+  INFO(second.err);
+  REQUIRE(second.status == 0);
+  CHECK(readFile(logs / "demo/attempt_0/0/stdout.log") == "first 0\n");
+  CHECK(readFile(logs / "demo/attempt_0/1/stdout.log") == "first 1\n");
+  CHECK(readFile(logs / "demo.1/attempt_0/0/stdout.log") == "second\n");
+  CHECK(contains(second.err, "worker logs go to " + (logs / "demo.1")));
+  CHECK(!std::filesystem::exists(logs / "demo.1/attempt_0/1"));  // the second run's own tree only
+  // Something else at the name (a file, a link) is never used either.
+  std::filesystem::create_symlink("/tmp", logs / "demo.2");
+  Finished third = runPltrun({"--log-dir", logs.path(), "--rdzv-id", "demo", "/bin/sh", "-c", "echo third"});
+  REQUIRE(third.status == 0);
+  CHECK(readFile(logs / "demo.3/attempt_0/0/stdout.log") == "third\n");
+}

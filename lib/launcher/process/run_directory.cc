@@ -1,5 +1,7 @@
 #include "launcher/process/run_directory.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +33,24 @@ void createDirectories(const fs::path& path) {
   if (error) throw Error(ErrorCode::System, "cannot create directory " + path.string() + ": " + error.message());
 }
 
+// `wanted`, or, when something is there already (an earlier run with the same id, whose
+// logs must stay as they are), `wanted.1`, `wanted.2`, ...: a directory this run creates,
+// private (0700), never one it found. mkdir is the test, so two runs starting at once
+// cannot both take one name, and a symbolic link planted there is never followed.
+fs::path makeNewDirectory(const fs::path& wanted) {
+  constexpr int kMostRuns = 100000;
+  for (int run = 0; run < kMostRuns; ++run) {
+    fs::path candidate = wanted;
+    if (run > 0) candidate += "." + std::to_string(run);
+    if (mkdir(candidate.c_str(), 0700) == 0) return candidate;
+    if (errno != EEXIST) {
+      throw Error(ErrorCode::System, "cannot create directory " + candidate.string() + ": " + strerror(errno));
+    }
+  }
+  throw Error(ErrorCode::System, "cannot find a new directory name like " + wanted.string() + ".N: " +
+                                     std::to_string(kMostRuns) + " runs are there; clean up or use another --log-dir");
+}
+
 }  // namespace
 
 RunDirectory::RunDirectory(const LaunchConfig& config, const std::string& runId, const std::string& nodeDirectory) {
@@ -43,10 +63,14 @@ RunDirectory::RunDirectory(const LaunchConfig& config, const std::string& runId,
   }
   if (logDir) {
     createDirectories(*logDir);  // the user's, as their umask says; what pltrun adds is private
-    root_ = fs::path(*logDir) / runId;
-    if (!nodeDirectory.empty()) root_ /= nodeDirectory;
     keepsLogs_ = true;
-    createPrivateDirectories(root_.string());
+    if (nodeDirectory.empty()) {
+      root_ = makeNewDirectory(fs::path(*logDir) / runId);
+    } else {
+      // The run's directory is shared by the agents of one job; each agent's is its own.
+      createPrivateDirectories((fs::path(*logDir) / runId).string());
+      root_ = makeNewDirectory(fs::path(*logDir) / runId / nodeDirectory);
+    }
   } else {
     root_ = makeTemporaryDirectory("pltrun-" + runId);
   }

@@ -2,6 +2,9 @@
 // Where a run keeps its files: the log tree under --log-dir/RUN_ID when logs are kept
 // (-r/-t without --log-dir log to a new temporary directory, as torchrun does), otherwise
 // a temporary directory for the workers' error files, removed when the run ends.
+// Logs are never overwritten: a run whose RUN_ID directory exists already (an earlier run
+// with the same id, a requeued Slurm job) gets RUN_ID.1, RUN_ID.2, ... (an elastic agent's
+// own HOST_PID directory under the shared RUN_ID likewise); pltrun prints where.
 // --log-dir itself is created as the user's umask says; RUN_ID and everything pltrun makes
 // under it are mode 0700 and must be this user's (a symbolic link planted in a shared
 // --log-dir is refused, never followed).
