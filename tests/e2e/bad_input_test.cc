@@ -1,6 +1,7 @@
 // Bad input gets one clear line and a distinct status: 2 for flags, 127 for a program
 // that is missing or not executable. No stack traces, nothing started.
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -142,4 +143,20 @@ TEST_CASE("flag --help and --version exit 0", "[bad-input]") {
   Finished storeVersion = store.wait(std::chrono::seconds(10));
   CHECK(storeVersion.status == 0);
   CHECK(storeVersion.out.rfind("pltrun-store ", 0) == 0);
+}
+
+TEST_CASE("a one-dash word pltrun does not know is one line and status 2, never the help and 0", "[bad-input]") {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"-hostx", "/bin/true"}, {"-mca", "btl", "tcp", "/bin/true"}, {"-qm", "/bin/true"}}) {
+    Finished run = runPltrun(args);
+    INFO(args.front() << ": " << run.out << run.err);
+    CHECK(run.status == 2);
+    CHECK(run.out.find("Usage") == std::string::npos);
+    CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
+    CHECK(run.err.find("'" + args.front() + "'") != std::string::npos);
+  }
+  // mpirun's -n is -np: two workers here.
+  Finished mpirunStyle = runPltrun({"-n", "2", "/bin/sh", "-c", "echo $RANK/$WORLD_SIZE"});
+  CHECK(mpirunStyle.status == 0);
+  CHECK(mpirunStyle.out.find("[rank 1] 1/2") != std::string::npos);
 }

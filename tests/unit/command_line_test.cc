@@ -976,3 +976,38 @@ TEST_CASE("TORCHELASTIC_HEALTH_CHECK_PORT gets one line saying no server is star
   CHECK_THAT(pltrun::healthCheckPortNotice({{"TORCHELASTIC_HEALTH_CHECK_PORT", "8080"}}),
              Contains("no health-check server"));
 }
+
+TEST_CASE("mpirun's and horovodrun's one-dash spellings mean what they mean there, never -h",
+          "[command_line][foreign]") {
+  auto reader = [](const std::string& path) -> std::string {
+    if (path == "hf") return "node-a slots=2\nnode-b slots=2\n";
+    return noFiles(path);
+  };
+  for (const char* spelling : {"-hostfile", "-machinefile", "--hostfile"}) {
+    CAPTURE(spelling);
+    auto result = parse({"-np", "4", spelling, "hf", "prog"}, {}, reader);
+    REQUIRE(std::holds_alternative<LaunchConfig>(result));
+    CHECK(std::get<LaunchConfig>(result).remote.hosts.size() == 2);
+  }
+  for (const char* spelling : {"-host", "-hosts", "--host", "-H"}) {
+    CAPTURE(spelling);
+    CHECK(parseConfig({spelling, "node-a:2,node-b:2", "prog"}).remote.hosts.size() == 2);
+  }
+  CHECK(parseConfig({"-n", "3", "prog"}).nprocPerNode == WorkerCount::fixed(3));
+}
+
+TEST_CASE("an unknown one-dash word or an Open MPI option is one line, never the help", "[command_line][foreign]") {
+  requireInvalid({"-hostx", "prog"}, {"unknown option '-hostx'"});
+  requireInvalid({"-mca", "btl", "tcp", "prog"}, {"'-mca' is an Open MPI option", "not an MPI launcher"});
+  requireInvalid({"--bind-to", "core", "prog"}, {"'--bind-to'"});
+  // -r3 is -r 3, as torchrun's argparse reads it.
+  CHECK(parseConfig({"-r3", "prog"}).redirects.any());
+}
+
+TEST_CASE("the program's own words after PROGRAM are never read, after a flag either", "[command_line][foreign]") {
+  // A flag (no value) before PROGRAM: PROGRAM is not taken for the flag's value, so the
+  // program's --log is not expanded to --log-dir nor its -hostx refused.
+  LaunchConfig config = parseConfig({"--standalone", "--no-python", "prog", "--log", "1", "-hostx", "-mca"});
+  CHECK(config.program == "prog");
+  CHECK(config.programArgs == std::vector<std::string>{"--log", "1", "-hostx", "-mca"});
+}

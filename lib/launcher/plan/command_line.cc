@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "launcher/plan/flag_declarations.h"
+#include "launcher/plan/foreign_spellings.h"
 #include "launcher/plan/node_flags.h"
 #include "launcher/plan/remote_flags.h"
 #include "launcher/plan/shell_completion.h"
@@ -115,8 +116,9 @@ const CLI::Option* optionByPrefix(const CLI::App& app, const std::string& name) 
 }
 
 // Before CLI11 reads pltrun's own options (never the program's, after PROGRAM): horovodrun's
-// and mpirun's "-np N" becomes --np (CLI11 would read -n -p), and an abbreviated long option
-// is spelled out as torchrun would read it.
+// and mpirun's "-np N" becomes --np (CLI11 would read -n -p), their other spellings become
+// pltrun's (foreign_spellings.h), and an abbreviated long option is spelled out as
+// torchrun would read it.
 void normalizeLauncherOptions(std::vector<std::string>& args, const CLI::App& app) {
   for (size_t at = 0; at < args.size(); ++at) {
     std::string& arg = args[at];
@@ -126,6 +128,7 @@ void normalizeLauncherOptions(std::vector<std::string>& args, const CLI::App& ap
       continue;
     }
     if (arg == "--" || arg.size() < 2 || arg.front() != '-') return;  // PROGRAM starts here
+    if (auto ours = pltrunSpelling(arg, app)) arg = *ours;            // -hostfile, -host, -n
     const size_t equals = arg.find('=');
     const std::string name = arg.substr(0, equals);
     const CLI::Option* option = app.get_option_no_throw(name);
@@ -133,7 +136,7 @@ void normalizeLauncherOptions(std::vector<std::string>& args, const CLI::App& ap
       option = optionByPrefix(app, name);
       if (option != nullptr) arg = "--" + option->get_lnames().front() + arg.substr(name.size());
     }
-    if (equals == std::string::npos && option != nullptr && option->get_type_size() != 0) ++at;  // its value
+    if (equals == std::string::npos && option != nullptr && takesValue(*option)) ++at;  // its value
   }
 }
 

@@ -1,0 +1,58 @@
+#include "launcher/plan/foreign_spellings.h"
+
+#include <CLI/CLI.hpp>
+#include <array>
+#include <utility>
+
+#include "pltrun/error.h"
+
+namespace pltrun {
+namespace {
+
+// mpirun's and horovodrun's one-dash long options, and what pltrun calls them.
+constexpr std::array<std::pair<const char*, const char*>, 6> kOneDashWords = {{
+    {"-host", "--hosts"},
+    {"-hosts", "--hosts"},
+    {"--host", "--hosts"},  // mpirun's; as a prefix it would be ambiguous (--hosts, --hostfile)
+    {"-hostfile", "--hostfile"},
+    {"-machinefile", "--hostfile"},
+    {"-n", "--np"},
+}};
+
+// Open MPI's options that have no meaning for a launcher whose workers talk through NCCL
+// or gloo.
+constexpr std::array<const char*, 9> kMpiOnly = {"-mca",      "--mca",   "-gmca",    "--gmca",       "-bind-to",
+                                                 "--bind-to", "-map-by", "--map-by", "--display-map"};
+
+}  // namespace
+
+std::optional<std::string> pltrunSpelling(const std::string& arg, const CLI::App& app) {
+  const size_t equals = arg.find('=');
+  const std::string word = arg.substr(0, equals);
+  const std::string value = equals == std::string::npos ? "" : arg.substr(equals);
+  for (const auto& [theirs, ours] : kOneDashWords) {
+    if (word == theirs) return ours + value;
+  }
+  for (const char* option : kMpiOnly) {
+    if (word == option) {
+      throw Error(ErrorCode::InvalidArgument, "'" + word +
+                                                  "' is an Open MPI option; pltrun is not an MPI launcher (its workers "
+                                                  "meet through torch's store and NCCL or gloo): drop it");
+    }
+  }
+  if (word.size() <= 2 || word[0] != '-' || word[1] == '-') return std::nullopt;
+  // A one-dash word of several letters: -r3 is -r 3 (CLI11 reads that), but a word whose
+  // first letter is not an option taking a value would be read letter by letter.
+  const CLI::Option* shortOption = app.get_option_no_throw(word.substr(0, 2));
+  if (shortOption != nullptr && takesValue(*shortOption)) return std::nullopt;
+  if (app.get_option_no_throw("-" + word) != nullptr) return "-" + word + value;  // -log-dir: --log-dir
+  throw Error(ErrorCode::InvalidArgument,
+              "unknown option '" + word + "' (see pltrun --help; long options take two dashes)");
+}
+
+bool takesValue(const CLI::Option& option) {
+  // A flag's type size is 1 in CLI11 2.1 too: the count of values it expects tells them apart.
+  return option.get_items_expected_min() > 0;
+}
+
+}  // namespace pltrun
