@@ -1011,3 +1011,10 @@ TEST_CASE("the program's own words after PROGRAM are never read, after a flag ei
   CHECK(config.program == "prog");
   CHECK(config.programArgs == std::vector<std::string>{"--log", "1", "-hostx", "-mca"});
 }
+
+TEST_CASE("a bad value from a PET_ variable names the variable", "[command_line]") {
+  requireInvalid({"prog"}, {"--nnodes", "abc", "(from PET_NNODES=abc)"}, {{"PET_NNODES", "abc"}});
+  // The command line's own value is not traced to a variable it overrode.
+  Error error = parseError({"--nnodes", "xyz", "prog"}, {{"PET_NNODES", "2"}});
+  CHECK_THAT(error.what(), !Contains("PET_NNODES"));
+}

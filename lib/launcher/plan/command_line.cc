@@ -208,12 +208,13 @@ std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const 
   const std::shared_ptr<const FlagVariables> variables = declareFlags(app, raw);
 
   SiteSettings siteSettings;
+  std::vector<std::pair<std::string, std::string>> fromVariables;
   std::vector<std::string> args(argv + 1, argv + argc);
   normalizeLauncherOptions(args, app);
   std::reverse(args.begin(), args.end());  // CLI11 takes the arguments in reverse order
   try {
     app.parse(args);
-    applyFlagVariables(*variables, env);
+    fromVariables = applyFlagVariables(*variables, env);
     siteSettings = applySiteConfig(app, env, readFile, exists);
   } catch (const CLI::CallForHelp&) {
     return InformationRequest{app.help()};
@@ -228,7 +229,7 @@ std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const 
   try {
     return buildConfig(raw, command, env, readFile);
   } catch (const Error& error) {
-    throw tracedToSiteConfig(error, siteSettings);
+    throw tracedToSiteConfig(tracedToVariables(error, fromVariables), siteSettings);
   }
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "launcher/plan/site_config.h"
+
 namespace pltrun {
 namespace {
 
@@ -214,14 +216,26 @@ std::shared_ptr<const FlagVariables> declareFlags(CLI::App& app, RawFlags& raw) 
   return variables;
 }
 
-void applyFlagVariables(const FlagVariables& variables, const Environment& env) {
+std::vector<std::pair<std::string, std::string>> applyFlagVariables(const FlagVariables& variables,
+                                                                    const Environment& env) {
+  std::vector<std::pair<std::string, std::string>> applied;
   for (const auto& [option, variable] : variables) {
     if (option->count() != 0) continue;  // the command line wins
     auto found = env.find(variable);
     if (found == env.end() || found->second.empty()) continue;  // CLI11 skips empty variables too
     option->add_result(found->second);
     option->run_callback();  // converts the text and sets the target, as parse() did for the others
+    applied.emplace_back("--" + option->get_lnames().front(), variable + "=" + found->second);
   }
+  return applied;
+}
+
+Error tracedToVariables(const Error& error, const std::vector<std::pair<std::string, std::string>>& applied) {
+  for (const auto& [flag, setting] : applied) {
+    if (namesOption(error.what(), flag))
+      return Error(error.code(), std::string(error.what()) + " (from " + setting + ")");
+  }
+  return error;
 }
 
 }  // namespace pltrun

@@ -12,6 +12,7 @@
 
 #include "launcher/plan/raw_flags.h"
 #include "launcher/plan/worker_env.h"
+#include "pltrun/error.h"
 
 namespace pltrun {
 
@@ -25,6 +26,11 @@ std::shared_ptr<const FlagVariables> declareFlags(CLI::App& app, RawFlags& raw);
 /// After app.parse(): each flag the command line left out takes its variable's value from
 /// `env` when that is set and not empty, converted as CLI11 converts it (a flag takes
 /// 1/0, true/false, yes/no, ...). Throws CLI::ParseError for a value it cannot convert.
-void applyFlagVariables(const FlagVariables& variables, const Environment& env);
+/// Returns the flags so set, as {"--nnodes", "PET_NNODES=abc"}, for tracedToVariables.
+std::vector<std::pair<std::string, std::string>> applyFlagVariables(const FlagVariables& variables,
+                                                                    const Environment& env);
+
+/// `error`, with " (from PET_NNODES=abc)" when it names a flag a variable set.
+Error tracedToVariables(const Error& error, const std::vector<std::pair<std::string, std::string>>& applied);
 
 }  // namespace pltrun

@@ -185,16 +185,21 @@ std::optional<std::string> siteConfigValue(const std::string& key, const Environ
   return std::nullopt;
 }
 
-Error tracedToSiteConfig(const Error& error, const SiteSettings& settings) {
-  const std::string message = error.what();
-  for (const std::string& option : settings.options) {
-    // "--nnodes" named, not the "--nnodes" in "--nnodes-foo".
-    const size_t at = message.find(option);
-    if (at == std::string::npos) continue;
+bool namesOption(const std::string& message, const std::string& option) {
+  for (size_t at = message.find(option); at != std::string::npos; at = message.find(option, at + 1)) {
     const size_t after = at + option.size();
-    const bool named = after == message.size() || (std::isalnum(static_cast<unsigned char>(message[after])) == 0 &&
-                                                   message[after] != '-' && message[after] != '_');
-    if (named) return Error(error.code(), message + " (set in site config " + settings.path + ")");
+    if (after == message.size() || (std::isalnum(static_cast<unsigned char>(message[after])) == 0 &&
+                                    message[after] != '-' && message[after] != '_'))
+      return true;
+  }
+  return false;
+}
+
+Error tracedToSiteConfig(const Error& error, const SiteSettings& settings) {
+  for (const std::string& option : settings.options) {
+    if (namesOption(error.what(), option)) {
+      return Error(error.code(), std::string(error.what()) + " (set in site config " + settings.path + ")");
+    }
   }
   return error;
 }

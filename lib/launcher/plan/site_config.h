@@ -48,6 +48,9 @@ SiteSettings applySiteConfig(CLI::App& app, const Environment& env, const FileRe
 std::optional<std::string> siteConfigValue(const std::string& key, const Environment& env, const FileReader& readFile,
                                            const FileProbe& exists);
 
+/// Whether `message` names `option` ("--nnodes"), not just a longer one ("--nnodes-foo").
+bool namesOption(const std::string& message, const std::string& option);
+
 /// `error`, with " (set in site config PATH)" when it names an option the file set.
 Error tracedToSiteConfig(const Error& error, const SiteSettings& settings);
 
