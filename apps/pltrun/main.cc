@@ -11,6 +11,7 @@
 #include "launcher/process/descendant_sweep.h"
 #include "launcher/process/descriptor_slots.h"
 #include "launcher/process/launcher_log.h"
+#include "launcher/process/signal_receiver.h"
 #include "launcher/status/status_command.h"
 #include "pltrun/error.h"
 
@@ -76,6 +77,9 @@ int main(int argc, char** argv) {
     pltrun::adoptOrphanedDescendants();
     const SweepWhenDone sweep;  // however the launcher ends
     return pltrun::runLauncher(config);
+  } catch (const pltrun::StoppedBySignal& stopped) {
+    pltrun::launcherConsole().write(std::string("pltrun: ") + stopped.what() + "\n", true);
+    return 128 + stopped.signal;
   } catch (const pltrun::Error& error) {
     pltrun::launcherConsole().write(std::string("pltrun: error: ") + error.what() + "\n", true);
     return exitStatusFor(error.code());

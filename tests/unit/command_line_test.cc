@@ -909,6 +909,7 @@ TEST_CASE("flag --start-method takes what torch allows, and nothing pltrun would
 TEST_CASE("torchrun 2.x plugin flags: one line each saying why, what pltrun does anyway accepted, NUMA modes",
           "[command_line]") {
   requireInvalid({"--logs-specs", "mine", "prog"}, {"--logs-specs", "Python plugin"});
+  CHECK(parseConfig({"--logs_specs=default", "prog"}).program == "prog");  // torchrun's own layout: pltrun's
   requireInvalid({"--event-log-handler", "console", "prog"}, {"--event-log-handler", "events.jsonl"});
   CHECK(parseConfig({"--event-log-handler", "null", "prog"}).program == "prog");
   CHECK(parseConfig({"--numa-binding", "exclusive", "prog"}).numaBinding == pltrun::NumaMode::Exclusive);

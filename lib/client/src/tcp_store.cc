@@ -79,6 +79,8 @@ struct TcpStore::Impl {
                                             rdzv::secondsText(now - start) + " s: " + why +
                                             " (is the store running and the address reachable?)");
       }
+      if (options.betweenAttempts)
+        options.betweenAttempts(std::chrono::duration_cast<std::chrono::milliseconds>(now - start));
       // Keep trying until the deadline itself, the last pause cut short to end there.
       std::uniform_real_distribution<double> jitter(0.5, 1.5);
       auto pause = std::chrono::duration_cast<Clock::duration>(backoff * jitter(random));

@@ -7,6 +7,7 @@
 #include "launcher/net/host_identity.h"
 #include "pltrun/error.h"
 #include "rendezvous/store/host_port_text.h"
+#include "rendezvous/store/seconds_text.h"
 #include "rendezvous/store/secret_file.h"
 
 namespace pltrun {
@@ -15,6 +16,7 @@ namespace {
 
 // How long a connection to a store that was up may take to re-make.
 constexpr std::chrono::milliseconds kReconnectTimeout{2000};
+constexpr std::chrono::milliseconds kReportEvery{5000};  // a line while a wait goes on
 
 // How long the round watcher waits for any one reply before it declares the store lost.
 std::chrono::milliseconds fenceDeadline(const RendezvousSettings& settings) {
@@ -93,7 +95,7 @@ void AgentSession::connect() {
         settings.endpointHost, storeOptions.port);
   }
   try {
-    TcpStore probe(storeOptions);  // waits up to read_timeout for the store's host to come up
+    TcpStore probe(waitingForTheStore());  // waits up to read_timeout for the store's host to come up
   } catch (const Error& error) {
     if (error.code() == ErrorCode::PermissionDenied) throw Error(error.code(), error.what() + refusedStoreAdvice());
     throw Error(error.code(), std::string(error.what()) +
@@ -104,6 +106,24 @@ void AgentSession::connect() {
   // gone, and reconnecting gets a short try only, so an agent never hangs on a dead store.
   storeOptions.connectTimeout = kReconnectTimeout;
   store = std::make_unique<TcpStore>(storeOptions);
+}
+
+// The first connection to the store, whose host may not be up yet: a wait that says what it
+// waits for and for how long, every 5 s that it goes on, and ends at once on a stop signal
+// (128 + signal), though the event loop that handles signals does not run yet.
+TcpStoreOptions AgentSession::waitingForTheStore() {
+  runner.catchSignals();
+  TcpStoreOptions options = storeOptions;
+  if (hosted) return options;  // our own store: up already
+  spdlog::info("waiting up to {} s for {} (the agent on the endpoint's host starts it); Ctrl-C stops",
+               rdzv::secondsText(options.connectTimeout), storeName);
+  options.betweenAttempts = [this, next = kReportEvery](std::chrono::milliseconds waited) mutable {
+    if (auto signal = runner.pendingStopSignal()) throw StoppedBySignal(*signal, "while waiting for " + storeName);
+    if (waited < next) return;
+    spdlog::info("still waiting for {} after {} s", storeName, waited.count() / 1000);
+    next += kReportEvery;
+  };
+  return options;
 }
 
 // etcd keeps the rendezvous: nothing to host, and the job's keys vanish with this agent's

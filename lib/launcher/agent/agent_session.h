@@ -84,6 +84,7 @@ struct AgentSession {
 
  private:
   void connect();
+  TcpStoreOptions waitingForTheStore();
   void connectToEtcd();
   rdzv::NodeDescriptor describeSelf() const;
   void openRendezvous(const rdzv::NodeDescriptor& self);

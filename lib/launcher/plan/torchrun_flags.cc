@@ -9,10 +9,11 @@
 namespace pltrun {
 
 void checkTorchrunOnlyFlags(const RawFlags& raw) {
-  if (!raw.logsSpecs.empty()) {
+  // "default" is torchrun's own layout (DefaultLogsSpecs), which pltrun's is.
+  if (!raw.logsSpecs.empty() && raw.logsSpecs != "default") {
     throwInvalidFlag("--logs-specs", raw.logsSpecs,
                      "it names a Python plugin of torchrun's (torchrun.logs_specs); pltrun writes its own layout: "
-                     "--log-dir, -r/--redirects, -t/--tee, --local-ranks-filter");
+                     "--log-dir, -r/--redirects, -t/--tee, --local-ranks-filter (default is accepted)");
   }
   if (!raw.eventLogHandler.empty() && raw.eventLogHandler != "null") {
     throwInvalidFlag("--event-log-handler", raw.eventLogHandler,

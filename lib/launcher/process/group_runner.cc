@@ -26,9 +26,22 @@ void GroupRunner::listen(std::function<void(int)> observer, bool slurmReachesWor
   observer_ = std::move(observer);
   slurmReachesWorkers_ = slurmReachesWorkers;
   parentPid_ = getppid();
-  for (int signal : forwardedSignals()) signals_.add(signal);
+  catchSignals();
   waitForSignal();
   reapAdoptedEverySecond();
+}
+
+void GroupRunner::catchSignals() {
+  if (catching_) return;
+  catching_ = true;
+  for (int signal : forwardedSignals()) signals_.add(signal);
+}
+
+std::optional<int> GroupRunner::pendingStopSignal() {
+  while (auto received = signals_.poll()) {
+    if (isStopSignal(received->signal)) return received->signal;
+  }
+  return std::nullopt;
 }
 
 // A worker that starts background processes and ends leaves them to pltrun (the subreaper):

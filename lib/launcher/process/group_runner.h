@@ -28,6 +28,12 @@ class GroupRunner {
   /// `slurmReachesWorkers`: a signal from Slurm's slurmstepd has been delivered to the
   /// workers by Slurm itself (slurm_signals.h), so the group only acts on it.
   void listen(std::function<void(int)> observer = {}, bool slurmReachesWorkers = false);
+  /// Catches forwardedSignals() already, before listen(), so that a blocking wait (the
+  /// rendezvous store's connect) can end on a stop signal: see pendingStopSignal().
+  void catchSignals();
+  /// A stop signal caught since catchSignals() and not yet handled (others are dropped:
+  /// before listen() there is no worker to pass them to).
+  std::optional<int> pendingStopSignal();
 
   /// Where every group of this run writes its workers' lines.
   ConsoleWriter& console() { return console_; }
@@ -48,6 +54,7 @@ class GroupRunner {
 
  private:
   void waitForSignal();
+  bool catching_ = false;
   void reapAdoptedEverySecond();
 
   boost::asio::io_context& context_;

@@ -115,6 +115,14 @@ void SignalReceiver::asyncWait(std::function<void(const ReceivedSignal&)> handle
                           });
 }
 
+std::optional<ReceivedSignal> SignalReceiver::poll() {
+  ReceivedSignal record;
+  while (::read(reader_.native_handle(), &record, sizeof record) == sizeof record) {  // the pipe is non-blocking
+    if (std::find(signals_.begin(), signals_.end(), record.signal) != signals_.end()) return record;
+  }
+  return std::nullopt;
+}
+
 bool sentBySlurmStepd(pid_t sender) {
   if (sender <= 0) return false;
   std::ifstream comm("/proc/" + std::to_string(sender) + "/comm");

@@ -11,6 +11,9 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <csignal>
 #include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace pltrun {
@@ -32,12 +35,23 @@ class SignalReceiver {
   void add(int signal);
   /// Calls `handler` on the loop for the next signal caught (one wait at a time).
   void asyncWait(std::function<void(const ReceivedSignal&)> handler);
+  /// Before the loop runs (a blocking wait): the next signal caught, if one has come, taken
+  /// without waiting. Not while an asyncWait is pending.
+  std::optional<ReceivedSignal> poll();
 
  private:
   boost::asio::posix::stream_descriptor reader_;
   int slot_ = -1;             ///< this receiver's place in the handler's table
   std::vector<int> signals_;  ///< the signals added
   ReceivedSignal pending_;
+};
+
+/// A stop signal that ended a wait before the event loop runs (connecting to the rendezvous
+/// store): main() exits with 128 + signal, as for a stop during the job.
+struct StoppedBySignal : std::runtime_error {
+  StoppedBySignal(int signal, const std::string& while_)
+      : std::runtime_error("stopped by signal " + std::to_string(signal) + " " + while_), signal(signal) {}
+  int signal;
 };
 
 /// Whether process `sender` is a slurmstepd (by its /proc comm): the sender of Slurm's signals.

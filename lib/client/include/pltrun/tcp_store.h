@@ -4,6 +4,7 @@
 // TCPStore server, in torch 2.x's dialect or torch 1.13's.
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -22,6 +23,9 @@ struct TcpStoreOptions {
   StoreDialect dialect = StoreDialect::Torch2;
   /// How long to keep trying to connect (exponential back-off with jitter in between).
   std::chrono::milliseconds connectTimeout{30000};
+  /// Called after each failed attempt with the time spent so far (at most a second apart):
+  /// it may report progress, or throw to give up (pltrun ends the wait on a stop signal).
+  std::function<void(std::chrono::milliseconds waited)> betweenAttempts;
   /// Default timeout of get/wait, and the limit on any single reply.
   std::chrono::milliseconds timeout{300000};
   /// pltrun's shared-secret authentication; empty for none. With a secret both sides
