@@ -148,7 +148,9 @@ TEST_CASE(
     "again",
     "[store][server]") {
   rdzv::StoreServerOptions options;
-  options.idleTimeout = 400ms;
+  // Long enough for the watcher to park its GET on a loaded machine (400 ms was not, once,
+  // under ctest -j 2 beside torch jobs: the watcher itself was closed as idle first).
+  options.idleTimeout = 2s;
   ServerThread server(options);
   auto owner = std::make_unique<TcpStore>(server.clientOptions());
   TcpStore watcher(server.clientOptions());  // parked in a wait, so never idle
