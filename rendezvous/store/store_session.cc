@@ -432,6 +432,10 @@ void StoreSession::onKeysReady(std::uint64_t generation) {
   if (closed_ || !parked_ || generation != parkGeneration_) return;  // cancelled meanwhile
   Request request = std::move(parked_->request);
   parked_.reset();
+  // The client has waited all this time, not idled: its idle time starts with the answer.
+  // (Else an answer to a wait longer than the idle timeout was followed at once by the
+  // close, before the client could read it.)
+  armIdleTimer();
   // A key may have been deleted between the wakeup and now: park again if so. A barrier
   // is released once and for all.
   try {
@@ -534,6 +538,9 @@ void StoreSession::armIdleTimer() {
   idleTimer_.async_wait([weak, timeout](boost::system::error_code error) {
     auto self = weak.lock();
     if (error || !self) return;
+    // Re-armed after this wait had already completed (its handler was queued): the newer
+    // wait decides. Without this a client answered just then was closed as idle at once.
+    if (self->idleTimer_.expiry() > std::chrono::steady_clock::now()) return;
     if (self->parked_) {  // waiting for keys is not idleness
       self->armIdleTimer();
       return;

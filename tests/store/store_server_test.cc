@@ -148,8 +148,8 @@ TEST_CASE(
     "again",
     "[store][server]") {
   rdzv::StoreServerOptions options;
-  // Long enough for the watcher to park its GET on a loaded machine (400 ms was not, once,
-  // under ctest -j 2 beside torch jobs: the watcher itself was closed as idle first).
+  // Long enough for the watcher to park its GET on a loaded machine: with 400 ms the
+  // watcher itself was closed as idle first when the test thread was descheduled.
   options.idleTimeout = 2s;
   ServerThread server(options);
   auto owner = std::make_unique<TcpStore>(server.clientOptions());
@@ -166,6 +166,24 @@ TEST_CASE(
   owner.reset();
   REQUIRE(eventually([&] { return !checker.check({"marker"}); }));
   CHECK_FALSE(checker.check({"ended"}));  // the notice fired once, with the old connection
+}
+
+TEST_CASE("a client whose wait ends after the idle timeout gets its answer before any idle close", "[store][server]") {
+  // The answer comes just as the waiter's own idle time would be up: its idle time starts
+  // with the answer, not with its last request (failed in full runs: the waiter was closed
+  // right after its GET was answered, before it could read the reply).
+  rdzv::StoreServerOptions options;
+  options.idleTimeout = 300ms;
+  ServerThread server(options);
+  TcpStore waiter(server.clientOptions());
+  TcpStore setter(server.clientOptions());
+  std::thread later([&setter] {
+    std::this_thread::sleep_for(280ms);
+    setter.set("late", "1");
+  });
+  CHECK(waiter.get("late", 5s) == "1");
+  later.join();
+  CHECK(waiter.get("late", 5s) == "1");  // the waiter is still connected (well within 300 ms)
 }
 
 TEST_CASE("clearing a close notice while disconnected does not connect", "[store][server]") {
