@@ -33,9 +33,19 @@ std::optional<std::string> lookup(const Environment& env, const std::string& nam
   return found->second;
 }
 
-int usableCpuCount() {
+// The CPUs this process may run on; empty when the kernel will not say.
+std::set<int> usableCpus() {
   cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+  std::set<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) cpus.insert(cpu);
+  }
+  return cpus;
+}
+
+int usableCpuCount() {
+  if (const std::set<int> cpus = usableCpus(); !cpus.empty()) return static_cast<int>(cpus.size());
   long online = sysconf(_SC_NPROCESSORS_ONLN);
   return online > 0 ? static_cast<int>(online) : 1;
 }
@@ -116,21 +126,15 @@ int runStaticJob(const LaunchConfig& config, const Environment& inherited, const
 // local rank N), within the CPUs this launcher may use. One line per worker says where.
 std::vector<std::vector<int>> numaBindingFor(NumaMode mode, const WorkerLayout& layout, const Environment& inherited) {
   const std::vector<std::string> gpus =
-      layout.cudaVisibleDevices ? visibleGpuIds(layout.cudaVisibleDevices, physicalGpuCount())
-                                : visibleGpuIds(lookup(inherited, "CUDA_VISIBLE_DEVICES"), physicalGpuCount());
+      visibleGpuIds(layout.cudaVisibleDevices ? layout.cudaVisibleDevices : lookup(inherited, "CUDA_VISIBLE_DEVICES"),
+                    physicalGpuCount());
   if (static_cast<int>(gpus.size()) < layout.workerCount) {
     throw Error(ErrorCode::InvalidArgument, "--numa-binding binds local rank N near GPU N, but " +
                                                 std::to_string(layout.workerCount) + " workers see " +
                                                 std::to_string(gpus.size()) + " GPU(s)");
   }
   const std::vector<std::string> addresses = gpuPciAddresses(gpus);
-  cpu_set_t own;
-  std::set<int> allowed;
-  if (sched_getaffinity(0, sizeof own, &own) == 0) {
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-      if (CPU_ISSET(cpu, &own)) allowed.insert(cpu);
-    }
-  }
+  const std::set<int> allowed = usableCpus();
   const SysfsReader sysfs = sysfsUnder(lookup(inherited, "PLTRUN_SYSFS_ROOT").value_or("/sys"));
   std::vector<std::vector<int>> cpus;
   for (int localRank = 0; localRank < layout.workerCount; ++localRank) {

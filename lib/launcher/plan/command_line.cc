@@ -116,19 +116,13 @@ const CLI::Option* optionByPrefix(const CLI::App& app, const std::string& name) 
 }
 
 // Before CLI11 reads pltrun's own options (never the program's, after PROGRAM): horovodrun's
-// and mpirun's "-np N" becomes --np (CLI11 would read -n -p), their other spellings become
-// pltrun's (foreign_spellings.h), and an abbreviated long option is spelled out as
-// torchrun would read it.
+// and mpirun's spellings ("-np N", -hostfile, ...) become pltrun's (foreign_spellings.h),
+// and an abbreviated long option is spelled out as torchrun would read it.
 void normalizeLauncherOptions(std::vector<std::string>& args, const CLI::App& app) {
   for (size_t at = 0; at < args.size(); ++at) {
     std::string& arg = args[at];
-    if (arg == "-np") {
-      arg = "--np";
-      ++at;  // its value
-      continue;
-    }
     if (arg == "--" || arg.size() < 2 || arg.front() != '-') return;  // PROGRAM starts here
-    if (auto ours = pltrunSpelling(arg, app)) arg = *ours;            // -hostfile, -host, -n
+    if (auto ours = pltrunSpelling(arg, app)) arg = *ours;            // -np, -hostfile, -host, -n
     const size_t equals = arg.find('=');
     const std::string name = arg.substr(0, equals);
     const CLI::Option* option = app.get_option_no_throw(name);

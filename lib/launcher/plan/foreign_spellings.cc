@@ -10,7 +10,8 @@ namespace pltrun {
 namespace {
 
 // mpirun's and horovodrun's one-dash long options, and what pltrun calls them.
-constexpr std::array<std::pair<const char*, const char*>, 6> kOneDashWords = {{
+constexpr std::array<std::pair<const char*, const char*>, 7> kOneDashWords = {{
+    {"-np", "--np"},  // CLI11 would read -n -p
     {"-host", "--hosts"},
     {"-hosts", "--hosts"},
     {"--host", "--hosts"},  // mpirun's; as a prefix it would be ambiguous (--hosts, --hostfile)

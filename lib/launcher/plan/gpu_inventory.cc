@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <set>
@@ -19,18 +18,29 @@ using NvmlShutdown = int (*)();
 using NvmlDeviceGetCount = int (*)(unsigned int*);
 constexpr int kNvmlSuccess = 0;
 
-int countWithNvml() {
+// Runs `use(symbol)` with NVML loaded and initialised (symbol(name) looks a function up);
+// false, without calling it, when there is no driver or NVML does not start.
+template <typename Use>
+bool withNvml(Use use) {
   void* nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (nvml == nullptr) return 0;
+  if (nvml == nullptr) return false;
   auto init = reinterpret_cast<NvmlInit>(dlsym(nvml, "nvmlInit_v2"));
-  auto getCount = reinterpret_cast<NvmlDeviceGetCount>(dlsym(nvml, "nvmlDeviceGetCount_v2"));
   auto shutdown = reinterpret_cast<NvmlShutdown>(dlsym(nvml, "nvmlShutdown"));
-  unsigned int count = 0;
-  if (init != nullptr && getCount != nullptr && init() == kNvmlSuccess) {
-    if (getCount(&count) != kNvmlSuccess) count = 0;
+  const bool started = init != nullptr && init() == kNvmlSuccess;
+  if (started) {
+    use([nvml](const char* name) { return dlsym(nvml, name); });
     if (shutdown != nullptr) shutdown();
   }
   dlclose(nvml);
+  return started;
+}
+
+int countWithNvml() {
+  unsigned int count = 0;
+  withNvml([&count](auto symbol) {
+    auto getCount = reinterpret_cast<NvmlDeviceGetCount>(symbol("nvmlDeviceGetCount_v2"));
+    if (getCount == nullptr || getCount(&count) != kNvmlSuccess) count = 0;
+  });
   return static_cast<int>(count);
 }
 
@@ -50,14 +60,11 @@ bool isDeviceUuid(std::string_view id);
 // The PCI addresses of `ids` from NVML; an empty string for a GPU it did not find.
 std::vector<std::string> pciAddressesFromNvml(const std::vector<std::string>& ids) {
   std::vector<std::string> addresses(ids.size());
-  void* nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (nvml == nullptr) return addresses;
-  auto init = reinterpret_cast<NvmlInit>(dlsym(nvml, "nvmlInit_v2"));
-  auto shutdown = reinterpret_cast<NvmlShutdown>(dlsym(nvml, "nvmlShutdown"));
-  auto byIndex = reinterpret_cast<NvmlGetHandleByIndex>(dlsym(nvml, "nvmlDeviceGetHandleByIndex_v2"));
-  auto byUuid = reinterpret_cast<NvmlGetHandleByUuid>(dlsym(nvml, "nvmlDeviceGetHandleByUUID"));
-  auto pciInfo = reinterpret_cast<NvmlGetPciInfo>(dlsym(nvml, "nvmlDeviceGetPciInfo_v3"));
-  if (init != nullptr && byIndex != nullptr && byUuid != nullptr && pciInfo != nullptr && init() == kNvmlSuccess) {
+  withNvml([&](auto symbol) {
+    auto byIndex = reinterpret_cast<NvmlGetHandleByIndex>(symbol("nvmlDeviceGetHandleByIndex_v2"));
+    auto byUuid = reinterpret_cast<NvmlGetHandleByUuid>(symbol("nvmlDeviceGetHandleByUUID"));
+    auto pciInfo = reinterpret_cast<NvmlGetPciInfo>(symbol("nvmlDeviceGetPciInfo_v3"));
+    if (byIndex == nullptr || byUuid == nullptr || pciInfo == nullptr) return;
     for (size_t at = 0; at < ids.size(); ++at) {
       NvmlDevice device = nullptr;
       const auto index = parseInteger(ids[at]);
@@ -70,9 +77,7 @@ std::vector<std::string> pciAddressesFromNvml(const std::vector<std::string>& id
       std::snprintf(text, sizeof text, "%04x:%02x:%02x.0", info.domain, info.bus, info.device);
       addresses[at] = text;
     }
-    if (shutdown != nullptr) shutdown();
-  }
-  dlclose(nvml);
+  });
   return addresses;
 }
 
@@ -92,8 +97,7 @@ std::vector<std::string> gpuPciAddresses(const std::vector<std::string>& ids) {
   std::vector<std::string> addresses;
   if (const char* fake = std::getenv("PLTRUN_FAKE_GPU_PCI")) {
     for (std::string_view address : splitText(fake, ',')) addresses.emplace_back(trimSpaces(address));
-    addresses.resize(std::min(addresses.size(), ids.size()));
-    addresses.resize(ids.size());
+    addresses.resize(ids.size());  // one per GPU: extra ones dropped, missing ones empty
   } else {
     addresses = pciAddressesFromNvml(ids);
   }

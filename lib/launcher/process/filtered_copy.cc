@@ -10,7 +10,7 @@
 namespace pltrun {
 
 FilteredCopy::FilteredCopy(const std::string& path, std::vector<std::string> filters)
-    : path_(path), filters_(std::move(filters)), fd_(openPrivateFile(path, WriteMode::Truncate)) {}
+    : filters_(std::move(filters)), fd_(openPrivateFile(path, WriteMode::Truncate)) {}
 
 FilteredCopy::~FilteredCopy() {
   if (fd_ >= 0) close(fd_);

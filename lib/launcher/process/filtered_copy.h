@@ -29,7 +29,6 @@ class FilteredCopy {
   bool matches(std::string_view line) const;
 
  private:
-  std::string path_;
   std::vector<std::string> filters_;
   int fd_ = -1;
 };
