@@ -17,6 +17,8 @@ packages=(
   # The Debian package (scripts/package.sh, issue 16): man pages, dependencies, stripping;
   # its test checks the debug symbols and the store's unit, and installs it in a chroot.
   help2man dpkg-dev file gdb systemd debootstrap elfutils
+  lintian  # the package test runs it (issue 29)
+  libtomlplusplus-dev  # the site config is read by a real TOML 1.0 parser (issue 29)
 )
 for argument in "$@"; do
   case "$argument" in
