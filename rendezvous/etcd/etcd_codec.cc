@@ -1,5 +1,8 @@
 #include "rendezvous/etcd/etcd_codec.h"
 
+#include <openssl/evp.h>
+
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "pltrun/error.h"
@@ -10,16 +13,29 @@ namespace {
 
 using nlohmann::json;
 
-constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+// OpenSSL's block functions take an int length: longer input goes through in pieces, each a
+// whole number of base64 quanta (3 bytes, 4 characters).
+constexpr size_t kEncodePiece = 3 * 4096;
+constexpr size_t kDecodePiece = 4 * 4096;
 
-int sextetOf(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
+bool isBase64Digit(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/';
 }
+
+// The '=' that pad `text`'s last quantum (0 to 2), or none when `text` is not base64: a
+// length that is not a multiple of 4, a character outside the alphabet, '=' anywhere but the
+// end. Decided here because EVP_DecodeBlock accepts "  Zm9v", "Zg=a", "Z===", "====" and
+// "Zg==Zg==" (it skips whitespace at the ends and reads each '=' as zero bits).
+std::optional<size_t> paddingOf(std::string_view text) {
+  if (text.size() % 4 != 0) return std::nullopt;
+  const size_t digits = text.find_last_not_of('=') + 1;  // npos + 1 == 0: all '='
+  const size_t padding = text.size() - digits;
+  if (padding > 2) return std::nullopt;
+  if (!std::all_of(text.begin(), text.begin() + digits, isBase64Digit)) return std::nullopt;
+  return padding;
+}
+
+const unsigned char* bytesOf(std::string_view text) { return reinterpret_cast<const unsigned char*>(text.data()); }
 
 [[noreturn]] void malformed(std::string_view what, std::string_view body) {
   constexpr size_t kShown = 200;
@@ -102,39 +118,30 @@ std::string txnRequest(json compare, std::string_view key, std::string_view valu
 }  // namespace
 
 std::string base64Encode(std::string_view bytes) {
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  for (size_t at = 0; at < bytes.size(); at += 3) {
-    const size_t left = bytes.size() - at;
-    std::uint32_t triple = static_cast<std::uint8_t>(bytes[at]) << 16;
-    if (left > 1) triple |= static_cast<std::uint8_t>(bytes[at + 1]) << 8;
-    if (left > 2) triple |= static_cast<std::uint8_t>(bytes[at + 2]);
-    out += kAlphabet[(triple >> 18) & 63];
-    out += kAlphabet[(triple >> 12) & 63];
-    out += left > 1 ? kAlphabet[(triple >> 6) & 63] : '=';
-    out += left > 2 ? kAlphabet[triple & 63] : '=';
+  std::string out((bytes.size() + 2) / 3 * 4 + 1, '\0');  // EVP_EncodeBlock ends with a NUL
+  size_t written = 0;
+  for (size_t at = 0; at < bytes.size(); at += kEncodePiece) {
+    const std::string_view piece = bytes.substr(at, kEncodePiece);
+    written += EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data() + written), bytesOf(piece),
+                               static_cast<int>(piece.size()));
   }
+  out.resize(written);
   return out;
 }
 
 std::optional<std::string> base64Decode(std::string_view text) {
-  if (text.size() % 4 != 0) return std::nullopt;
-  std::string out;
-  out.reserve(text.size() / 4 * 3);
-  for (size_t at = 0; at < text.size(); at += 4) {
-    const bool last = at + 4 == text.size();
-    const int padding = last ? (text[at + 3] == '=') + (text[at + 2] == '=') : 0;
-    if (padding == 1 && text[at + 2] == '=') return std::nullopt;  // "x=y=" is not base64
-    std::uint32_t quad = 0;
-    for (int i = 0; i < 4 - padding; ++i) {
-      const int sextet = sextetOf(text[at + i]);
-      if (sextet < 0) return std::nullopt;
-      quad |= static_cast<std::uint32_t>(sextet) << (18 - 6 * i);
-    }
-    out += static_cast<char>((quad >> 16) & 0xFF);
-    if (padding < 2) out += static_cast<char>((quad >> 8) & 0xFF);
-    if (padding < 1) out += static_cast<char>(quad & 0xFF);
+  const std::optional<size_t> padding = paddingOf(text);
+  if (!padding) return std::nullopt;
+  std::string out(text.size() / 4 * 3, '\0');
+  size_t written = 0;
+  for (size_t at = 0; at < text.size(); at += kDecodePiece) {
+    const std::string_view piece = text.substr(at, kDecodePiece);
+    const int decoded = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data() + written), bytesOf(piece),
+                                        static_cast<int>(piece.size()));
+    if (decoded < 0) return std::nullopt;
+    written += static_cast<size_t>(decoded);
   }
+  out.resize(written - *padding);  // each '=' decoded as a zero byte
   return out;
 }
 
