@@ -1,6 +1,7 @@
 // The environment every worker gets from the real pltrun, for 1..8 workers, with GPUs
 // chosen by --devices, on a static multi-node placement, and for Python programs.
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -196,8 +197,29 @@ TEST_CASE("site defaults from the config file reach real workers, and flags and 
   Finished bad = runPltrun({testWorker(), "env", dir.path()}, {"PLTRUN_CONFIG=" + site});
   CHECK(bad.status == 2);
   CHECK(bad.err == "pltrun: error: site config " + site +
-                       ": 'max_restart' is not a pltrun option; keys are long options without the dashes, like "
+                       ":2:1: 'max_restart' is not a pltrun option; keys are long options without the dashes, like "
                        "max-restarts = 3 (see pltrun --help)\n");
+}
+
+TEST_CASE("a site config that is not TOML stops pltrun with one line naming file:line:column and the key",
+          "[env][site-config]") {
+  TempDir dir;
+  const std::string site = dir / "pltrun.toml";
+  const auto writeSite = [&](const std::string& text) { std::ofstream(site) << text; };
+  writeSite("# duplicated: CLI11's reader once made it '3,4'\nmax-restarts = 3\nmax-restarts = 4\n");
+  Finished duplicated = runPltrun({testWorker(), "env", dir.path()}, {"PLTRUN_CONFIG=" + site});
+  CHECK(duplicated.status == 2);
+  CHECK(duplicated.err == "pltrun: error: site config " + site +
+                              ":3:16: 'max-restarts': is not TOML: error while parsing key-value pair: cannot redefine "
+                              "existing integer 'max-restarts'; each key is given once: remove one of them\n");
+  CHECK_FALSE(std::filesystem::exists(dir / "env_0.json"));  // no worker started
+
+  writeSite("role = \"\"\"multi\"\"\"\nmax-restarts = 'x'\n");
+  Finished invalid = runPltrun({testWorker(), "env", dir.path()}, {"PLTRUN_CONFIG=" + site});
+  CHECK(invalid.status == 2);
+  CHECK_THAT(invalid.err, Catch::Matchers::StartsWith("pltrun: error: --max-restarts: 'x' is not valid") &&
+                              Catch::Matchers::EndsWith(" (set in site config " + site + ":2:16)\n"));
+  CHECK(std::count(invalid.err.begin(), invalid.err.end(), '\n') == 1);
 }
 
 TEST_CASE("the nodes of a static job share the default run id, none as torchrun's, and keep their logs apart",

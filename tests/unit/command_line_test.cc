@@ -860,9 +860,11 @@ TEST_CASE("site defaults: /etc/pltrun.toml fills what the flags and PET_* variab
 }
 
 TEST_CASE("site defaults: a bad file is one line naming the file and the key", "[command_line]") {
-  CHECK_THAT(siteError({"p"}, "bogus = 1\n"),
-             Contains("site config /etc/pltrun.toml: 'bogus' is not a pltrun option") && Contains("max-restarts = 3"));
-  CHECK_THAT(siteError({"p"}, "[cluster]\nmax-restarts = 1\n"), Contains("line 1: sections are not read"));
+  CHECK_THAT(
+      siteError({"p"}, "bogus = 1\n"),
+      Contains("site config /etc/pltrun.toml:1:1: 'bogus' is not a pltrun option") && Contains("max-restarts = 3"));
+  CHECK_THAT(siteError({"p"}, "[cluster]\nmax-restarts = 1\n"),
+             Contains("site config /etc/pltrun.toml:1:2: 'cluster': sections are not read"));
   CHECK_THAT(siteError({"p"}, "version = true\n"), Contains("'version' is not a pltrun option"));
   // What places one job would make every job on every node one job, and hide Slurm's variables.
   for (const char* key : {"nnodes = 2", "hosts = \"a,b\"", "rdzv_endpoint = \"store:29400\"", "rdzv-id = \"x\""}) {
@@ -871,22 +873,33 @@ TEST_CASE("site defaults: a bad file is one line naming the file and the key", "
   }
   // A value the plan refuses is traced to the file, not blamed on a flag nobody typed.
   CHECK_THAT(siteError({"p"}, "max-restarts = \"many\"\n"),
-             Contains("--max-restarts: 'many' is not valid") && Contains("(set in site config /etc/pltrun.toml)"));
+             Contains("--max-restarts: 'many' is not valid") && Contains("(set in site config /etc/pltrun.toml:1:16)"));
   CHECK_THAT(siteError({"p"}, "", {{"PLTRUN_CONFIG", "/nowhere.toml"}}),
              Contains("site config /nowhere.toml: No such file or directory (named by PLTRUN_CONFIG)"));
 }
 
-TEST_CASE("site defaults: sections and dotted keys of any depth are refused by line, at once",
+TEST_CASE("site defaults: sections and dotted keys of any depth are refused by place, at once",
           "[command_line][bounded]") {
   // Before: CLI11 built each level of [a.a. ... .a] (4000 levels: 3 s, 508 MB) and ignored a
-  // dotted key past 255 levels without a word.
+  // dotted key past 255 levels without a word. toml++ builds them too, and 32000 levels
+  // (64 KiB) overflowed the stack freeing them: the dots are counted before it parses.
   std::string deep = "[a";
-  for (int level = 0; level < 8000; ++level) deep += ".a";
-  CHECK_THAT(siteError({"p"}, deep + "]\nmax-restarts = 1\n"), Contains("line 1: sections are not read"));
+  for (int level = 0; level < 32000; ++level) deep += ".a";
+  CHECK_THAT(siteError({"p"}, deep + "]\nmax-restarts = 1\n"),
+             Contains("site config /etc/pltrun.toml:1:515: more than 256 dots outside strings") &&
+                 Contains("sections are not read"));
   std::string dotted = "a";
   for (int level = 0; level < 300; ++level) dotted += ".a";
   CHECK_THAT(siteError({"p"}, "max-restarts = 1\n" + dotted + " = 2\n"),
-             Contains("line 2: a dotted key is a section, which is not read"));
+             Contains("site config /etc/pltrun.toml:2:514: more than 256 dots outside strings"));
+  CHECK_THAT(siteError({"p"}, "max-restarts = 1\nx.y = 2\n"),
+             Contains("site config /etc/pltrun.toml:2:1: 'x': sections are not read"));
+  // Dots in strings and comments are no keys' levels: a file of paths and addresses is read.
+  const std::string dots(300, '.');
+  LaunchConfig config =
+      parseWithSite({"p"}, "# " + dots + "\nrole = \"" + dots + "\"\nlog-dir = '''\n" + dots + "'''\n");
+  CHECK(config.role == dots);
+  CHECK(config.logDir == dots);
   CHECK_THAT(siteError({"p"}, std::string(70000, '#') + "\n"), Contains("a site file of options is at most 65536"));
 }
 
@@ -897,6 +910,88 @@ TEST_CASE("site defaults: what a job says another way drops the file's setting i
   CHECK(devices.devices);
   CHECK(parseWithSite({"p"}, "nproc-per-node = 8\n", {{"PET_NP", "3"}}).nprocPerNode == WorkerCount::fixed(3));
   CHECK(parseWithSite({"p"}, "nproc-per-node = 8\n").nprocPerNode == WorkerCount::fixed(8));
+}
+
+TEST_CASE("site defaults: TOML 1.0 strings as written, multi-line, escaped and literal",
+          "[command_line][site-config]") {
+  // Before (CLI11's subset): """multi""" became ""multi"" and \u0041 stayed as written.
+  CHECK(parseWithSite({"p"}, "role = \"\"\"multi\"\"\"\n").role == "multi");
+  CHECK(parseWithSite({"p"}, "role = \"a\\u0041b\"\n").role == "aAb");
+  CHECK(parseWithSite({"p"}, "role = \"tab\\there \\\"q\\\" \\U0001F600\"\n").role ==
+        "tab\there \"q\" \xF0\x9F\x98\x80");
+  CHECK(parseWithSite({"p"}, "log-dir = 'C:\\logs\\new'\n").logDir == "C:\\logs\\new");  // literal: no escapes
+  CHECK(parseWithSite({"p"}, "log-dir = '''\n/var/log/'pltrun''''\n").logDir == "/var/log/'pltrun'");
+  CHECK(parseWithSite({"p"}, "role = \"\"\"\ntrain\\\n   er\"\"\"\n").role == "trainer");  // \ at a line's end
+  CHECK(parseWithSite({"p"}, "\"role\" = \"quoted key\" # a comment\n").role == "quoted key");
+}
+
+TEST_CASE("site defaults: integers, floats, booleans and arrays reach numeric, flag and list options",
+          "[command_line][site-config]") {
+  CHECK(parseWithSite({"p"}, "max-restarts = 1_0\n").maxRestarts == 10);
+  CHECK(parseWithSite({"p"}, "max-restarts = 0x3\n").maxRestarts == 3);
+  CHECK(parseWithSite({"p"}, "term-timeout = 2.5\n").termTimeout == std::chrono::milliseconds(2500));
+  CHECK_FALSE(parseWithSite({"p"}, "no-prefix = true\n").prefixOutput);
+  CHECK(parseWithSite({"p"}, "no-prefix = false\n").prefixOutput);
+  LaunchConfig listed = parseWithSite({"p"}, "devices = [1, 3]\n");  // one value: the comma list
+  REQUIRE(listed.devices);
+  CHECK(listed.devices->indices == std::vector<long long>{1, 3});
+  LaunchConfig driven = parseWithSite({"--hosts", "a:1,b:1", "p"}, "export = [\"NCCL_DEBUG\", 'HF_HOME']\n");
+  CHECK(driven.remote.exports == std::vector<std::string>{"NCCL_DEBUG", "HF_HOME"});  // many values: one each
+}
+
+TEST_CASE("site defaults: [rdzv-conf] is --rdzv-conf's pairs, in the order written", "[command_line][site-config]") {
+  CHECK(parseWithSite({"p"}, "[rdzv-conf]\njoin_timeout = 900\n").rdzv.joinTimeout == std::chrono::seconds(900));
+  CHECK(parseWithSite({"p"}, "rdzv-conf = { join_timeout = 120 }\n").rdzv.joinTimeout == std::chrono::seconds(120));
+  CHECK(parseWithSite({"p"}, "rdzv_conf.join_timeout = 60\n").rdzv.joinTimeout == std::chrono::seconds(60));
+  // `pltrun status` reads the same pairs from the file.
+  const std::string site =
+      "max-restarts = 2\n[rdzv-conf]\nsecret_file = \"/s\"\njoin_timeout = 900\n"
+      "expected_hosts = [\"a\", \"b\"]\n";
+  auto exists = [](const std::string&) { return true; };
+  CHECK(pltrun::siteConfigValue("rdzv-conf", {}, siteFile("/etc/pltrun.toml", site), exists) ==
+        "secret_file=/s,join_timeout=900,expected_hosts=a,b");
+  CHECK(pltrun::siteConfigValue("max-restarts", {}, siteFile("/etc/pltrun.toml", site), exists) == "2");
+  // A value the plan refuses is traced to the table.
+  CHECK_THAT(siteError({"p"}, "\n[rdzv-conf]\njoin_timeout = \"soon\"\n"),
+             Contains("--rdzv-conf") && Contains("(set in site config /etc/pltrun.toml:2:1)"));
+  CHECK_THAT(siteError({"p"}, "[rdzv-conf.tls]\ncert = \"c\"\n"),
+             Contains("site config /etc/pltrun.toml:1:1: 'rdzv-conf.tls': a table is no option's value"));
+}
+
+TEST_CASE("site defaults: what is not TOML is one line naming the file, line, column and key",
+          "[command_line][site-config]") {
+  std::vector<std::string> messages;
+  const auto refused = [&](const std::string& content) {
+    messages.push_back(siteError({"p"}, content));
+    return messages.back();
+  };
+  // Before: the second value won silently (CLI11 made it '3,4').
+  CHECK_THAT(refused("max-restarts = 3\nterm-timeout = 60\nmax-restarts = 4\n"),
+             Contains("site config /etc/pltrun.toml:3:16: 'max-restarts': is not TOML") &&
+                 Contains("each key is given once: remove one of them"));
+  // Before: an unterminated string was taken as it stood.
+  CHECK_THAT(refused("role = \"x\nmax-restarts = 1\n"),
+             Contains("site config /etc/pltrun.toml:1:10: 'role': is not TOML") &&
+                 Contains("a string ends on its line with the quote that opened it"));
+  CHECK_THAT(refused("max-restarts = 1\nrole = \"\"\"x\n"),
+             Contains("site config /etc/pltrun.toml:") && Contains("is not TOML: error while parsing string"));
+  CHECK_THAT(
+      refused("log-dir = \"C:\\logs\"\n"),
+      Contains("site config /etc/pltrun.toml:1:15: 'log-dir': is not TOML") && Contains("'...' takes it as written"));
+  CHECK_THAT(refused("max-restarts 3\n"), Contains("site config /etc/pltrun.toml:1:14: is not TOML"));
+  CHECK_THAT(refused("role = \"a\"\nmax-restarts = 1979-05-27\n"),
+             Contains("site config /etc/pltrun.toml:2:16: 'max-restarts': a date or time is no option's value"));
+  CHECK_THAT(refused("export = [[\"A\"]]\n"),
+             Contains("site config /etc/pltrun.toml:1:11: 'export': an array inside an array"));
+  CHECK_THAT(refused("max-restarts = []\n"),
+             Contains("site config /etc/pltrun.toml:1:16: 'max-restarts': an empty array is no option's value"));
+  CHECK_THAT(refused("[[jobs]]\nmax-restarts = 1\n"), Contains("'jobs': a table is no option's value"));
+  CHECK_THAT(refused("max-restarts = 1\n  bogus = 2\n"),
+             Contains("site config /etc/pltrun.toml:2:3: 'bogus' is not a pltrun option"));
+  for (const std::string& message : messages) {
+    INFO(message);
+    CHECK(message.find('\n') == std::string::npos);
+  }
 }
 
 TEST_CASE("flag --start-method takes what torch allows, and nothing pltrun would ignore", "[command_line]") {

@@ -4,17 +4,13 @@
 #include <cctype>
 #include <optional>
 #include <set>
-#include <sstream>
 
+#include "launcher/plan/site_config_file.h"
 #include "launcher/plan/text_parsing.h"
 
 namespace pltrun {
 
 namespace {
-
-[[noreturn]] void badSetting(const std::string& path, const std::string& why) {
-  throw Error(ErrorCode::InvalidArgument, "site config " + path + ": " + why);
-}
 
 // The file's text; none when the default file is absent (a site without one).
 std::optional<std::string> siteConfigText(const Environment& env, const FileReader& readFile, const FileProbe& exists,
@@ -31,7 +27,7 @@ std::optional<std::string> siteConfigText(const Environment& env, const FileRead
     const std::string why = error.reason() == FileReadError::Reason::IsDirectory
                                 ? "is a directory; give the path of a file"
                                 : std::string(error.what());
-    badSetting(path, why + (named ? " (named by PLTRUN_CONFIG)" : ""));
+    throwSiteConfigError(path, why + (named ? " (named by PLTRUN_CONFIG)" : ""));
   }
 }
 
@@ -78,67 +74,31 @@ std::set<std::string> givenOptions(const CLI::App& app) {
 // The most a site file may hold: options with short values are a few KiB.
 constexpr size_t kSiteConfigLimit = 64 * 1024;
 
-// Before the TOML parser sees it: a [section] header or a dotted key (a section by another
-// name) is refused here, by line, in linear time. CLI11 builds every level of a dotted name
-// ([a.a. ... .a] with 8000 levels took 10 s and 2 GB) and ignores keys past 255 levels.
-void refuseSections(const std::string& text, const std::string& path) {
-  if (text.size() > kSiteConfigLimit) {
-    badSetting(path, "is " + std::to_string(text.size()) + " bytes; a site file of options is at most " +
-                         std::to_string(kSiteConfigLimit));
-  }
-  std::istringstream lines(text);
-  std::string line;
-  for (int number = 1; std::getline(lines, line); ++number) {
-    const std::string_view trimmed = trimSpaces(line);
-    if (trimmed.empty() || trimmed.front() == '#') continue;
-    const std::string where = "line " + std::to_string(number) + ": ";
-    if (trimmed.front() == '[') {
-      badSetting(path, where + "sections are not read; write the options at the top level");
-    }
-    const size_t equals = trimmed.find('=');
-    if (equals == std::string_view::npos) continue;  // the rest of a multi-line value
-    const std::string_view key = trimSpaces(trimmed.substr(0, equals));
-    if (!key.empty() && key.front() != '"' && key.front() != '\'' && key.find('.') != std::string_view::npos) {
-      badSetting(path, where + "a dotted key is a section, which is not read; write the options at the top level");
-    }
-  }
-}
-
-// The file's top-level keys, or none without a file. A [section] is refused.
-std::optional<std::vector<CLI::ConfigItem>> siteItems(const Environment& env, const FileReader& readFile,
-                                                      const FileProbe& exists, std::string& path) {
+// The file's top-level keys, or none without a file.
+std::optional<std::vector<SiteEntry>> siteEntries(const Environment& env, const FileReader& readFile,
+                                                  const FileProbe& exists, std::string& path) {
   const std::optional<std::string> text = siteConfigText(env, readFile, exists, path);
   if (!text) return std::nullopt;
-  refuseSections(*text, path);
-  std::istringstream stream(*text);
-  std::vector<CLI::ConfigItem> items;
-  try {
-    items = CLI::ConfigTOML().from_config(stream);
-  } catch (const CLI::Error& error) {
-    badSetting(path, std::string("not TOML pltrun can read: ") + error.what());
+  if (text->size() > kSiteConfigLimit) {
+    throwSiteConfigError(path, "is " + std::to_string(text->size()) + " bytes; a site file of options is at most " +
+                                   std::to_string(kSiteConfigLimit));
   }
-  std::vector<CLI::ConfigItem> topLevel;
-  for (CLI::ConfigItem& item : items) {
-    if (item.name == "++") continue;  // CLI11's marker for the start of a [section]
-    if (!item.parents.empty()) {
-      badSetting(path, "'" + item.fullname() + "': sections are not read; write the options at the top level");
-    }
-    topLevel.push_back(std::move(item));
-  }
-  return topLevel;
+  return readSiteEntries(*text, path);
 }
 
-// The option `item` sets, or a one-line error: no such option, or one that places a job.
-CLI::Option* siteOption(CLI::App& app, const CLI::ConfigItem& item, const std::string& path) {
-  CLI::Option* option = app.get_option_no_throw("--" + item.name);
-  if (option == nullptr || item.name == "help" || item.name == "version") {
-    badSetting(path, "'" + item.name + "' is not a pltrun option; keys are long options without the dashes, " +
-                         "like max-restarts = 3 (see pltrun --help)");
+// The option `entry` sets, or a one-line error: no such option, or one that places a job.
+CLI::Option* siteOption(CLI::App& app, const SiteEntry& entry) {
+  CLI::Option* option = app.get_option_no_throw("--" + entry.key);
+  if (option == nullptr || entry.key == "help" || entry.key == "version") {
+    throwSiteConfigError(entry.keyPlace, "'" + entry.key +
+                                             "' is not a pltrun option; keys are long options without the dashes, " +
+                                             "like max-restarts = 3 (see pltrun --help)");
   }
   if (kPerJobOptions.count(option->get_name()) != 0) {
-    badSetting(path, "'" + item.name + "' places one job, so it goes on that job's command line, not in a file " +
-                         "every node and job reads (site defaults are how jobs run: max-restarts, term-timeout, " +
-                         "log-dir, rdzv-conf, ...)");
+    throwSiteConfigError(entry.keyPlace,
+                         "'" + entry.key + "' places one job, so it goes on that job's command line, not in a file " +
+                             "every node and job reads (site defaults are how jobs run: max-restarts, term-timeout, " +
+                             "log-dir, rdzv-conf, ...)");
   }
   return option;
 }
@@ -148,26 +108,26 @@ CLI::Option* siteOption(CLI::App& app, const CLI::ConfigItem& item, const std::s
 SiteSettings applySiteConfig(CLI::App& app, const Environment& env, const FileReader& readFile,
                              const FileProbe& exists) {
   SiteSettings applied;
-  const std::optional<std::vector<CLI::ConfigItem>> items = siteItems(env, readFile, exists, applied.path);
-  if (!items) return applied;
+  const std::optional<std::vector<SiteEntry>> entries = siteEntries(env, readFile, exists, applied.path);
+  if (!entries) return applied;
   const std::set<std::string> given = givenOptions(app);
   const bool driverRun = given.count("--hosts") != 0 || given.count("--hostfile") != 0;
-  for (const CLI::ConfigItem& item : *items) {
-    CLI::Option* option = siteOption(app, item, applied.path);
+  for (const SiteEntry& entry : *entries) {
+    CLI::Option* option = siteOption(app, entry);
     const std::string name = option->get_name();
     if (option->count() != 0 || givenAnotherWay(name, given)) continue;
     if (kDriverOptions.count(name) != 0 && !driverRun) continue;
     try {
       if (option->get_items_expected_max() > 1) {
-        for (const std::string& input : item.inputs) option->add_result(input);  // -x: one name each
+        for (const std::string& value : entry.values) option->add_result(value);  // -x: one name each
       } else {
-        option->add_result(option->get_type_size() == 0 && item.inputs.empty() ? "true" : joinText(item.inputs, ","));
+        option->add_result(joinText(entry.values, ","));
       }
       option->run_callback();
     } catch (const CLI::ParseError& error) {
-      badSetting(applied.path, "'" + item.name + "': " + error.what());
+      throwSiteConfigError(entry.valuePlace, "'" + entry.key + "': " + error.what());
     }
-    applied.options.push_back(name);
+    applied.options.push_back({name, entry.valuePlace});
   }
   return applied;
 }
@@ -175,12 +135,12 @@ SiteSettings applySiteConfig(CLI::App& app, const Environment& env, const FileRe
 std::optional<std::string> siteConfigValue(const std::string& key, const Environment& env, const FileReader& readFile,
                                            const FileProbe& exists) {
   std::string path;
-  const std::optional<std::vector<CLI::ConfigItem>> items = siteItems(env, readFile, exists, path);
-  if (!items) return std::nullopt;
-  for (const CLI::ConfigItem& item : *items) {
-    std::string name = item.name;
+  const std::optional<std::vector<SiteEntry>> entries = siteEntries(env, readFile, exists, path);
+  if (!entries) return std::nullopt;
+  for (const SiteEntry& entry : *entries) {
+    std::string name = entry.key;
     std::replace(name.begin(), name.end(), '_', '-');  // rdzv_conf is rdzv-conf
-    if (name == key) return joinText(item.inputs, ",");
+    if (name == key) return joinText(entry.values, ",");
   }
   return std::nullopt;
 }
@@ -196,9 +156,9 @@ bool namesOption(const std::string& message, const std::string& option) {
 }
 
 Error tracedToSiteConfig(const Error& error, const SiteSettings& settings) {
-  for (const std::string& option : settings.options) {
-    if (namesOption(error.what(), option)) {
-      return Error(error.code(), std::string(error.what()) + " (set in site config " + settings.path + ")");
+  for (const SiteSettings::Setting& setting : settings.options) {
+    if (namesOption(error.what(), setting.option)) {
+      return Error(error.code(), std::string(error.what()) + " (set in site config " + setting.place + ")");
     }
   }
   return error;

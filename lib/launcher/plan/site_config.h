@@ -5,7 +5,11 @@
 //   # /etc/pltrun.toml
 //   max-restarts = 3
 //   term-timeout = 60
-//   rdzv-conf = "join_timeout=900,secret_file=/etc/pltrun/secret"
+//   export = ["NCCL_DEBUG", "HF_HOME"]     # an array: one value each (-x), else "a,b"
+//
+//   [rdzv-conf]                            # the one table: --rdzv-conf's KEY=VALUE pairs
+//   join_timeout = 900                     # rdzv-conf = "join_timeout=900,secret_file=..."
+//   secret_file = "/etc/pltrun/secret"
 //
 // The file is $PLTRUN_CONFIG when that is set (set and empty: no file), else
 // /etc/pltrun.toml when it exists. A flag on the command line wins over its PET_* variable,
@@ -13,6 +17,17 @@
 // job said another way (the job's --devices drops the file's nproc-per-node). Options that
 // place one job (nnodes, hosts, rdzv-endpoint, ...) are refused in it; the driver's own
 // (ssh-port, remote-command, ...) apply only to runs with --hosts/--hostfile.
+//
+// The file is TOML 1.0, read by toml++ (site_config_file.h): every kind of string and its
+// escapes, integers, floats, booleans, arrays of them. A key given twice, an unterminated
+// string, anything else that is not TOML is refused. Tables: [rdzv-conf] (or
+// rdzv-conf.KEY = ..., or an inline table) is rdzv-conf's pairs, because that option is
+// itself a table of settings; any other [section] or dotted key is refused, as sections have
+// nothing to select (a per-host or per-job value is what flags and PET_* are for) and a
+// key read from a section pltrun ignored would look applied when it is not. Dates and arrays
+// of arrays or tables are no option's value and refused. Every error is one line naming the
+// file, the line and column, and the key: "site config /etc/pltrun.toml:3:16: 'max-restarts':
+// ...".
 
 #include <CLI/CLI.hpp>
 #include <optional>
@@ -29,14 +44,19 @@ constexpr const char* kSiteConfigPath = "/etc/pltrun.toml";
 
 /// The options a site file set ("--max-restarts", ...), and the file.
 struct SiteSettings {
+  struct Setting {
+    std::string option;  ///< "--max-restarts"
+    std::string place;   ///< where its value is: "/etc/pltrun.toml:2:16"
+  };
   std::string path;
-  std::vector<std::string> options;
+  std::vector<Setting> options;
 };
 
 /// After the command line and the PET_* variables: sets each option of `app` that is still
 /// unset from the site file's key of the same name (max-restarts or max_restarts; a TOML
-/// array is joined with commas). Throws Error(InvalidArgument) naming the file for a key that
-/// is no option, a [section], a value the option refuses, or a file named by $PLTRUN_CONFIG
+/// array is joined with commas). Throws Error(InvalidArgument) naming the file, line, column
+/// and key for what is not TOML, a key that is no option, a [section] other than
+/// [rdzv-conf], a value the option refuses; naming the file for one named by $PLTRUN_CONFIG
 /// that cannot be read.
 /// Returns what it set, so that a value the plan refuses later can be traced to the file.
 /// `exists` is asked first about the default path, which most machines lack.
@@ -51,7 +71,7 @@ std::optional<std::string> siteConfigValue(const std::string& key, const Environ
 /// Whether `message` names `option` ("--nnodes"), not just a longer one ("--nnodes-foo").
 bool namesOption(const std::string& message, const std::string& option);
 
-/// `error`, with " (set in site config PATH)" when it names an option the file set.
+/// `error`, with " (set in site config PATH:LINE:COLUMN)" when it names an option the file set.
 Error tracedToSiteConfig(const Error& error, const SiteSettings& settings);
 
 }  // namespace pltrun
