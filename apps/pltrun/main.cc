@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     const auto& config = std::get<pltrun::LaunchConfig>(parsed);
-    pltrun::configureLauncherLog(config.quiet);
+    pltrun::configureLauncherLog(config.quiet, config.verbose);
     pltrun::adoptOrphanedDescendants();
     const SweepWhenDone sweep;  // however the launcher ends
     return pltrun::runLauncher(config);

@@ -14,12 +14,14 @@
 #include "launcher/driver/remote_launch.h"
 #include "launcher/net/attempt_store.h"
 #include "launcher/net/host_identity.h"
+#include "launcher/plan/exported_variables.h"
 #include "launcher/plan/gpu_inventory.h"
 #include "launcher/plan/torchrun_flags.h"
 #include "launcher/process/attempt_plan.h"
 #include "launcher/process/file_timer_server.h"
 #include "launcher/process/orphan_guard.h"
 #include "launcher/process/run_directory.h"
+#include "launcher/process/run_events.h"
 #include "launcher/single_node/supervisor.h"
 #include "pltrun/error.h"
 
@@ -118,7 +120,8 @@ int runStaticJob(const LaunchConfig& config, const Environment& inherited, const
   options.stallTimeout = config.stallTimeout;
   options.stackSignal = supervision ? supervision->stackSignal() : 0;
   options.fileTimer = fileTimer.get();
-  if (directory.keepsLogs()) options.eventLogPath = (directory.root() / "events.jsonl").string();
+  options.eventLogPath = directory.eventLogPath();
+  options.runStarted = runStartedFields(config, runId, directory.root().string(), plan.host, layout.workerCount);
   return Supervisor(context, options, guard).run([&attempts](int attempt) { return attempts.workersOf(attempt); });
 }
 
@@ -146,19 +149,15 @@ std::vector<std::vector<int>> numaBindingFor(NumaMode mode, const WorkerLayout& 
   return cpus;
 }
 
-}  // namespace
+// mpirun's -x and --env-file on one node: the workers' environment, and what pltrun reads
+// about them (the GPUs, PYTHON_EXEC), include them.
+Environment withExportedVariables(const Environment& inherited, const RemoteLaunchSettings& settings) {
+  Environment environment = inherited;
+  addExportedVariables(inherited, settings.exports, settings.envFile, environment);
+  return environment;
+}
 
-int runLauncher(const LaunchConfig& config) {
-  if (config.exitWithParent) {
-    // A remote agent: sshd's session process is the parent; when the connection drops it
-    // ends, and SIGTERM stops this agent like any stop signal (workers included).
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() == 1) throw Error(ErrorCode::Network, "the connection that started this agent is gone already");
-  }
-  if (config.slurmSummary) spdlog::info("{}", *config.slurmSummary);
-  const Environment inherited = currentEnvironment();
-  if (const std::string notice = healthCheckPortNotice(inherited); !notice.empty()) spdlog::info("{}", notice);
-  if (!config.remote.hosts.empty()) return runDriver(config, inherited);
+int runOnThisNode(const LaunchConfig& config, const Environment& inherited) {
   const ProgramCommand command = resolveProgramCommand(config, lookup(inherited, "PYTHON_EXEC").value_or("python3"),
                                                        lookup(inherited, "PATH").value_or(""));
 
@@ -180,6 +179,22 @@ int runLauncher(const LaunchConfig& config) {
         ElasticJob{config, inherited, command, layout, config.runId.empty() ? "none" : config.runId});
   }
   return runStaticJob(config, inherited, command, layout, runId);
+}
+
+}  // namespace
+
+int runLauncher(const LaunchConfig& config) {
+  if (config.exitWithParent) {
+    // A remote agent: sshd's session process is the parent; when the connection drops it
+    // ends, and SIGTERM stops this agent like any stop signal (workers included).
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() == 1) throw Error(ErrorCode::Network, "the connection that started this agent is gone already");
+  }
+  if (config.slurmSummary) spdlog::info("{}", *config.slurmSummary);
+  const Environment inherited = currentEnvironment();
+  if (const std::string notice = healthCheckPortNotice(inherited); !notice.empty()) spdlog::info("{}", notice);
+  if (!config.remote.hosts.empty()) return runDriver(config, inherited);
+  return runOnThisNode(config, withExportedVariables(inherited, config.remote));
 }
 
 }  // namespace pltrun

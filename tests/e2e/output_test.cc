@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "helpers/child_process.h"
+#include "helpers/json_lines.h"
 
 using namespace pltrun::test;
 
@@ -190,4 +191,47 @@ TEST_CASE("a second run with the same id gets a directory of its own, the first 
   Finished third = runPltrun({"--log-dir", logs.path(), "--rdzv-id", "demo", "/bin/sh", "-c", "echo third"});
   REQUIRE(third.status == 0);
   CHECK(readFile(logs / "demo.3/attempt_0/0/stdout.log") == "third\n");
+  // latest: the newest run's directory, relative so the tree can move.
+  CHECK(std::filesystem::read_symlink(logs / "latest") == "demo.3");
+  CHECK(readFile(logs / "latest/attempt_0/0/stdout.log") == "third\n");
+}
+
+TEST_CASE("a file of the user's named latest in --log-dir is never replaced by the link", "[output][logs]") {
+  TempDir logs;
+  std::ofstream(logs / "latest") << "my notes\n";
+  Finished run = runPltrun({"--log-dir", logs.path(), "--rdzv-id", "mine", "/bin/true"});
+  REQUIRE(run.status == 0);
+  CHECK(readFile(logs / "latest") == "my notes\n");
+  CHECK(std::filesystem::is_directory(logs / "mine"));
+}
+
+TEST_CASE("a single-node run's events.jsonl says where its files are, every worker's start and end, schema 1",
+          "[output][logs][events]") {
+  TempDir logs;
+  Finished run = runPltrun({"--nproc-per-node", "2", "--max-restarts", "1", "--log-dir", logs.path(), "--rdzv-id", "ev",
+                            "/bin/sh", "-c", "[ \"$RANK$TORCHELASTIC_RESTART_COUNT\" != 10 ]"});
+  INFO(run.err);
+  REQUIRE(run.status == 0);  // rank 1 failed in attempt 0; attempt 1 succeeded
+  const std::vector<nlohmann::json> events = readJsonLines(logs / "ev/events.jsonl");
+  REQUIRE(events.size() >= 2);
+  for (const nlohmann::json& event : events) CHECK(event["schema"] == 1);
+  CHECK(events.front()["event"] == "run_started");
+  CHECK(events.front()["directory"] == logs / "ev");
+  CHECK(events.front()["run_id"] == "ev");
+  CHECK(events.front()["workers"] == 2);
+  CHECK(events.back()["event"] == "job_finished");
+  CHECK(events.back()["status"] == 0);
+  std::map<std::string, int> counted;
+  for (const nlohmann::json& event : events) counted[event["event"].get<std::string>()] += 1;
+  CHECK(counted["worker_started"] == 4);  // 2 workers, 2 attempts
+  CHECK(counted["restart"] == 1);
+  bool failureSeen = false;
+  for (const nlohmann::json& event : events) {
+    if (event["event"] != "worker_exited" || event["status"] == 0) continue;
+    failureSeen = true;
+    CHECK(event["rank"] == 1);
+    CHECK(event["attempt"] == 0);
+    CHECK(event["exit_code"] == 1);
+  }
+  CHECK(failureSeen);
 }

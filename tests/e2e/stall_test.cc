@@ -11,20 +11,12 @@
 #include "e2e/elastic_job.h"
 #include "e2e/torch_runtimes.h"
 #include "helpers/child_process.h"
+#include "helpers/json_lines.h"
 
 using namespace pltrun::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::vector<std::string> splitLines(const std::string& text) {
-  std::vector<std::string> lines;
-  size_t start = 0;
-  for (size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
-    lines.push_back(text.substr(start, end - start));
-  }
-  return lines;
-}
 
 // A Python worker (Debian's python3, no torch needed) given as `-c` source.
 std::vector<std::string> python(const std::string& source) { return {"--no-python", "/usr/bin/python3", "-c", source}; }
@@ -85,11 +77,11 @@ TEST_CASE("stall: a silent rank is named, its stack shown, the job exits 124 wit
   CHECK(contains(run.err, "culprit: rank 1 is behind: progress counter 3"));
   CHECK(contains(run.err, "line 6 in wait_forever"));  // its Python stack: file, line, function
   const nlohmann::json report = nlohmann::json::parse(readFile(logs / "hang/failure.json"));
+  CHECK(report["schema"] == 1);  // docs/EVENTS.md
   CHECK(report["root_cause"]["rank"] == 1);
   CHECK(report["root_cause"]["stall"]["culprits"] == nlohmann::json::array({1}));
   bool eventSeen = false;
-  for (const std::string& line : splitLines(readFile(logs / "hang/events.jsonl"))) {
-    const nlohmann::json event = nlohmann::json::parse(line);
+  for (const nlohmann::json& event : readJsonLines(logs / "hang/events.jsonl")) {
     if (event["event"] != "stall_detected") continue;
     eventSeen = true;
     for (const auto& rank : event["ranks"]) {

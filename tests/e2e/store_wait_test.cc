@@ -1,7 +1,8 @@
-// An agent whose rendezvous store is not up yet (its host's agent has not started) waits
-// visibly and can be stopped: a line saying what it waits for and for how long, a line
-// every 5 s, and SIGINT or SIGTERM end the wait at once with 128 + signal, though the
-// event loop that handles signals during the job does not run yet.
+// Waits that say what they wait for and end on a signal (issue 29): an agent whose
+// rendezvous store is not up yet (its host's agent has not started) and a driver whose
+// agents have not started: a line saying what it waits for and for how long, a line every
+// 5 s, and SIGINT or SIGTERM end the wait at once with 128 + signal. Something listening on
+// the endpoint that is not a store is named as such.
 
 #include <netinet/in.h>
 #include <signal.h>
@@ -11,8 +12,10 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <string>
+#include <thread>
 
 #include "helpers/child_process.h"
+#include "helpers/loopback_listener.h"
 
 using namespace pltrun::test;
 using namespace std::chrono_literals;
@@ -61,4 +64,46 @@ TEST_CASE("an agent waiting for its store says so every 5 s and stops at once on
   CHECK(took < 3s);  // the retries' pause is at most a second
   CHECK(end.err.find("stopped by signal " + std::to_string(stop) + " while waiting for the store at") !=
         std::string::npos);
+}
+
+TEST_CASE("something on the endpoint's port that is not a store is named as such, at once", "[elastic][wait]") {
+  const bool answers = GENERATE(false, true);  // silent after accepting; an HTTP server's answer
+  LoopbackListener notAStore;                  // the kernel accepts into its backlog
+  std::thread server;
+  if (answers) {
+    server = std::thread([&notAStore] {
+      const int connection = accept(notAStore.fd(), nullptr, nullptr);
+      if (connection < 0) return;
+      const std::string reply = "HTTP/1.1 400 Bad Request\r\n\r\n";
+      (void)!write(connection, reply.data(), reply.size());
+      close(connection);
+    });
+  }
+  TempDir dir;
+  const std::string endpoint = "127.0.0.1:" + std::to_string(notAStore.port());
+  Finished end = runPltrun(
+      {"--nnodes", "1:2", "--rdzv-endpoint", endpoint, "--rdzv-conf", "is_host=false,join_timeout=60", "/bin/true"},
+      {"TMPDIR=" + dir.path()});
+  if (server.joinable()) server.join();
+  INFO(end.err);
+  CHECK(end.status == 1);
+  CHECK(end.err.find(endpoint + " answered but is not a TCPStore") != std::string::npos);
+  CHECK(end.err.find("--rdzv-endpoint") != std::string::npos);
+}
+
+TEST_CASE("a driver whose agents do not start says what it waits for every 5 s and stops at once on SIGINT",
+          "[remote][wait]") {
+  TempDir dir;
+  // An agent that never starts: the "remote command" sleeps instead of running pltrun.
+  ChildProcess driver(
+      pltrunCommand({"--hosts", "localhost:1", "--remote-command", "sh -c 'sleep 60' {host}", "/bin/true"}),
+      {"TMPDIR=" + dir.path()});
+  REQUIRE(driver.waitForStderr("waiting up to 600.0 s (join_timeout) for the 1 agents to start on localhost", 20s));
+  REQUIRE(driver.waitForStderr("still waiting for the agents after 5.0 s: 0 of 1 joined", 20s));
+  const auto sent = std::chrono::steady_clock::now();
+  driver.signal(SIGINT);
+  Finished end = driver.wait(10s);
+  INFO(end.err);
+  CHECK(end.status == 130);
+  CHECK(std::chrono::steady_clock::now() - sent < 1s);
 }

@@ -65,6 +65,10 @@ std::string jsonString(const std::string& text) {
   return quoted + "\"";
 }
 
+// DeepSpeed's launcher (and pltrun under its words) puts --local_rank=N before the
+// program's own arguments: recorded, then skipped.
+std::string localRankArgument;
+
 std::string environmentJson() {
   const char* names[] = {"RANK",
                          "LOCAL_RANK",
@@ -97,6 +101,7 @@ std::string environmentJson() {
     if (json.size() > 1) json += ",";
     json += jsonString(name) + ":" + jsonString(value);
   }
+  if (!localRankArgument.empty()) json += ",\"local_rank_argument\":" + jsonString(localRankArgument);
   json += ",\"pid\":" + std::to_string(getpid()) + ",\"pgid\":" + std::to_string(getpgrp()) + "}";
   return json;
 }
@@ -210,6 +215,11 @@ int progress(int steps) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]).rfind("--local_rank=", 0) == 0) {
+    localRankArgument = argv[1];
+    --argc;
+    ++argv;  // argv[0] is not read below
+  }
   if (argc < 2) {
     fprintf(stderr, "usage: pltrun_test_worker MODE [ARGS...]\n");
     return 64;

@@ -352,7 +352,9 @@ void TcpStore::ping() {
   std::uint32_t nonce = impl_->random();
   impl_->send(request(Command::Ping, {}, {}, nonce), "PING");
   if (impl_->receiveInteger<std::uint32_t>("PING") != nonce) {
-    impl_->fail(SocketStream::Status::Failed, "PING (wrong echo)");
+    impl_->socket.close();  // out of step with whatever answered
+    throw Error(ErrorCode::Protocol,
+                "store " + impl_->endpoint() + ": PING: the reply is not the echo a TCPStore sends");
   }
 }
 

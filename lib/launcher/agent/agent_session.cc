@@ -5,6 +5,7 @@
 
 #include "launcher/net/etcd_access.h"
 #include "launcher/net/host_identity.h"
+#include "launcher/process/run_events.h"
 #include "pltrun/error.h"
 #include "rendezvous/store/host_port_text.h"
 #include "rendezvous/store/seconds_text.h"
@@ -17,6 +18,8 @@ namespace {
 // How long a connection to a store that was up may take to re-make.
 constexpr std::chrono::milliseconds kReconnectTimeout{2000};
 constexpr std::chrono::milliseconds kReportEvery{5000};  // a line while a wait goes on
+// A TCPStore answers a PING at once; a listener that is no store may never.
+constexpr std::chrono::milliseconds kProbeReplyTimeout{5000};
 
 // How long the round watcher waits for any one reply before it declares the store lost.
 std::chrono::milliseconds fenceDeadline(const RendezvousSettings& settings) {
@@ -33,8 +36,9 @@ AgentSession::AgentSession(const ElasticJob& job)
       host(localHostName()),
       agentId(host + ":" + std::to_string(getpid()) + ":" + randomHexId()),
       directory(job.config, job.runId, host + "_" + std::to_string(getpid())),
-      events(directory.keepsLogs() ? std::optional<std::string>((directory.root() / "events.jsonl").string())
-                                   : std::nullopt) {
+      events(directory.eventLogPath()) {
+  events.write("run_started",
+               runStartedFields(job.config, job.runId, directory.root().string(), host, job.layout.workerCount));
   if (onEtcd()) {
     connectToEtcd();
   } else {
@@ -94,18 +98,34 @@ void AgentSession::connect() {
         "give every agent the same --rdzv-conf secret_file=PATH or PLTRUN_SECRET_FILE (docs/SECURITY.md)",
         settings.endpointHost, storeOptions.port);
   }
+  std::unique_ptr<TcpStore> probe;
   try {
-    TcpStore probe(waitingForTheStore());  // waits up to read_timeout for the store's host to come up
+    probe = std::make_unique<TcpStore>(waitingForTheStore());  // up to read_timeout for the store's host to start
   } catch (const Error& error) {
     if (error.code() == ErrorCode::PermissionDenied) throw Error(error.code(), error.what() + refusedStoreAdvice());
     throw Error(error.code(), std::string(error.what()) +
                                   "; start pltrun on the endpoint's host first (it hosts the store), or check "
                                   "--rdzv-endpoint");
   }
+  if (!hosted) requireTcpStore(*probe);  // our own store is served by this thread's loop, not yet running
   // From now on the store is known to be up: a connection that breaks means its host is
   // gone, and reconnecting gets a short try only, so an agent never hangs on a dead store.
   storeOptions.connectTimeout = kReconnectTimeout;
   store = std::make_unique<TcpStore>(storeOptions);
+}
+
+// Something that accepts connections on the endpoint's port is not yet a store (a web
+// server, another service, a port that is not the one the hosting agent printed): one
+// PING, which every TCPStore answers at once, tells them apart before the rendezvous reads
+// its silence or its garbage as a lost store.
+void AgentSession::requireTcpStore(TcpStore& store) const {
+  try {
+    store.ping();
+  } catch (const Error& error) {
+    throw Error(ErrorCode::Network, rdzv::hostPortText(settings.endpointHost, storeOptions.port) +
+                                        " answered but is not a TCPStore (a PING got: " + error.what() +
+                                        "); check that --rdzv-endpoint names the port the hosting agent printed");
+  }
 }
 
 // The first connection to the store, whose host may not be up yet: a wait that says what it
@@ -114,7 +134,8 @@ void AgentSession::connect() {
 TcpStoreOptions AgentSession::waitingForTheStore() {
   runner.catchSignals();
   TcpStoreOptions options = storeOptions;
-  if (hosted) return options;  // our own store: up already
+  options.timeout = std::min(options.timeout, kProbeReplyTimeout);  // the probe's PING, and no request after
+  if (hosted) return options;                                       // our own store: up already
   spdlog::info("waiting up to {} s for {} (the agent on the endpoint's host starts it); Ctrl-C stops",
                rdzv::secondsText(options.connectTimeout), storeName);
   options.betweenAttempts = [this, next = kReportEvery](std::chrono::milliseconds waited) mutable {
@@ -227,24 +248,7 @@ GroupSettings AgentSession::groupSettings(int round) {
   group.stallTimeout = job.config.stallTimeout;
   group.stackSignal = supervision.stackSignal();
   group.unexplainedStallGrace = kUnexplainedStallGrace;
-  group.onStall = [this, round](const StallReport& report) {
-    nlohmann::json fields = report.json();
-    fields["round"] = round;
-    events.write("stall_detected", fields);
-  };
-  group.onWorkerStarted = [this, round](const WorkerSpec& spec, pid_t pid) {
-    events.write("worker_started",
-                 {{"round", round}, {"rank", spec.rank}, {"local_rank", spec.localRank}, {"pid", pid}});
-  };
-  group.onWorkerExited = [this, round](const WorkerSpec& spec, pid_t pid, const ProcessEnd& end) {
-    nlohmann::json fields = {{"round", round}, {"rank", spec.rank},           {"local_rank", spec.localRank},
-                             {"pid", pid},     {"status", end.shellStatus()}, {"description", end.describe()}};
-    if (end.signal != 0)
-      fields["signal"] = end.signal;
-    else
-      fields["exit_code"] = end.exitCode;
-    events.write("worker_exited", fields);
-  };
+  recordWorkerEvents(group, events, {{"round", round}});
   return group;
 }
 

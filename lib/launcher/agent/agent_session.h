@@ -85,6 +85,7 @@ struct AgentSession {
  private:
   void connect();
   TcpStoreOptions waitingForTheStore();
+  void requireTcpStore(TcpStore& store) const;
   void connectToEtcd();
   rdzv::NodeDescriptor describeSelf() const;
   void openRendezvous(const rdzv::NodeDescriptor& self);

@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "launcher/driver/start_progress.h"
 #include "launcher/net/host_identity.h"
 #include "launcher/net/rendezvous_host.h"
+#include "launcher/plan/exported_variables.h"
 #include "launcher/plan/program_command.h"
 #include "launcher/plan/rendezvous_flags.h"
 #include "launcher/plan/shell_words.h"
@@ -141,6 +143,8 @@ std::vector<std::string> agentArguments(const LaunchConfig& config, const HostSl
   if (config.logDir) args.insert(args.end(), {"--log-dir", *config.logDir});
   if (!config.prefixOutput) args.push_back("--no-prefix");
   if (config.quiet) args.push_back("--quiet");
+  if (config.verbose) args.push_back("--verbose");
+  if (config.localRankArgument) args.push_back("--pass-local-rank");
   if (!config.agentStore) args.push_back("--no-agent-store");
   if (config.programKind == ProgramKind::Module) args.push_back("--module");
   if (config.programKind == ProgramKind::NoPython) args.push_back("--no-python");
@@ -158,105 +162,20 @@ std::string jobSecret(const RendezvousSettings& settings) {
   return rdzv::toHex(rdzv::randomBytes(32));
 }
 
-void requireVariableName(const std::string& name, const std::string& where) {
-  if (isVariableName(name)) return;
-  throw Error(ErrorCode::InvalidArgument,
-              where + ": '" + name + "' is not a variable name (a letter or _, then letters, digits or _)");
+// The driver's own client of the store it hosts (start_progress.h reads the joins there).
+TcpStoreOptions driverStoreClient(const rdzv::StoreServerOptions& server, int port) {
+  TcpStoreOptions client;
+  client.host = server.host;
+  client.port = port;
+  client.secret = server.secret;
+  client.authContext = server.context;
+  return client;
 }
 
-// A double-quoted part of an env file's value from `at` (just past the opening quote), with
-// a backslash before " \ $ or ` dropped, as a shell does; `at` ends past the closing quote.
-// No expansion.
-std::string doubleQuoted(std::string_view value, size_t& at, const std::string& where) {
-  std::string text;
-  while (at < value.size()) {
-    const char next = value[at];
-    if (next == '"') {
-      ++at;
-      return text;
-    }
-    if (next == '\\' && at + 1 < value.size() &&
-        std::string_view("\"\\$`").find(value[at + 1]) != std::string_view::npos) {
-      text += value[at + 1];
-      at += 2;
-      continue;
-    }
-    text += next;
-    ++at;
-  }
-  throw Error(ErrorCode::InvalidArgument,
-              where + ": the value's \" quote is not closed on its line (one line per variable)");
-}
-
-// An env file's value as a shell reads one word: 'single' and "double" quoted parts and
-// backslash escapes, joined ('it'\''s' is it's); a value without quotes or backslashes as
-// it is written (spaces included). No $ expansion. What follows unquoted blanks must be a
-// comment.
-std::string unquotedValue(std::string_view value, const std::string& where) {
-  if (value.find_first_of("'\"\\") == std::string_view::npos) return std::string(value);
-  std::string text;
-  for (size_t at = 0; at < value.size();) {
-    const char next = value[at];
-    if (next == '\'') {
-      const size_t close = value.find('\'', at + 1);
-      if (close == std::string_view::npos) {
-        throw Error(ErrorCode::InvalidArgument,
-                    where + ": the value's ' quote is not closed on its line (one line per variable)");
-      }
-      text += value.substr(at + 1, close - at - 1);
-      at = close + 1;
-    } else if (next == '"') {
-      ++at;
-      text += doubleQuoted(value, at, where);
-    } else if (next == '\\') {
-      if (at + 1 == value.size()) throw Error(ErrorCode::InvalidArgument, where + ": the value ends in a backslash");
-      text += value[at + 1];
-      at += 2;
-    } else if (next == ' ' || next == '\t') {
-      const std::string_view rest = trimSpaces(value.substr(at));
-      if (!rest.empty() && rest.front() != '#') {
-        throw Error(ErrorCode::InvalidArgument, where + ": unquoted blanks in the value; quote all of it");
-      }
-      break;
-    } else {
-      text += next;
-      ++at;
-    }
-  }
-  return text;
-}
-
-// KEY=VALUE lines (blank lines, # comments, `export K=V` and shell quoting allowed) into
-// `variables`; `path` names the file in errors, with the line number.
-void readEnvFile(std::istream& file, const std::string& path, Environment& variables) {
-  std::string line;
-  for (int number = 1; std::getline(file, line); ++number) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find('\0') != std::string::npos) {
-      throw Error(ErrorCode::InvalidArgument,
-                  path + ":" + std::to_string(number) + ": a NUL byte, which no environment variable can hold");
-    }
-    std::string_view text = trimSpaces(line);
-    if (text.empty() || text.front() == '#') continue;
-    if (text.rfind("export ", 0) == 0) text = trimSpaces(text.substr(7));
-    const size_t equals = text.find('=');
-    std::string name(trimSpaces(text.substr(0, equals == std::string_view::npos ? 0 : equals)));
-    const std::string where = path + ":" + std::to_string(number);
-    if (equals == std::string_view::npos || name.empty() || name.find_first_of(" \t") != std::string::npos) {
-      throw Error(ErrorCode::InvalidArgument, where + ": expected KEY=VALUE, got '" + std::string(text) + "'");
-    }
-    requireVariableName(name, where);
-    variables[name] = unquotedValue(text.substr(equals + 1), where);
-  }
-}
-
-// An env file that is read only when it exists (DeepSpeed's .deepspeed_env).
-void readEnvFileIfPresent(const std::string& path, Environment& variables) {
-  std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error)) return;
-  std::ifstream file(path);
-  if (!file) throw Error(ErrorCode::InvalidArgument, path + ": cannot be read");
-  readEnvFile(file, path, variables);
+std::vector<std::string> hostNamesOf(const std::vector<HostSlots>& hosts) {
+  std::vector<std::string> names;
+  for (const HostSlots& host : hosts) names.push_back(host.host);
+  return names;
 }
 
 }  // namespace
@@ -275,24 +194,7 @@ Environment forwardedEnvironment(const Environment& inherited, const RemoteLaunc
     readEnvFileIfPresent(home->second + "/" + deepspeedFile, forwarded);
   }
   readEnvFileIfPresent(deepspeedFile, forwarded);
-  for (const std::string& item : remote.exports) {
-    const size_t equals = item.find('=');
-    requireVariableName(item.substr(0, equals), "-x " + item);
-    if (equals != std::string::npos) {
-      forwarded[item.substr(0, equals)] = item.substr(equals + 1);
-      continue;
-    }
-    auto found = inherited.find(item);
-    if (found == inherited.end()) {
-      throw Error(ErrorCode::InvalidArgument, "-x " + item + ": not set here; set it, or give -x " + item + "=VALUE");
-    }
-    forwarded[item] = found->second;
-  }
-  if (remote.envFile) {
-    std::ifstream file(*remote.envFile);
-    if (!file) throw Error(ErrorCode::InvalidArgument, "--env-file " + *remote.envFile + ": cannot be read");
-    readEnvFile(file, *remote.envFile, forwarded);
-  }
+  addExportedVariables(inherited, remote.exports, remote.envFile, forwarded);
   return forwarded;
 }
 
@@ -491,7 +393,12 @@ int runDriver(const LaunchConfig& config, const Environment& inherited) {
   settings.stopDelayAfterFailure = kStopDelayAfterFailure;
   WorkerGroup group(context, runner.console(), guard, settings);
   runner.listen();
-  return driverStatus(runner.run(group, specs), remote);
+  AgentStartProgress progress(context, driverStoreClient(storeOptions, store.port()), runId, hostNamesOf(remote.hosts),
+                              config.rdzv.joinTimeout);
+  progress.start();
+  const GroupOutcome outcome = runner.run(group, specs);
+  progress.stop();
+  return driverStatus(outcome, remote);
 }
 
 }  // namespace pltrun

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 
+#include "launcher/plan/deepspeed_flags.h"
 #include "launcher/plan/flag_declarations.h"
 #include "launcher/plan/foreign_spellings.h"
 #include "launcher/plan/node_flags.h"
@@ -52,7 +53,23 @@ void applyOutputFlags(const RawFlags& raw, LaunchConfig& config) {
     config.localRanksFilter = parseLocalRanksFilter("--local-ranks-filter", raw.localRanksFilter);
   }
   config.prefixOutput = !raw.noPrefix;
+  if (raw.quiet && raw.verbose) {
+    throw Error(ErrorCode::InvalidArgument, "-q/--quiet and --verbose contradict each other; give one");
+  }
   config.quiet = raw.quiet;
+  config.verbose = raw.verbose;
+}
+
+// mpirun's and horovodrun's words that pltrun accepts where they cannot change anything,
+// and horovodrun's --start-timeout, which is the nodes' time to meet.
+void applyForeignLauncherFlags(const RawFlags& raw, LaunchConfig& config) {
+  if (!raw.bindTo.empty() && raw.bindTo != "none") {
+    throwInvalidFlag("--bind-to", raw.bindTo,
+                     "pltrun binds no worker to cores unless asked: only none is accepted; to place workers near "
+                     "their GPU use --numa-binding node");
+  }
+  if (!raw.startTimeout.empty()) config.rdzv.joinTimeout = parseSecondsFlag("--start-timeout", raw.startTimeout);
+  config.localRankArgument = passesLocalRankArgument(raw);
 }
 
 void applySupervisionFlags(const RawFlags& raw, LaunchConfig& config) {
@@ -118,11 +135,12 @@ const CLI::Option* optionByPrefix(const CLI::App& app, const std::string& name) 
 // Before CLI11 reads pltrun's own options (never the program's, after PROGRAM): horovodrun's
 // and mpirun's spellings ("-np N", -hostfile, ...) become pltrun's (foreign_spellings.h),
 // and an abbreviated long option is spelled out as torchrun would read it.
-void normalizeLauncherOptions(std::vector<std::string>& args, const CLI::App& app) {
+void normalizeLauncherOptions(std::vector<std::string>& args, const CLI::App& app, const FileReader& readFile) {
   for (size_t at = 0; at < args.size(); ++at) {
     std::string& arg = args[at];
-    if (arg == "--" || arg.size() < 2 || arg.front() != '-') return;  // PROGRAM starts here
-    if (auto ours = pltrunSpelling(arg, app)) arg = *ours;            // -np, -hostfile, -host, -n
+    if (arg == "--" || arg.size() < 2 || arg.front() != '-') return;             // PROGRAM starts here
+    if (auto hostfile = hostfileFromDashH(args, at, readFile)) arg = *hostfile;  // DeepSpeed's -H FILE
+    if (auto ours = pltrunSpelling(arg, app)) arg = *ours;                       // -np, -hostfile, -host, -n
     const size_t equals = arg.find('=');
     const std::string name = arg.substr(0, equals);
     const CLI::Option* option = app.get_option_no_throw(name);
@@ -173,8 +191,12 @@ LaunchConfig buildConfig(RawFlags raw, const std::vector<std::string>& command, 
   if (!raw.totalProcesses.empty() && raw.hosts.empty() && raw.hostfile.empty()) applyTotalOnOneNode(raw, config);
   if (!raw.devices.empty()) config.devices = parseDeviceSelection(raw.devices);
   if (!raw.runIdAlias.empty()) raw.runId = raw.runIdAlias;
-  if (raw.hosts.empty() && raw.hostfile.empty()) applySlurmDefaults(raw, config, env, readFile);
+  if (raw.hosts.empty() && raw.hostfile.empty()) {
+    applyDeepSpeedOnOneNode(raw, config);
+    applySlurmDefaults(raw, config, env, readFile);
+  }
   applyNodeFlags(raw, config, env);
+  applyForeignLauncherFlags(raw, config);
   applyRemoteFlags(raw, config, readFile);
   // The first node of a Slurm job hosts the store, whatever its name resolves to.
   if (config.slurmSummary && config.rdzv.nodeRankHint && !config.rdzv.isHost)
@@ -204,7 +226,7 @@ std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const 
   SiteSettings siteSettings;
   std::vector<std::pair<std::string, std::string>> fromVariables;
   std::vector<std::string> args(argv + 1, argv + argc);
-  normalizeLauncherOptions(args, app);
+  normalizeLauncherOptions(args, app, readFile);
   std::reverse(args.begin(), args.end());  // CLI11 takes the arguments in reverse order
   try {
     app.parse(args);

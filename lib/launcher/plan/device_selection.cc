@@ -1,5 +1,6 @@
 #include "launcher/plan/device_selection.h"
 
+#include <algorithm>
 #include <set>
 
 #include "launcher/plan/text_parsing.h"
@@ -31,10 +32,10 @@ std::vector<long long> indexList(const std::string& value, std::string_view list
   return indices;
 }
 
-std::vector<int> firstGpus(const std::string& value, long long count, int visibleGpuCount) {
+std::vector<int> firstGpus(const DeviceSelection& selection, long long count, int visibleGpuCount) {
   if (count > visibleGpuCount) {
     throwInvalidFlag(
-        kFlag, value,
+        selection.flag, selection.spelled,
         "asks for " + std::to_string(count) + " GPUs but " + std::to_string(visibleGpuCount) + " are visible");
   }
   std::vector<int> indices;
@@ -42,17 +43,26 @@ std::vector<int> firstGpus(const std::string& value, long long count, int visibl
   return indices;
 }
 
-std::vector<int> listedGpus(const DeviceSelection& selection, int visibleGpuCount) {
-  std::vector<int> indices;
+void requireVisible(const DeviceSelection& selection, int visibleGpuCount) {
   for (long long index : selection.indices) {
     if (index >= visibleGpuCount) {
       throwInvalidFlag(
-          kFlag, selection.spelled,
+          selection.flag, selection.spelled,
           "GPU " + std::to_string(index) + " is not visible (" + std::to_string(visibleGpuCount) + " GPUs visible)");
     }
-    indices.push_back(static_cast<int>(index));
   }
-  return indices;
+}
+
+std::vector<int> gpusBut(const DeviceSelection& selection, int visibleGpuCount) {
+  requireVisible(selection, visibleGpuCount);
+  std::vector<int> kept;
+  for (int index = 0; index < visibleGpuCount; ++index) {
+    if (std::find(selection.indices.begin(), selection.indices.end(), index) == selection.indices.end()) {
+      kept.push_back(index);
+    }
+  }
+  if (kept.empty()) throwInvalidFlag(selection.flag, selection.spelled, "excludes every visible GPU");
+  return kept;
 }
 
 }  // namespace
@@ -79,6 +89,15 @@ DeviceSelection parseDeviceSelection(const std::string& value) {
   return selection;
 }
 
+DeviceSelection allDevicesBut(const std::vector<int>& indices, const std::string& flag, const std::string& spelled) {
+  DeviceSelection selection;
+  selection.kind = DeviceSelection::Kind::AllBut;
+  selection.indices.assign(indices.begin(), indices.end());
+  selection.flag = flag;
+  selection.spelled = spelled;
+  return selection;
+}
+
 DeviceSelection listedDevices(const std::vector<int>& indices) {
   DeviceSelection selection;
   selection.kind = DeviceSelection::Kind::Listed;
@@ -94,6 +113,7 @@ std::string deviceSelectionText(const DeviceSelection& selection) {
     case DeviceSelection::Kind::First:
       return std::to_string(selection.count);
     case DeviceSelection::Kind::Listed:
+    case DeviceSelection::Kind::AllBut:
       break;
   }
   std::string text;
@@ -104,14 +124,19 @@ std::string deviceSelectionText(const DeviceSelection& selection) {
 std::vector<int> selectDevices(const DeviceSelection& selection, int visibleGpuCount) {
   switch (selection.kind) {
     case DeviceSelection::Kind::All:
-      if (visibleGpuCount == 0) throwInvalidFlag(kFlag, selection.spelled, "asks for every GPU but none is visible");
-      return firstGpus(selection.spelled, visibleGpuCount, visibleGpuCount);
+      if (visibleGpuCount == 0) {
+        throwInvalidFlag(selection.flag, selection.spelled, "asks for every GPU but none is visible");
+      }
+      return firstGpus(selection, visibleGpuCount, visibleGpuCount);
     case DeviceSelection::Kind::First:
-      return firstGpus(selection.spelled, selection.count, visibleGpuCount);
+      return firstGpus(selection, selection.count, visibleGpuCount);
+    case DeviceSelection::Kind::AllBut:
+      return gpusBut(selection, visibleGpuCount);
     case DeviceSelection::Kind::Listed:
       break;
   }
-  return listedGpus(selection, visibleGpuCount);
+  requireVisible(selection, visibleGpuCount);
+  return {selection.indices.begin(), selection.indices.end()};
 }
 
 std::string cudaVisibleDevicesFor(const std::vector<int>& selected, const std::vector<std::string>& visibleIds) {

@@ -17,11 +17,13 @@ struct DeviceSelection {
     First,   ///< the first `count` GPUs ("3"); 0: no GPU at all ("0")
     All,     ///< every visible GPU ("-1")
     Listed,  ///< these GPUs, in this order ("1, 3", "[2]", "0,")
+    AllBut,  ///< every visible GPU except `indices` (DeepSpeed's --exclude localhost:1)
   };
   Kind kind = Kind::First;
   long long count = 0;             ///< First: as written, not yet compared with the visible GPUs
   std::vector<long long> indices;  ///< Listed: as written, no duplicates, none negative
   std::string spelled;             ///< the flag's text as given: errors quote the user's own words
+  std::string flag = "--devices";  ///< the flag the user typed (--include for DeepSpeed's form)
 
   /// Equal when they select the same GPUs, however spelled.
   bool operator==(const DeviceSelection& other) const {
@@ -37,12 +39,17 @@ DeviceSelection parseDeviceSelection(const std::string& value);
 /// The selection of these GPU indices (--include host:0,2 hands them to the host's agent).
 DeviceSelection listedDevices(const std::vector<int>& indices);
 
+/// Every visible GPU but these (DeepSpeed's --exclude localhost:1 on one node); `flag` and
+/// `spelled` name what the user typed, for errors.
+DeviceSelection allDevicesBut(const std::vector<int>& indices, const std::string& flag, const std::string& spelled);
+
 /// The flag text that parses back to `selection` ("3", "-1", "1,3"; one listed GPU is
 /// written "2,", since "2" would be a count): what the driver forwards to its agents.
+/// AllBut has no --devices text: it is resolved on the node that reads it.
 std::string deviceSelectionText(const DeviceSelection& selection);
 
 /// The GPU indices `selection` picks among `visibleGpuCount` GPUs, in its order; empty means
-/// "no GPU". Throws InvalidArgument naming --devices for GPUs that are not there.
+/// "no GPU". Throws InvalidArgument naming the selection's flag for GPUs that are not there.
 std::vector<int> selectDevices(const DeviceSelection& selection, int visibleGpuCount);
 
 /// The CUDA_VISIBLE_DEVICES value that exposes `selected` (indices into `visibleIds`, the

@@ -88,6 +88,9 @@ void declareWorkerAndNodeFlags(FlagDeclarer& declare, RawFlags& raw) {
   declare.valued("np", raw.totalProcesses,
                  "horovodrun's and mpirun's -np N: N workers in all; on one node, --nproc-per-node N; with "
                  "--hosts/--hostfile, the first N slots in host order");
+  declare.valued("num-gpus", raw.numGpus,
+                 "DeepSpeed's: GPUs per node; on one node N workers on GPUs 0..N-1, with hosts at most N slots each "
+                 "(and --local_rank=N is passed, unless --no_local_rank)");
   declare.section("Several nodes (static or elastic)");
   declare.valued("nnodes", raw.nnodes,
                  "number of nodes: N, or MIN:MAX for an elastic job (c10d rendezvous) (default 1)");
@@ -112,6 +115,8 @@ void declareWorkerAndNodeFlags(FlagDeclarer& declare, RawFlags& raw) {
                  "expected_hosts (the nodes to name while waiting: a,b or gpu-[01-08]), node_name; "
                  "etcd: also etcd_prefix, user, password_file, protocol (http or https), cacert, cert, key");
   declare.valued("local-addr", raw.localAddr, "this node's address as the other nodes reach it (default: detected)");
+  declare.valued("start-timeout", raw.startTimeout,
+                 "horovodrun's: seconds the nodes get to start and meet (the rendezvous' join_timeout)");
   declare.valued("role", raw.role, "ROLE_NAME of the workers (default 'default')");
 }
 
@@ -132,6 +137,7 @@ void declareOutputAndProgramFlags(FlagDeclarer& declare, RawFlags& raw) {
                  "the same for stderr, into filtered_stderr.log");
   declare.flag("no-prefix", raw.noPrefix, "no [rank N] prefix on worker output");
   declare.flag("quiet", raw.quiet, "only warnings and errors from pltrun itself", "-q");
+  declare.flag("verbose", raw.verbose, "also pltrun's debugging lines (horovodrun's --verbose)");
   declare.section("Program and supervision");
   declare.valued("term-timeout", raw.termTimeout,
                  "seconds between SIGTERM and SIGKILL when stopping workers (default 30)");
@@ -161,6 +167,14 @@ void declareOutputAndProgramFlags(FlagDeclarer& declare, RawFlags& raw) {
   declare.flag("no-python", raw.noPython, "execute PROGRAM directly, even if it ends in .py");
   declare.flag("run-path", raw.runPath,
                "PROGRAM is a Python script whatever its name (torchrun's --run-path; run with python -u)");
+  declare.flag("pass-local-rank", raw.passLocalRank,
+               "pass --local_rank=N as the program's first argument, as DeepSpeed does (the default under "
+               "--num_gpus/--num_nodes)");
+  declare.flag("no-local-rank", raw.noLocalRank, "DeepSpeed's: do not pass --local_rank=N (LOCAL_RANK is set anyway)");
+  declare.flag("oversubscribe", raw.oversubscribe,
+               "mpirun's: accepted; pltrun never limits a node's workers to its cores (-np beyond the hosts' slots "
+               "is still refused)");
+  declare.valued("bind-to", raw.bindTo, "mpirun's: only none is accepted (for CPU binding see --numa-binding)");
   declare.flag("no-agent-store", raw.noAgentStore,
                "rank 0 hosts the workers' TCPStore (torchrun's static behaviour) instead of pltrun");
 }
@@ -169,19 +183,24 @@ void declareRemoteFlags(FlagDeclarer& declare, RawFlags& raw) {
   declare.section("Many hosts from one shell (over ssh)");
   declare.valued("hosts", raw.hosts, "run on these hosts from here, over ssh: h1:4,h2:4 (HOST:SLOTS)", "-H");
   declare.valued("hostfile", raw.hostfile, "hosts from a file: 'host slots=N' or 'host:N' lines, # comments");
-  declare.valued("include", raw.include, "only these hosts/slots (DeepSpeed's form): h1@h2:0,2");
-  declare.valued("exclude", raw.exclude, "all but these hosts/slots (DeepSpeed's form): h1@h2:0,2");
-  declare.valued("ssh-port", raw.sshPort, "the hosts' ssh port");
+  declare.valued("num-nodes", raw.numNodes, "DeepSpeed's: the first N hosts of the host list");
+  declare.valued("include", raw.include,
+                 "only these hosts/slots (DeepSpeed's form): h1@h2:0,2; without hosts this node's GPUs: localhost:0,2",
+                 "-i");
+  declare.valued("exclude", raw.exclude, "all but these hosts/slots (DeepSpeed's form): h1@h2:0,2, or localhost:1",
+                 "-e");
+  declare.valued("ssh-port", raw.sshPort, "the hosts' ssh port", "-p");
   declare.valued("ssh-identity", raw.sshIdentity, "the private key ssh uses");
   declare.valued("remote-command", raw.remoteCommand,
                  "how to run a command on a host, with {host}: 'ssh -F cfg {host}', 'kubectl exec -i {host} --'");
   // -x has no PET_ variable: it is CLI11's own option.
   declare
-      .inSection(declare.app().add_option("-x,--export", raw.exports,
-                                          "pass this variable (NAME or NAME=VALUE) to the remote workers; repeatable"))
+      .inSection(declare.app().add_option(
+          "-x,--export", raw.exports,
+          "pass this variable (NAME or NAME=VALUE) to the workers, on one node too; repeatable"))
       ->allow_extra_args(false)  // one value per -x: what follows may be PROGRAM
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  declare.valued("env-file", raw.envFile, "KEY=VALUE lines passed to the remote workers");
+  declare.valued("env-file", raw.envFile, "KEY=VALUE lines passed to the workers (on every host)");
   declare.valued("network-interface", raw.networkInterface, "the driver's interface the hosts reach it on");
   declare.valued("remote-pltrun", raw.remotePltrun, "pltrun's path on the hosts (default: this binary's path)");
   declare.app()

@@ -9,21 +9,38 @@
 namespace pltrun {
 namespace {
 
-// mpirun's and horovodrun's one-dash long options, and what pltrun calls them.
-constexpr std::array<std::pair<const char*, const char*>, 7> kOneDashWords = {{
+// mpirun's and horovodrun's one-dash long options (and mpirun's other names), and what
+// pltrun calls them.
+constexpr std::array<std::pair<const char*, const char*>, 14> kOneDashWords = {{
     {"-np", "--np"},  // CLI11 would read -n -p
     {"-host", "--hosts"},
     {"-hosts", "--hosts"},
     {"--host", "--hosts"},  // mpirun's; as a prefix it would be ambiguous (--hosts, --hostfile)
     {"-hostfile", "--hostfile"},
     {"-machinefile", "--hostfile"},
+    {"--machinefile", "--hostfile"},
     {"-n", "--np"},
+    {"-N", "--nproc-per-node"},  // Open MPI: processes per node
+    {"-npernode", "--nproc-per-node"},
+    {"--npernode", "--nproc-per-node"},
+    {"-oversubscribe", "--oversubscribe"},
+    {"-bind-to", "--bind-to"},
+    {"-verbose", "--verbose"},
 }};
 
 // Open MPI's options that have no meaning for a launcher whose workers talk through NCCL
 // or gloo.
-constexpr std::array<const char*, 9> kMpiOnly = {"-mca",      "--mca",   "-gmca",    "--gmca",       "-bind-to",
-                                                 "--bind-to", "-map-by", "--map-by", "--display-map"};
+constexpr std::array<const char*, 9> kMpiOnly = {
+    "-mca", "--mca", "-gmca", "--gmca", "-map-by", "--map-by", "--display-map", "-display-map", "--report-bindings"};
+
+bool isReadable(const std::string& path, const FileReader& readFile) {
+  try {
+    readFile(path);
+    return true;
+  } catch (const FileReadError&) {
+    return false;  // a host list, or a hostfile that is not there: --hosts says which
+  }
+}
 
 }  // namespace
 
@@ -49,6 +66,19 @@ std::optional<std::string> pltrunSpelling(const std::string& arg, const CLI::App
   if (app.get_option_no_throw("-" + word) != nullptr) return "-" + word + value;  // -log-dir: --log-dir
   throw Error(ErrorCode::InvalidArgument,
               "unknown option '" + word + "' (see pltrun --help; long options take two dashes)");
+}
+
+std::optional<std::string> hostfileFromDashH(const std::vector<std::string>& args, size_t at,
+                                             const FileReader& readFile) {
+  const std::string& arg = args[at];
+  if (arg.rfind("-H", 0) != 0) return std::nullopt;
+  if (arg == "-H") {
+    if (at + 1 < args.size() && isReadable(args[at + 1], readFile)) return std::string("--hostfile");
+    return std::nullopt;
+  }
+  const std::string value = arg.substr(arg[2] == '=' ? 3 : 2);  // -H=FILE, -HFILE
+  if (isReadable(value, readFile)) return "--hostfile=" + value;
+  return std::nullopt;
 }
 
 bool takesValue(const CLI::Option& option) {

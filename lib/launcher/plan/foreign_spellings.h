@@ -3,10 +3,14 @@
 // command line: their one-dash long options (-hostfile, -host, -machinefile) and mpirun's
 // -n, which CLI11 would take apart letter by letter (-hostfile as -h ostfile: the whole
 // --help, exit 0, nothing run), and Open MPI's own options, refused with one line (pltrun
-// is not an MPI launcher). No unknown word is ever read as -h.
+// is not an MPI launcher). No unknown word is ever read as -h. DeepSpeed's words are
+// pltrun's own options (deepspeed_flags.h), except -H, whose meaning depends on its value.
 
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "launcher/plan/file_reader.h"
 
 namespace CLI {
 class App;
@@ -20,6 +24,12 @@ namespace pltrun {
 /// MPI-only option and for a one-dash word of several letters that names nothing (status
 /// 2, the word named). `app` holds pltrun's options.
 std::optional<std::string> pltrunSpelling(const std::string& arg, const CLI::App& app);
+
+/// DeepSpeed's -H names its hostfile, horovodrun's and mpirun's -H the hosts themselves:
+/// "--hostfile" (or "--hostfile=FILE") in place of args[at] when its value names a file
+/// `readFile` can read, nothing when it is a host list (pltrun's -H, --hosts).
+std::optional<std::string> hostfileFromDashH(const std::vector<std::string>& args, size_t at,
+                                             const FileReader& readFile);
 
 /// Whether `option` is followed by a value (--log-dir DIR), not a flag (--standalone).
 bool takesValue(const CLI::Option& option);

@@ -159,12 +159,7 @@ std::optional<HostSlots> parseHostfileLine(const HostfileLine& line) {
   return entry;
 }
 
-// What one host of --include/--exclude names: the whole host, or these slot indices (sorted, unique).
-struct Pick {
-  std::string host;
-  bool whole = false;
-  std::vector<int> indices;
-};
+}  // namespace
 
 std::vector<Pick> parsePicks(const std::string& flag, const std::string& text) {
   std::vector<Pick> picks;
@@ -198,6 +193,8 @@ std::vector<Pick> parsePicks(const std::string& flag, const std::string& text) {
   }
   return picks;
 }
+
+namespace {
 
 std::string hostNames(const std::vector<HostSlots>& hosts) {
   std::string names;

@@ -13,6 +13,14 @@ struct HostSlots {
   int slots = 0;             ///< 0: not given (the caller uses --nproc-per-node)
   std::vector<int> devices;  ///< chosen GPU/slot indices (--include host:0,2); empty: the first `slots`
 };
+/// One piece of DeepSpeed's --include/--exclude text: a host, whole or some of its slots.
+struct Pick {
+  std::string host;
+  bool whole = false;
+  std::vector<int> indices;  ///< sorted, no duplicates
+};
+/// "h1@h2:0,2" as picks; `flag` names the flag in errors (malformed text, a bad index).
+std::vector<Pick> parsePicks(const std::string& flag, const std::string& text);
 /// "--hosts" text: "h1:4,h2:4", "h1,h2" (slots 0), IPv6 in brackets "[::1]:2". Duplicate hosts rejected.
 std::vector<HostSlots> parseHostList(const std::string& text);
 /// A hostfile's content; `path` names it in errors (with the line number). Lines: "host",

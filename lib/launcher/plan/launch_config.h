@@ -160,7 +160,11 @@ struct LaunchConfig {
   /// torchrun's --duplicate-stdout-filters / --duplicate-stderr-filters: lines of any worker
   /// that contain one of these go to DIR/RUN_ID/attempt_N/filtered_{stdout,stderr}.log too.
   std::vector<std::string> duplicateStdoutFilters, duplicateStderrFilters;
-  bool quiet = false;  ///< launcher's own messages: only warnings and errors
+  bool quiet = false;    ///< launcher's own messages: only warnings and errors
+  bool verbose = false;  ///< launcher's own messages: its debugging lines too
+  /// Each worker's argv gets --local_rank=N before the program's own arguments (DeepSpeed's
+  /// way; deepspeed_flags.h says when).
+  bool localRankArgument = false;
 };
 
 }  // namespace pltrun

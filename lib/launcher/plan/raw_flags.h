@@ -32,6 +32,11 @@ struct RawFlags {
   std::string remotePltrun;
   std::vector<std::string> exports;
   bool exitWithParent = false;
+  // Other launchers' words (deepspeed_flags.h, foreign_spellings.h): DeepSpeed's --num_gpus,
+  // --num_nodes, --no_local_rank; horovodrun's --start-timeout and --verbose; mpirun's
+  // --oversubscribe and --bind-to.
+  std::string numGpus, numNodes, startTimeout, bindTo;
+  bool noLocalRank = false, passLocalRank = false, verbose = false, oversubscribe = false;
 };
 
 }  // namespace pltrun

@@ -1,5 +1,6 @@
 #include "launcher/plan/remote_flags.h"
 
+#include "launcher/plan/deepspeed_flags.h"
 #include "launcher/plan/host_list.h"
 #include "launcher/plan/text_parsing.h"
 #include "launcher/plan/worker_count.h"
@@ -34,7 +35,7 @@ void applyDriverFlags(const RawFlags& raw, std::vector<HostSlots> hosts, LaunchC
                 "--rdzv-endpoint and --master-addr");
   }
   RemoteLaunchSettings& remote = config.remote;
-  remote.hosts = selectHosts(std::move(hosts), raw.include, raw.exclude);
+  remote.hosts = applyDeepSpeedToHosts(raw, selectHosts(std::move(hosts), raw.include, raw.exclude));
   if (remote.hosts.empty()) throw Error(ErrorCode::InvalidArgument, "--include/--exclude left no host to run on");
   if (!raw.totalProcesses.empty()) {
     remote.hosts = firstSlots(std::move(remote.hosts), parseTotalProcesses(raw.totalProcesses));
@@ -49,8 +50,6 @@ void applyDriverFlags(const RawFlags& raw, std::vector<HostSlots> hosts, LaunchC
                      "expected a command with {host}, e.g. \"ssh -p 2222 {host}\"");
   }
   remote.remoteCommand = raw.remoteCommand;
-  remote.exports = checkedExports(raw.exports);
-  if (!raw.envFile.empty()) remote.envFile = raw.envFile;
   remote.networkInterface = raw.networkInterface;
   remote.remotePltrun = raw.remotePltrun;
   // The job spans the hosts: the driver runs the c10d rendezvous for them.
@@ -62,16 +61,17 @@ void applyDriverFlags(const RawFlags& raw, std::vector<HostSlots> hosts, LaunchC
 
 void applyRemoteFlags(const RawFlags& raw, LaunchConfig& config, const FileReader& readFile) {
   config.exitWithParent = raw.exitWithParent;
+  // mpirun's -x and --env-file reach the workers on one node too.
+  config.remote.exports = checkedExports(raw.exports);
+  if (!raw.envFile.empty()) config.remote.envFile = raw.envFile;
   std::vector<HostSlots> hosts = hostsGiven(raw, readFile);
   if (!hosts.empty()) {
     applyDriverFlags(raw, std::move(hosts), config);
     return;
   }
-  if (!raw.include.empty() || !raw.exclude.empty() || !raw.exports.empty() || !raw.envFile.empty() ||
-      !raw.sshPort.empty() || !raw.sshIdentity.empty() || !raw.remoteCommand.empty()) {
+  if (!raw.sshPort.empty() || !raw.sshIdentity.empty() || !raw.remoteCommand.empty()) {
     throw Error(ErrorCode::InvalidArgument,
-                "--include, --exclude, -x, --env-file and the --ssh-* / --remote-command flags go with --hosts or "
-                "--hostfile");
+                "-p/--ssh-port, --ssh-identity and --remote-command go with --hosts or --hostfile");
   }
 }
 

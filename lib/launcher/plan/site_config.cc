@@ -35,9 +35,9 @@ std::optional<std::string> siteConfigText(const Environment& env, const FileRead
 // reads, they would make every job one job, hide Slurm's variables, and contradict the
 // flags the driver gives its agents: refused.
 const std::set<std::string> kPerJobOptions = {
-    "--hosts",     "--hostfile",    "--include",     "--exclude",         "--np",           "--nnodes",
-    "--node-rank", "--master-addr", "--master-port", "--rdzv-endpoint",   "--rdzv-backend", "--rdzv-id",
-    "--run-id",    "--standalone",  "--local-addr",  "--exit-with-parent"};
+    "--hosts",     "--hostfile",    "--include",     "--exclude",          "--np",           "--nnodes",
+    "--node-rank", "--master-addr", "--master-port", "--rdzv-endpoint",    "--rdzv-backend", "--rdzv-id",
+    "--run-id",    "--standalone",  "--local-addr",  "--exit-with-parent", "--num-nodes",    "--num-gpus"};
 
 // The multi-host driver's own options: defaults for its runs, left out of every other run
 // (where they would be refused as "goes with --hosts").

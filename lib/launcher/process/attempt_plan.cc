@@ -126,6 +126,11 @@ std::vector<WorkerSpec> workerSpecsFor(const RunPlan& plan, int attempt, const N
     std::tie(spec.stdoutRoute, spec.stderrRoute) = outputRoutes(plan, attempt, localRank, copies);
     spec.launch.executable = plan.command.executable;
     spec.launch.argv = plan.command.argv;
+    if (plan.config.localRankArgument) {
+      // DeepSpeed's: before the program's own arguments, after the script (or module) name.
+      const auto programArgs = static_cast<std::ptrdiff_t>(plan.config.programArgs.size());
+      spec.launch.argv.insert(spec.launch.argv.end() - programArgs, "--local_rank=" + std::to_string(localRank));
+    }
     if (!plan.layout.workerCpus.empty()) spec.launch.cpus = plan.layout.workerCpus.at(localRank);
     for (const auto& [name, value] : buildWorkerEnv(plan.inherited, placement)) {
       spec.launch.environment.push_back(name + "=" + value);

@@ -20,7 +20,7 @@ EventLog::~EventLog() {
 void EventLog::write(const std::string& name, nlohmann::json fields) {
   if (fd_ < 0) return;
   const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  nlohmann::json line = {{"event", name}, {"time", now}};
+  nlohmann::json line = {{"event", name}, {"time", now}, {"schema", kEventSchema}};
   line.update(fields);
   // One write per line (O_APPEND): a reader, or a crash, sees every event up to the last.
   const std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + '\n';

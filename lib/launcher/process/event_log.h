@@ -1,14 +1,19 @@
 #pragma once
-// The agent's machine-readable account of a run: one JSON object per line in
-// LOG_DIR/.../events.jsonl (rendezvous complete, worker started, worker exited, restart,
-// node joined or left, job finished), each with "event" and "time" (Unix seconds).
-// Without --log-dir nothing is written.
+// pltrun's machine-readable account of a run, single node or elastic: one JSON object per
+// line in LOG_DIR/RUN_ID/events.jsonl (run started, rendezvous complete, worker started,
+// worker exited, stall, restart, node joined or left, job finished), each with "event",
+// "time" (Unix seconds) and "schema" (kEventSchema). docs/EVENTS.md lists every event and
+// field. Without --log-dir nothing is written.
 
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
 namespace pltrun {
+
+/// The version of events.jsonl's and failure.json's layout: raised when a field changes
+/// meaning or goes, not when one is added.
+constexpr int kEventSchema = 1;
 
 class EventLog {
  public:

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "launcher/process/console_writer.h"
+#include "launcher/process/event_log.h"
 #include "launcher/process/private_file.h"
 #include "rendezvous/store/terminal_text.h"
 
@@ -105,7 +106,8 @@ std::string formatFailureReport(const WorkerFailure& root, const std::vector<Wor
 }
 
 nlohmann::json failureReportJson(const WorkerFailure& root, const std::vector<WorkerFailure>& others) {
-  nlohmann::json document = {{"root_cause", failureJson(root)}, {"others", nlohmann::json::array()}};
+  nlohmann::json document = {
+      {"schema", kEventSchema}, {"root_cause", failureJson(root)}, {"others", nlohmann::json::array()}};
   for (const WorkerFailure& other : others) document["others"].push_back(failureJson(other));
   return document;
 }

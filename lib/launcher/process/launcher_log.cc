@@ -56,10 +56,10 @@ class ConsoleSink : public spdlog::sinks::base_sink<std::mutex> {
 
 }  // namespace
 
-void configureLauncherLog(bool quiet) {
+void configureLauncherLog(bool quiet, bool verbose) {
   auto logger = std::make_shared<spdlog::logger>("pltrun", std::make_shared<ConsoleSink>());
   logger->set_pattern("%^pltrun%$: %v");
-  logger->set_level(quiet ? spdlog::level::warn : spdlog::level::info);
+  logger->set_level(quiet ? spdlog::level::warn : verbose ? spdlog::level::debug : spdlog::level::info);
   logger->flush_on(spdlog::level::trace);
   spdlog::set_default_logger(logger);
 }

@@ -5,7 +5,7 @@
 namespace pltrun {
 
 /// Installs the default spdlog logger: stderr, "pltrun: " before every message; `quiet`
-/// keeps only warnings and errors.
-void configureLauncherLog(bool quiet);
+/// keeps only warnings and errors, `verbose` adds the debugging lines (--verbose).
+void configureLauncherLog(bool quiet, bool verbose = false);
 
 }  // namespace pltrun

@@ -1,6 +1,7 @@
 #include "launcher/process/run_directory.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -51,6 +52,20 @@ fs::path makeNewDirectory(const fs::path& wanted) {
                                      std::to_string(kMostRuns) + " runs are there; clean up or use another --log-dir");
 }
 
+// LOG_DIR/latest: a symbolic link to the newest run's directory (relative, so the tree can
+// be moved), replaced in one step (a new link renamed over the old). Anything else named
+// latest, the user's own file or a run whose id is "latest", is left as it is: pltrun never
+// removes what it did not make. A link that cannot be made costs the run nothing.
+void pointLatestAt(const fs::path& logDir, const fs::path& root) {
+  const fs::path link = logDir / "latest";
+  struct stat info {};
+  if (lstat(link.c_str(), &info) == 0 && !S_ISLNK(info.st_mode)) return;
+  const fs::path fresh = logDir / (".latest." + std::to_string(getpid()));
+  unlink(fresh.c_str());
+  if (symlink(root.lexically_relative(logDir).c_str(), fresh.c_str()) != 0) return;
+  if (rename(fresh.c_str(), link.c_str()) != 0) unlink(fresh.c_str());
+}
+
 }  // namespace
 
 RunDirectory::RunDirectory(const LaunchConfig& config, const std::string& runId, const std::string& nodeDirectory) {
@@ -71,6 +86,7 @@ RunDirectory::RunDirectory(const LaunchConfig& config, const std::string& runId,
       createPrivateDirectories((fs::path(*logDir) / runId).string());
       root_ = makeNewDirectory(fs::path(*logDir) / runId / nodeDirectory);
     }
+    pointLatestAt(*logDir, root_);
   } else {
     root_ = makeTemporaryDirectory("pltrun-" + runId);
   }
@@ -79,6 +95,11 @@ RunDirectory::RunDirectory(const LaunchConfig& config, const std::string& runId,
 RunDirectory::~RunDirectory() {
   std::error_code ignored;
   if (!keepsLogs_) fs::remove_all(root_, ignored);
+}
+
+std::optional<std::string> RunDirectory::eventLogPath() const {
+  if (!keepsLogs_) return std::nullopt;
+  return (root_ / "events.jsonl").string();
 }
 
 std::optional<std::string> RunDirectory::failureReportPath() const {

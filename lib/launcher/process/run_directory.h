@@ -4,7 +4,8 @@
 // a temporary directory for the workers' error files, removed when the run ends.
 // Logs are never overwritten: a run whose RUN_ID directory exists already (an earlier run
 // with the same id, a requeued Slurm job) gets RUN_ID.1, RUN_ID.2, ... (an elastic agent's
-// own HOST_PID directory under the shared RUN_ID likewise); pltrun prints where.
+// own HOST_PID directory under the shared RUN_ID likewise); pltrun prints where, and
+// --log-dir/latest is a symbolic link to the newest run's directory.
 // --log-dir itself is created as the user's umask says; RUN_ID and everything pltrun makes
 // under it are mode 0700 and must be this user's (a symbolic link planted in a shared
 // --log-dir is refused, never followed).
@@ -37,6 +38,8 @@ class RunDirectory {
   const std::filesystem::path& root() const { return root_; }
   /// ROOT/failure.json when logs are kept (the failure report's JSON); empty otherwise.
   std::optional<std::string> failureReportPath() const;
+  /// ROOT/events.jsonl when logs are kept (docs/EVENTS.md); empty otherwise.
+  std::optional<std::string> eventLogPath() const;
   /// ROOT/attempt_N/LOCAL_RANK, created on first use.
   std::filesystem::path workerDirectory(int attempt, int localRank) const;
   /// The worker's TORCHELASTIC_ERROR_FILE: error.json in its workerDirectory() when logs are

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "launcher/process/group_runner.h"
+#include "launcher/process/run_events.h"
 
 namespace pltrun {
 
@@ -18,6 +19,7 @@ int Supervisor::run(const AttemptPlanner& planAttempt) {
   GroupRunner runner(context_);
   runner.listen({}, slurmSignalsReachWorkers(options_.slurmSignalReach, guard_.cgroupProcsFd() >= 0));
   const auto started = std::chrono::steady_clock::now();
+  events_.write("run_started", options_.runStarted);
   for (int attempt = 0;; ++attempt) {
     GroupSettings settings;
     settings.attempt = attempt;
@@ -25,7 +27,7 @@ int Supervisor::run(const AttemptPlanner& planAttempt) {
     settings.host = options_.host;
     settings.stallTimeout = options_.stallTimeout;
     settings.stackSignal = options_.stackSignal;
-    settings.onStall = [this](const StallReport& report) { events_.write("stall_detected", report.json()); };
+    recordWorkerEvents(settings, events_, {{"attempt", attempt}});
     WorkerGroup group(context_, runner.console(), guard_, settings, runtime_);
     const std::vector<WorkerSpec> specs = planAttempt(attempt);
     if (options_.fileTimer != nullptr) options_.fileTimer->serve(&group);

@@ -5,6 +5,7 @@
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,7 @@ struct SupervisorOptions {
   std::optional<StallTimeout> stallTimeout;                         ///< --stall-timeout
   int stackSignal = 0;                                              ///< pltrun's Python hook's
   std::optional<std::string> eventLogPath;  ///< events.jsonl (stalls, restarts, the end), if anywhere
+  nlohmann::json runStarted;                ///< the first event's fields (run_events.h)
   FileTimerServer* fileTimer = nullptr;     ///< torch's FileTimer, when served
 };
 
