@@ -43,6 +43,17 @@ TEST_CASE("with --no-agent-store rank 0 hosts the store, as under torchrun", "[t
   CHECK(readFile(dir / "result_2") == "6 [0, 1, 2] agent-store=False");
 }
 
+TEST_CASE("DeepSpeed's command line: --num_gpus workers get the --local_rank=N their argparse requires",
+          "[torch][deepspeed]") {
+  const TorchRuntime torch = GENERATE(torch113(), torch26(), torch214());
+  TempDir dir;
+  Finished run = runTorch(torch, dir, {"--num_gpus", "2", kScript, "deepspeed", dir.path()});
+  INFO("torch " << torch.version << "\n" << run.out << run.err);
+  REQUIRE(run.status == 0);
+  CHECK(readFile(dir / "result_0") == "3 local_rank=0");
+  CHECK(readFile(dir / "result_1") == "3 local_rank=1");
+}
+
 TEST_CASE("a restarted torch group meets again through the agent store", "[torch][restart]") {
   const TorchRuntime torch = GENERATE(torch113(), torch26(), torch214());
   TempDir dir;

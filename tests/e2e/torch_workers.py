@@ -1,8 +1,10 @@
 """Real PyTorch workers (torch 1.13 and 2.x, CPU, gloo) for the
 interoperability tests. `allreduce DIR`: join the process group from pltrun's environment
 (env://) and all-reduce; `raise`: fail inside torch's @record, which writes the error
-file pltrun reports."""
+file pltrun reports; `--local_rank=N deepspeed DIR`: a DeepSpeed-style script, whose
+argparse requires the --local_rank its launcher passes first, then all-reduces."""
 
+import argparse
 import os
 import sys
 
@@ -29,9 +31,27 @@ def allreduce(directory, fail_first_attempt):
     destroy_and_exit()
 
 
+def deepspeed_style(arguments):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--local_rank", type=int, required=True)  # as DeepSpeed's examples declare it
+    parser.add_argument("mode")
+    parser.add_argument("directory")
+    args = parser.parse_args(arguments)
+    assert args.local_rank == int(os.environ["LOCAL_RANK"])
+    dist.init_process_group("gloo")
+    value = torch.tensor([float(dist.get_rank() + 1)])
+    dist.all_reduce(value)
+    with open(os.path.join(args.directory, f"result_{dist.get_rank()}"), "w") as file:
+        file.write(f"{value.item():g} local_rank={args.local_rank}")
+    dist.barrier()
+    destroy_and_exit()
+
+
 @record
 def main():
-    if sys.argv[1] == "allreduce":
+    if sys.argv[1].startswith("--local_rank="):
+        deepspeed_style(sys.argv[1:])
+    elif sys.argv[1] == "allreduce":
         allreduce(sys.argv[2], "--fail-first-attempt" in sys.argv)
     elif sys.argv[1] == "raise":
         raise ValueError(f"bad batch on rank {os.environ['RANK']}")
