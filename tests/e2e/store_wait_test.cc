@@ -1,8 +1,8 @@
 // Waits that say what they wait for and end on a signal (issue 29): an agent whose
-// rendezvous store is not up yet (its host's agent has not started) and a driver whose
-// agents have not started: a line saying what it waits for and for how long, a line every
-// 5 s, and SIGINT or SIGTERM end the wait at once with 128 + signal. Something listening on
-// the endpoint that is not a store is named as such.
+// rendezvous store is not up yet (its host's agent has not started), a driver whose
+// agents have not started, and a node at the exit barrier: a line saying what it waits for and for how long, a line
+// every 5 s, and SIGINT or SIGTERM end the wait at once with 128 + signal. Something listening on the endpoint that is
+// not a store is named as such.
 
 #include <netinet/in.h>
 #include <signal.h>
@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "e2e/elastic_job.h"
 #include "helpers/child_process.h"
 #include "helpers/loopback_listener.h"
 
@@ -106,4 +107,22 @@ TEST_CASE("a driver whose agents do not start says what it waits for every 5 s a
   INFO(end.err);
   CHECK(end.status == 130);
   CHECK(std::chrono::steady_clock::now() - sent < 1s);
+}
+
+TEST_CASE("a node waiting at the exit barrier says so every 5 s and stops at once on SIGINT", "[elastic][wait]") {
+  TempDir dir;
+  // Node rank 0's workers end at once; the other node's run for a minute.
+  ElasticJob job(dir, "2", "barrier", {}, {"/bin/sh", "-c", "[ \"$GROUP_RANK\" = 0 ] || sleep 60"});
+  ChildProcess& first = job.start();
+  job.start();
+  REQUIRE(first.waitForStderr("waiting for the other nodes as long as their workers run", 30s));
+  REQUIRE(first.waitForStderr("waiting for the other nodes: 1 of 2 have finished", 15s));
+  const auto sent = std::chrono::steady_clock::now();
+  first.signal(SIGINT);
+  Finished end = first.wait(10s);
+  INFO(end.err);
+  CHECK(end.status == 130);
+  CHECK(std::chrono::steady_clock::now() - sent < 1s);
+  // The job was stopped: the other node stops its workers too and ends as the first did.
+  CHECK(job.agent(1).wait(30s).status == 130);
 }

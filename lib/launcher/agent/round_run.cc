@@ -18,7 +18,7 @@ using rdzv::RoundEnd;
 using Reason = rdzv::RoundEnd::Reason;
 
 // How often an agent whose workers are done says how many nodes have finished.
-constexpr std::chrono::seconds kProgressInterval{10};
+constexpr std::chrono::seconds kProgressInterval{5};  // a line while the exit barrier lasts
 // How often the workers' heartbeats go to the store for `pltrun status` and the other
 // nodes' stall verdicts: one small write per node, and only for workers that send heartbeats.
 constexpr std::chrono::seconds kHeartbeatPublishInterval{2};
@@ -288,7 +288,10 @@ void RoundRun::waitForOtherNodes() {
     storeLost_ = error.what();
     return;
   }
-  spdlog::info("this node's {} workers succeeded; waiting for the other nodes", session_.job.layout.workerCount);
+  spdlog::info(
+      "this node's {} workers succeeded; waiting for the other nodes as long as their workers run (a node that "
+      "fails or is lost ends the wait); Ctrl-C stops",
+      session_.job.layout.workerCount);
   boost::asio::steady_timer progress(session_.context);
   std::function<void()> reportProgress = [&] {
     progress.expires_after(kProgressInterval);
