@@ -129,3 +129,14 @@ TEST_CASE("horovodrun's --start-timeout and --verbose, mpirun's -x, -N, --oversu
   requireRefused({"-map-by", "ppr:1:node", "prog"}, {"'-map-by' is an Open MPI option", "not an MPI launcher"});
   requireRefused({"-p", "22", "prog"}, {"--ssh-port", "--hosts"});
 }
+
+TEST_CASE("an unknown option is one line with pltrun's likely spelling for it, or what to do instead",
+          "[command_line][foreign]") {
+  requireRefused({"--nprocs-per-node", "2", "prog"}, {"unknown option '--nprocs-per-node'", "--nproc-per-node?"});
+  requireRefused({"-hostfil", "hf", "prog"}, {"unknown option '-hostfil'", "did you mean -hostfile?"});
+  requireRefused({"--max-restrats=3", "prog"}, {"did you mean --max-restarts?"});
+  requireRefused({"-wdir", "/tmp", "prog"}, {"'-wdir'", "start pltrun in that directory"});
+  requireRefused({"--gpus", "2", "prog"}, {"--devices"});
+  // Nothing close: the plain line, still one line.
+  requireRefused({"--frobnicate", "prog"}, {"unknown option '--frobnicate' (see pltrun --help)"});
+}

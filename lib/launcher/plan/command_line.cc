@@ -146,7 +146,8 @@ void normalizeLauncherOptions(std::vector<std::string>& args, const CLI::App& ap
     const CLI::Option* option = app.get_option_no_throw(name);
     if (option == nullptr && name.rfind("--", 0) == 0 && name.size() > 2) {
       option = optionByPrefix(app, name);
-      if (option != nullptr) arg = "--" + option->get_lnames().front() + arg.substr(name.size());
+      if (option == nullptr) throw unknownOption(name, app);
+      arg = "--" + option->get_lnames().front() + arg.substr(name.size());
     }
     if (equals == std::string::npos && option != nullptr && takesValue(*option)) ++at;  // its value
   }

@@ -1,8 +1,10 @@
 #include "launcher/plan/foreign_spellings.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <array>
 #include <utility>
+#include <vector>
 
 #include "pltrun/error.h"
 
@@ -32,6 +34,54 @@ constexpr std::array<std::pair<const char*, const char*>, 14> kOneDashWords = {{
 // or gloo.
 constexpr std::array<const char*, 9> kMpiOnly = {
     "-mca", "--mca", "-gmca", "--gmca", "-map-by", "--map-by", "--display-map", "-display-map", "--report-bindings"};
+
+// Other launchers' words that pltrun has no flag for, and what to do instead.
+constexpr std::array<std::pair<const char*, const char*>, 5> kWordsWithAdvice = {{
+    {"-wdir", "start pltrun in that directory: workers start in pltrun's working directory"},
+    {"--wdir", "start pltrun in that directory: workers start in pltrun's working directory"},
+    {"--gpus", "use --devices N (Lightning's) or --nproc-per-node gpu"},
+    {"--launcher", "pltrun starts the agents itself over ssh; see --remote-command for another way in"},
+    {"--master-port-range", "use --master-port (or leave it out: pltrun picks a free port)"},
+}};
+
+// Edit distance, for the spelling an unknown option was most likely meant to be.
+size_t editDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> previous(b.size() + 1), current(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) previous[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    current[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      current[j] = std::min({previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    }
+    std::swap(previous, current);
+  }
+  return previous[b.size()];
+}
+
+// "; did you mean --hostfile?" when one of pltrun's spellings (or another launcher's that
+// pltrun reads) is within two edits of `word`; what to do instead for a word pltrun knows
+// from another launcher but has no flag for.
+std::string adviceFor(const std::string& word, const CLI::App& app) {
+  for (const auto& [theirs, advice] : kWordsWithAdvice) {
+    if (word == theirs) return "; " + std::string(advice);
+  }
+  std::vector<std::string> spellings;
+  for (const CLI::Option* option : app.get_options()) {
+    if (option->get_group().empty()) continue;  // internal
+    for (const std::string& name : option->get_lnames()) spellings.push_back("--" + name);
+  }
+  for (const auto& [theirs, ours] : kOneDashWords) spellings.push_back(theirs);
+  std::string best;
+  size_t bestDistance = 3;
+  for (const std::string& spelling : spellings) {
+    const size_t distance = editDistance(word, spelling);
+    if (distance < bestDistance && distance * 3 < word.size()) {
+      best = spelling;
+      bestDistance = distance;
+    }
+  }
+  return best.empty() ? "" : "; did you mean " + best + "?";
+}
 
 bool isReadable(const std::string& path, const FileReader& readFile) {
   try {
@@ -64,8 +114,14 @@ std::optional<std::string> pltrunSpelling(const std::string& arg, const CLI::App
   const CLI::Option* shortOption = app.get_option_no_throw(word.substr(0, 2));
   if (shortOption != nullptr && takesValue(*shortOption)) return std::nullopt;
   if (app.get_option_no_throw("-" + word) != nullptr) return "-" + word + value;  // -log-dir: --log-dir
-  throw Error(ErrorCode::InvalidArgument,
-              "unknown option '" + word + "' (see pltrun --help; long options take two dashes)");
+  throw unknownOption(word, app);
+}
+
+Error unknownOption(const std::string& word, const CLI::App& app) {
+  const std::string advice = adviceFor(word, app);
+  const bool oneDash = word.size() > 2 && word[1] != '-';
+  return Error(ErrorCode::InvalidArgument, "unknown option '" + word + "'" + advice + " (see pltrun --help" +
+                                               (oneDash && advice.empty() ? "; long options take two dashes)" : ")"));
 }
 
 std::optional<std::string> hostfileFromDashH(const std::vector<std::string>& args, size_t at,

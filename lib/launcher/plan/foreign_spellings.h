@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "launcher/plan/file_reader.h"
+#include "pltrun/error.h"
 
 namespace CLI {
 class App;
@@ -30,6 +31,10 @@ std::optional<std::string> pltrunSpelling(const std::string& arg, const CLI::App
 /// `readFile` can read, nothing when it is a host list (pltrun's -H, --hosts).
 std::optional<std::string> hostfileFromDashH(const std::vector<std::string>& args, size_t at,
                                              const FileReader& readFile);
+
+/// "unknown option 'WORD'", with pltrun's likely spelling for it (within two edits) or what to
+/// do instead of another launcher's word pltrun has no flag for.
+Error unknownOption(const std::string& word, const CLI::App& app);
 
 /// Whether `option` is followed by a value (--log-dir DIR), not a flag (--standalone).
 bool takesValue(const CLI::Option& option);
