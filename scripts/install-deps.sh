@@ -19,6 +19,7 @@ packages=(
   help2man dpkg-dev file gdb systemd debootstrap elfutils
   lintian  # the package test runs it (issue 29)
   libtomlplusplus-dev  # the site config is read by a real TOML 1.0 parser (issue 29)
+  zsh fish  # the package test completes command lines in them (issue 29)
 )
 for argument in "$@"; do
   case "$argument" in

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Builds pltrun's Debian packages with CPack (apps/packaging/debian.cmake says what each
-# holds): pltrun_VERSION_ARCH.deb, pltrun-dev_VERSION_ARCH.deb and the debug symbols,
-# pltrun-dbgsym_VERSION_ARCH.ddeb.
+# holds): pltrun_VERSION-REV_ARCH.deb, pltrun-dev_VERSION-REV_ARCH.deb and the debug
+# symbols, pltrun-dbgsym_VERSION-REV_ARCH.ddeb (0.1.0-1: the Debian revision is set in the
+# top-level CMakeLists.txt).
 #
 #   scripts/package.sh [--no-build] [BUILD_DIR [OUTPUT_DIR]]
 #
 # BUILD_DIR (default $PLTRUN_BUILD_DIR, else build, as scripts/build.sh) is configured first
 # if it is not yet; then what the packages hold is built (the programs, the library, man
-# pages, bash completion; not the tests) unless --no-build (the package test: it packages
+# pages, completion; not the tests) unless --no-build (the package test: it packages
 # what CTest tests and never rebuilds under running tests). The packages go to OUTPUT_DIR
 # (default BUILD_DIR/packages), and their paths are printed, one a line.
 set -euo pipefail
@@ -43,6 +44,12 @@ if [ ! -f "$build_dir/CMakeCache.txt" ]; then
   say "configuring $build_dir"
   cmake -S "$source_dir" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null ||
     die "configuring $build_dir failed (above)"
+fi
+# The packaged programs use the system's shared OpenSSL, so that Debian's security updates
+# of it reach them: a build that links its static archives (-DPLTRUN_STATIC_OPENSSL=ON, for
+# measuring what that saves) is never packaged.
+if grep -qE '^PLTRUN_STATIC_OPENSSL:BOOL=(ON|1|TRUE|YES)$' "$build_dir/CMakeCache.txt"; then
+  die "$build_dir links OpenSSL statically (PLTRUN_STATIC_OPENSSL=ON); packages use the shared one: cmake -DPLTRUN_STATIC_OPENSSL=OFF $build_dir"
 fi
 if [ "$build" = 1 ]; then
   say "building the packages' contents in $build_dir"

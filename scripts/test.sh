@@ -11,6 +11,9 @@ bash scripts/torch-chroot.sh forky ensure
 # The package test's clean Debian bookworm (built once, about 2 minutes and 650 MB; cached
 # in /var/cache/pltrun; each test run installs into a throwaway copy of it).
 bash scripts/package-chroot.sh ensure
+# The previous release's packages, which the package test upgrades from (built once from
+# git history, a full build; cached in /var/cache/pltrun).
+bash scripts/package-previous.sh ensure
 # Every C/C++ file as .clang-format says (clang-format-14), before anything is built.
 bash scripts/check-format.sh
 # No function over 60 lines in the product code (docs/ARCHITECTURE.md); Debian's python3.

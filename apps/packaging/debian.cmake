@@ -1,12 +1,13 @@
 # The Debian packages, from the install components (scripts/package.sh runs cpack; README,
 # "Installing on every node: the Debian package"):
 #
-#   pltrun_VERSION_ARCH.deb         component "runtime": pltrun, pltrun-store,
-#                                   libpltrun.so.MAJOR.MINOR, man pages, bash completion, the
-#                                   store's systemd unit (not enabled) and its defaults
-#   pltrun-dev_VERSION_ARCH.deb     component "dev": headers, libpltrun.a, the libpltrun.so
+#   pltrun_VERSION-REV_ARCH.deb     component "runtime": pltrun, pltrun-store,
+#                                   libpltrun.so.MAJOR.MINOR, man pages, bash, zsh and fish
+#                                   completion, the commented /etc/pltrun.toml, the store's
+#                                   systemd unit (not enabled) and its defaults
+#   pltrun-dev_VERSION-REV_ARCH.deb     component "dev": headers, libpltrun.a, the libpltrun.so
 #                                   link, CMake's and pkg-config's files
-#   pltrun-dbgsym_VERSION_ARCH.ddeb the debug symbols of pltrun's ELF files, found by their
+#   pltrun-dbgsym_VERSION-REV_ARCH.ddeb the debug symbols of pltrun's ELF files, found by their
 #                                   build id under /usr/lib/debug/.build-id
 #
 # Two packages, not one: every node of a cluster needs the launcher, and only the machines
@@ -14,30 +15,35 @@
 # The shared library goes with the programs (a program linked against it needs it on every
 # node), not in a libpltrun0.1 package of its own: one package to install on a node.
 
-set(PLTRUN_PACKAGE_MAINTAINER "The pltrun authors <pltrun@example.org>" CACHE STRING
-    "The packages' Maintainer field (Name <address>)")
-
 # Installed by the package only (EXCLUDE_FROM_ALL: `cmake --install` into a prefix, as the
 # consumer test does, leaves them out): Debian's copyright file (LICENSE by reference to
-# /usr/share/common-licenses/Apache-2.0, as Debian's policy asks) and changelog, the store's
-# unit and its defaults in /etc (hence CPACK_SET_DESTDIR below).
+# /usr/share/common-licenses/Apache-2.0, as Debian's policy asks) and changelog (the Debian
+# revision makes it changelog.Debian.gz), the store's unit and its defaults and the
+# commented site config in /etc (hence CPACK_SET_DESTDIR below).
 set(pltrun_debian_dir ${CMAKE_CURRENT_SOURCE_DIR}/debian)
 string(TIMESTAMP pltrun_changelog_date "%a, %d %b %Y %H:%M:%S +0000" UTC)  # SOURCE_DATE_EPOCH when set
-configure_file(${pltrun_debian_dir}/changelog.in ${CMAKE_CURRENT_BINARY_DIR}/changelog @ONLY)
-execute_process(COMMAND gzip -9nc ${CMAKE_CURRENT_BINARY_DIR}/changelog
-  OUTPUT_FILE ${CMAKE_CURRENT_BINARY_DIR}/changelog.gz)
-set(pltrun_debian_docs ${pltrun_debian_dir}/copyright ${CMAKE_CURRENT_BINARY_DIR}/changelog.gz)
+set(pltrun_debian_version ${PROJECT_VERSION}-${PLTRUN_DEBIAN_REVISION})
+configure_file(${pltrun_debian_dir}/changelog.in ${CMAKE_CURRENT_BINARY_DIR}/changelog.Debian @ONLY)
+execute_process(COMMAND gzip -9nc ${CMAKE_CURRENT_BINARY_DIR}/changelog.Debian
+  OUTPUT_FILE ${CMAKE_CURRENT_BINARY_DIR}/changelog.Debian.gz)
+set(pltrun_debian_docs ${pltrun_debian_dir}/copyright ${CMAKE_CURRENT_BINARY_DIR}/changelog.Debian.gz)
 install(FILES ${pltrun_debian_docs} DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/pltrun COMPONENT runtime EXCLUDE_FROM_ALL)
 install(FILES ${pltrun_debian_docs} DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/pltrun-dev COMPONENT dev EXCLUDE_FROM_ALL)
 set(pltrun_store_dir ${PROJECT_SOURCE_DIR}/apps/pltrun-store)
 install(FILES ${pltrun_store_dir}/pltrun-store.service DESTINATION lib/systemd/system COMPONENT runtime EXCLUDE_FROM_ALL)
 install(FILES ${pltrun_store_dir}/pltrun-store.default DESTINATION /etc/default RENAME pltrun-store
   COMPONENT runtime EXCLUDE_FROM_ALL)
+install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/pltrun.toml DESTINATION /etc COMPONENT runtime EXCLUDE_FROM_ALL)
+# lintian's one override, and why: debian/lintian-overrides.
+install(FILES ${pltrun_debian_dir}/lintian-overrides DESTINATION ${CMAKE_INSTALL_DATADIR}/lintian/overrides RENAME pltrun
+  COMPONENT runtime EXCLUDE_FROM_ALL)
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME pltrun)
 set(CPACK_PACKAGE_VENDOR "The pltrun authors")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+# The Debian revision: Version: 0.1.0-1, pltrun_0.1.0-1_amd64.deb.
+set(CPACK_DEBIAN_PACKAGE_RELEASE ${PLTRUN_DEBIAN_REVISION})
 # The prefix is /usr whatever the build's CMAKE_INSTALL_PREFIX; DESTDIR staging, so that
 # /etc/default/pltrun-store lands in the staging directory too.
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
@@ -50,8 +56,9 @@ set(CPACK_SET_DESTDIR ON)
 set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON CACHE BOOL "The install target does not build everything first")
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_ALL runtime dev)
-set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # pltrun_0.1.0_amd64.deb
-set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${PLTRUN_PACKAGE_MAINTAINER}")
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # pltrun_0.1.0-1_amd64.deb
+set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${PLTRUN_MAINTAINER}")
+set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "${PROJECT_HOMEPAGE_URL}")
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 # Depends from the ELF files' needs (dpkg-shlibdeps); a shlibs file so that programs built

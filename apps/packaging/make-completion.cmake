@@ -1,7 +1,9 @@
 cmake_minimum_required(VERSION 3.18)  # script mode: the same CMake policies as the project
-# Script mode (cmake -P): bash completion for pltrun, `pltrun status` and pltrun-store,
-# with the option lists read from the built programs' --help, so they never drift from
-# the code. In: PLTRUN, PLTRUN_STORE, TEMPLATE, OUTPUT.
+# Script mode (cmake -P): bash, zsh and fish completion for pltrun, `pltrun status` and
+# pltrun-store, with the option lists read from the built programs' --help, so they never
+# drift from the code. In: PLTRUN, PLTRUN_STORE, TEMPLATE_DIR (the pltrun.*-completion.in
+# templates), OUTPUT_DIR (share/: writes bash-completion/completions/pltrun,
+# zsh/vendor-completions/_pltrun, fish/vendor_completions.d/pltrun.fish).
 
 # The options a --help lists, into <prefix>_FLAGS (all) and <prefix>_VALUE_FLAGS (those
 # that take a value), each a space-separated string; <prefix>_LINES: one "a,b,c" per option
@@ -19,6 +21,7 @@ function(read_options prefix)
   set(flags "")
   set(value_flags "")
   set(groups "")
+  set(value_groups "")
   foreach(line IN LISTS lines)
     if(NOT line MATCHES "^  (-[^ ]+)( [A-Z][A-Z0-9]*([ :=]|$))?")
       continue()
@@ -30,6 +33,7 @@ function(read_options prefix)
     list(APPEND flags ${names})
     if(takes_value)
       list(APPEND value_flags ${names})
+      list(APPEND value_groups "${CMAKE_MATCH_1}")
     endif()
   endforeach()
   list(JOIN flags " " flags)
@@ -37,6 +41,7 @@ function(read_options prefix)
   set(${prefix}_FLAGS "${flags}" PARENT_SCOPE)
   set(${prefix}_VALUE_FLAGS "${value_flags}" PARENT_SCOPE)
   set(${prefix}_LINES "${groups}" PARENT_SCOPE)
+  set(${prefix}_VALUE_LINES "${value_groups}" PARENT_SCOPE)
 endfunction()
 
 read_options(PLTRUN ${PLTRUN} --help)
@@ -44,8 +49,8 @@ read_options(STATUS ${PLTRUN} status --help)
 read_options(STORE ${PLTRUN_STORE} --help)
 
 # What a value can be, for the options where the completion can know: "NAME=WORDS" (one of
-# these words) or "NAME=<file>". NAME is any one of the option's names; the case pattern
-# takes all of them. An option named here that --help no longer lists fails the build.
+# these words) or "NAME=<file>". NAME is any one of the option's names; the completion takes
+# all of them. An option named here that --help no longer lists fails the build.
 set(value_hints
   "--nproc-per-node=auto cpu gpu"
   "--rdzv-backend=static c10d etcd"
@@ -57,9 +62,25 @@ set(value_hints
   "--log-dir=<directory>"
   "--remote-pltrun=<file>"
   "--secret-file=<file>")
-set(VALUE_CASES "")
 set(all_lines ${PLTRUN_LINES} ${STATUS_LINES} ${STORE_LINES})
 list(REMOVE_DUPLICATES all_lines)
+# hint_of(GROUP VAR): VAR = the hint's value part for the option whose names are GROUP
+# ("-t,--tee"), or empty.
+function(hint_of group var)
+  string(REPLACE "," ";" aliases "${group}")
+  foreach(hint IN LISTS value_hints)
+    string(REGEX MATCH "^([^=]+)=(.*)$" ignored "${hint}")
+    if(CMAKE_MATCH_1 IN_LIST aliases)
+      set(${var} "${CMAKE_MATCH_2}" PARENT_SCOPE)
+      return()
+    endif()
+  endforeach()
+  set(${var} "" PARENT_SCOPE)
+endfunction()
+
+# bash and zsh: one case branch per hinted option, in each shell's words.
+set(VALUE_CASES "")
+set(ZSH_VALUE_CASES "")
 foreach(hint IN LISTS value_hints)
   string(REGEX MATCH "^([^=]+)=(.*)$" ignored "${hint}")
   set(name "${CMAKE_MATCH_1}")
@@ -76,12 +97,56 @@ foreach(hint IN LISTS value_hints)
   endif()
   if(words STREQUAL "<file>")
     set(action "_pltrun_files -f \"\$2\"")
+    set(zsh_action "_files")
   elseif(words STREQUAL "<directory>")
     set(action "_pltrun_files -d \"\$2\"")
+    set(zsh_action "_files -/")
   else()
     set(action "COMPREPLY=(\$(compgen -W '${words}' -- \"\$2\"))")
+    set(zsh_action "compadd -- ${words}")
   endif()
   string(APPEND VALUE_CASES "    ${pattern}) ${action} ;;\n")
+  string(REPLACE " " "" zsh_pattern "${pattern}")
+  string(APPEND ZSH_VALUE_CASES "    (${zsh_pattern}) ${zsh_action} ;;\n")
 endforeach()
 
-configure_file(${TEMPLATE} ${OUTPUT} @ONLY)
+# fish: one `complete` line per option of each command, under CONDITION (a function of the
+# template's): its names as -s/-l/-o, and for an option that takes a value what that can be.
+function(fish_lines command condition lines value_lines var)
+  set(text "")
+  foreach(group IN LISTS lines)
+    string(REPLACE "," ";" aliases "${group}")
+    set(names "")
+    foreach(alias IN LISTS aliases)
+      if(alias MATCHES "^--(.+)$")
+        string(APPEND names " -l ${CMAKE_MATCH_1}")
+      elseif(alias MATCHES "^-(.)$")
+        string(APPEND names " -s ${CMAKE_MATCH_1}")
+      elseif(alias MATCHES "^-(.+)$")
+        string(APPEND names " -o ${CMAKE_MATCH_1}")
+      endif()
+    endforeach()
+    set(value "")
+    if(group IN_LIST value_lines)
+      hint_of("${group}" words)
+      if(words STREQUAL "<file>")
+        set(value " -r -F")
+      elseif(words STREQUAL "<directory>")
+        set(value " -x -a '(__fish_complete_directories (commandline -ct))'")
+      elseif(words)
+        set(value " -x -a '${words}'")
+      else()
+        set(value " -x")  # a number, an address: nothing to offer, and no file names
+      endif()
+    endif()
+    string(APPEND text "complete -c ${command} -n ${condition}${names}${value}\n")
+  endforeach()
+  set(${var} "${text}" PARENT_SCOPE)
+endfunction()
+fish_lines(pltrun __pltrun_takes_options "${PLTRUN_LINES}" "${PLTRUN_VALUE_LINES}" FISH_PLTRUN)
+fish_lines(pltrun __pltrun_takes_status_options "${STATUS_LINES}" "${STATUS_VALUE_LINES}" FISH_STATUS)
+fish_lines(pltrun-store true "${STORE_LINES}" "${STORE_VALUE_LINES}" FISH_STORE)
+
+configure_file(${TEMPLATE_DIR}/pltrun.bash-completion.in ${OUTPUT_DIR}/bash-completion/completions/pltrun @ONLY)
+configure_file(${TEMPLATE_DIR}/pltrun.zsh-completion.in ${OUTPUT_DIR}/zsh/vendor-completions/_pltrun @ONLY)
+configure_file(${TEMPLATE_DIR}/pltrun.fish-completion.in ${OUTPUT_DIR}/fish/vendor_completions.d/pltrun.fish @ONLY)

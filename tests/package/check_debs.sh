@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The package test's checks on this machine (run_package_test.sh), before any install:
 # which files each package holds and which it must not, its fields and control files,
-# stripped ELF files whose debug symbols gdb finds in pltrun-dbgsym by build id, and the
-# store's systemd unit as systemd-analyze reads it.
+# lintian, stripped ELF files that load the system's OpenSSL and whose debug symbols gdb
+# finds in pltrun-dbgsym by build id, the zsh and fish completion, and the store's systemd
+# unit as systemd-analyze reads it.
 #
 # Usage: check_debs.sh DEB_DIR EXTRACT_DIR VERSION_LINE
 set -euo pipefail
@@ -11,16 +12,20 @@ set -euo pipefail
 deb_dir=$1
 extract=$2
 version_line=$3
-version=$(awk '{print $2}' <<<"$version_line")
-arch=$(dpkg --print-architecture)
-runtime=$deb_dir/pltrun_${version}_$arch.deb
-dev=$deb_dir/pltrun-dev_${version}_$arch.deb
-dbgsym=$deb_dir/pltrun-dbgsym_${version}_$arch.ddeb
-
 fail() {
   echo "check_debs: $*" >&2
   exit 1
 }
+upstream=$(awk '{print $2}' <<<"$version_line")
+arch=$(dpkg --print-architecture)
+multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+# The Debian version: pltrun's own and the Debian revision (0.1.0-1).
+version=$(cd "$deb_dir" && ls pltrun_"$upstream"-*_"$arch".deb 2>/dev/null | sed -E "s/^pltrun_(.*)_$arch\.deb$/\1/") || true
+[[ $version =~ ^$upstream-[0-9]+$ ]] || fail "no pltrun_$upstream-REVISION_$arch.deb in $deb_dir: $(ls "$deb_dir")"
+runtime=$deb_dir/pltrun_${version}_$arch.deb
+dev=$deb_dir/pltrun-dev_${version}_$arch.deb
+dbgsym=$deb_dir/pltrun-dbgsym_${version}_$arch.ddeb
+
 step() { echo "== $*"; }
 for deb in "$runtime" "$dev" "$dbgsym"; do [ -f "$deb" ] || fail "no $deb"; done
 
@@ -41,16 +46,19 @@ lacks() {
 field() { dpkg-deb -f "$1" "$2"; }
 
 step "contents (dpkg-deb -c)"
-lib='/usr/lib(/[a-z0-9_]+-linux-gnu[a-z0-9_]*)?'
+lib="/usr/lib/$multiarch"  # libraries and their CMake and pkg-config files: multiarch only
 has "$runtime" /usr/bin/pltrun /usr/bin/pltrun-store "$lib/libpltrun\.so\.0\.1" "$lib/libpltrun\.so\.0\.1\.[0-9]+" \
   /usr/share/man/man1/pltrun\.1\.gz /usr/share/man/man1/pltrun-store\.1\.gz /usr/share/man/man1/pltrun-status\.1\.gz \
+  /usr/share/man/man5/pltrun\.toml\.5\.gz \
   /usr/share/bash-completion/completions/pltrun /usr/share/bash-completion/completions/pltrun-store \
+  /usr/share/zsh/vendor-completions/_pltrun /usr/share/fish/vendor_completions.d/pltrun\.fish \
+  /usr/share/fish/vendor_completions.d/pltrun-store\.fish /etc/pltrun\.toml \
   /usr/lib/systemd/system/pltrun-store\.service /etc/default/pltrun-store /usr/share/doc/pltrun/copyright \
-  /usr/share/doc/pltrun/changelog\.gz
-lacks "$runtime" '/include/|\.a$|/cmake/|/pkgconfig/|libpltrun\.so$'
+  /usr/share/doc/pltrun/changelog\.Debian\.gz /usr/share/lintian/overrides/pltrun
+lacks "$runtime" '/include/|\.a$|/cmake/|/pkgconfig/|libpltrun\.so$|^/usr/lib/libpltrun'
 has "$dev" /usr/include/pltrun/pltrun\.h /usr/include/pltrun/group\.h "$lib/libpltrun\.a" "$lib/libpltrun\.so" \
   "$lib/cmake/pltrun/pltrunConfig\.cmake" "$lib/pkgconfig/pltrun\.pc" /usr/share/doc/pltrun-dev/copyright
-lacks "$dev" '/bin/|\.so\.|/man/|/systemd/|^/etc/'
+lacks "$dev" '/bin/|\.so\.|/man/|/systemd/|^/etc/|^/usr/lib/(libpltrun|cmake|pkgconfig)'
 has "$dbgsym" '/usr/lib/debug/\.build-id/[0-9a-f]{2}/[0-9a-f]+\.debug' '/usr/share/doc/pltrun-dbgsym'
 for deb in "$runtime" "$dev" "$dbgsym"; do echo "   $(basename "$deb"): $(paths "$deb" | grep -vc '/$') files"; done
 copyright=$(dpkg-deb --fsys-tarfile "$runtime" | tar -xOf - ./usr/share/doc/pltrun/copyright)
@@ -58,6 +66,21 @@ grep -qx "Copyright: 2026 The pltrun authors" <<<"$copyright" && grep -qx "Licen
   grep -qF /usr/share/common-licenses/Apache-2.0 <<<"$copyright" || fail "the copyright file does not name LICENSE's terms"
 
 step "fields and control files"
+# Maintainer and Homepage from the top-level CMakeLists.txt; the changelog's trailer names
+# the same maintainer, its entry the package's version.
+maintainer=$(field "$runtime" Maintainer)
+[[ $maintainer =~ ^[^\<]+\ \<[^@\>]+@[^@\>]+\.[a-z]+\>$ ]] && [[ $maintainer != *example.* ]] ||
+  fail "Maintainer '$maintainer' is not a real 'Name <address>'"
+homepage=$(field "$runtime" Homepage)
+[[ $homepage == https://* ]] || fail "Homepage '$homepage' is not an https URL"
+for deb in "$dev" "$dbgsym"; do
+  [ "$(field "$deb" Maintainer)" = "$maintainer" ] || fail "$(basename "$deb") has another Maintainer"
+done
+[ "$(field "$dev" Homepage)" = "$homepage" ] || fail "pltrun-dev has another Homepage"
+changelog=$(dpkg-deb --fsys-tarfile "$runtime" | tar -xOf - ./usr/share/doc/pltrun/changelog.Debian.gz | gzip -dc)
+head -n1 <<<"$changelog" | grep -qF "pltrun ($version) " || fail "the changelog's entry is not $version: $(head -n1 <<<"$changelog")"
+grep -qF -- " -- $maintainer  " <<<"$changelog" || fail "the changelog is not signed by $maintainer"
+echo "   Version: $version; Maintainer: $maintainer; Homepage: $homepage"
 for deb in "$runtime" "$dev"; do
   echo "   $(field "$deb" Package): Depends: $(field "$deb" Depends)"
 done
@@ -71,7 +94,9 @@ grep -q libssl-dev <<<"$depends" || fail "pltrun-dev does not depend on libssl-d
 [ "$(field "$dbgsym" Package)" = pltrun-dbgsym ] || fail "the .ddeb is not pltrun-dbgsym"
 mkdir -p "$extract/control"
 dpkg-deb -e "$runtime" "$extract/control"
-grep -qx /etc/default/pltrun-store "$extract/control/conffiles" || fail "/etc/default/pltrun-store is not a conffile"
+for conffile in /etc/default/pltrun-store /etc/pltrun.toml; do
+  grep -qx "$conffile" "$extract/control/conffiles" || fail "$conffile is not a conffile"
+done
 grep -qE "^libpltrun 0\.1 pltrun \(>= $version\)$" "$extract/control/shlibs" || fail "no shlibs line for libpltrun 0.1"
 grep -qx 'activate-noawait ldconfig' "$extract/control/triggers" || fail "no ldconfig trigger"
 if grep -vE '^[[:space:]]*#' "$extract/control/postinst" | grep -qE '(systemctl|deb-systemd-[a-z]+) +(enable|start)'; then
@@ -84,11 +109,30 @@ if grep -v '^[0-9a-f]\{32\}  usr/lib/debug/' "$extract/dbgsym-control/md5sums"; 
   fail "pltrun-dbgsym's md5sums names the files above wrongly"
 fi
 
-step "stripped ELF files, debug symbols by build id (gdb)"
+step "lintian: no error, no warning"
+# Every tag at warning level or above fails the test; the overrides the package ships say
+# why (apps/packaging/debian/lintian-overrides). Info tags are shown.
+if ! lintian --fail-on error,warning --display-info --tag-display-limit 0 "$runtime" "$dev" "$dbgsym" \
+  >"$extract/lintian.out" 2>&1; then
+  cat "$extract/lintian.out" >&2
+  fail "lintian found errors or warnings (above)"
+fi
+sed 's/^/   /' "$extract/lintian.out"
+echo "   lintian $(lintian --version | awk '{print $2}'): no error, no warning in $(basename -a "$runtime" "$dev" "$dbgsym" | tr '\n' ' ')"
+
+step "stripped ELF files that load the system's OpenSSL, debug symbols by build id (gdb)"
 dpkg-deb -x "$runtime" "$extract/root"
 dpkg-deb -x "$dbgsym" "$extract/root"
-for elf in "$extract"/root/usr/bin/pltrun "$extract"/root/usr/bin/pltrun-store "$extract"/root/usr/lib/*libpltrun.so.0.1.* \
-  "$extract"/root/usr/lib/*/libpltrun.so.0.1.*; do
+# libssl and libcrypto as shared libraries (NEEDED), so that Debian's security updates of
+# OpenSSL reach pltrun; never linked in (PLTRUN_STATIC_OPENSSL).
+needed() { readelf -dW "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p' | tr '\n' ' '; }
+for program in pltrun pltrun-store; do
+  grep -qw libcrypto.so.3 <<<"$(needed "$extract/root/usr/bin/$program")" ||
+    fail "$program does not need libcrypto.so.3 (OpenSSL linked statically?): $(needed "$extract/root/usr/bin/$program")"
+done
+grep -qw libssl.so.3 <<<"$(needed "$extract/root/usr/bin/pltrun")" || fail "pltrun does not need libssl.so.3"
+echo "   pltrun NEEDED: $(needed "$extract/root/usr/bin/pltrun")"
+for elf in "$extract"/root/usr/bin/pltrun "$extract"/root/usr/bin/pltrun-store "$extract"/root/usr/lib/*/libpltrun.so.0.1.*; do
   [ -f "$elf" ] || continue
   description=$(file -b "$elf")
   [[ $description == *", stripped"* ]] || fail "$(basename "$elf") is not stripped: $description"
@@ -109,8 +153,11 @@ gdb_finds() {
 }
 gdb_finds "$extract/root/usr/bin/pltrun" main apps/pltrun/main.cc
 gdb_finds "$extract/root/usr/bin/pltrun-store" main apps/pltrun-store/main.cc
-gdb_finds "$(ls "$extract"/root/usr/lib/libpltrun.so.0.1.* "$extract"/root/usr/lib/*/libpltrun.so.0.1.* 2>/dev/null | head -n1)" \
+gdb_finds "$(ls "$extract"/root/usr/lib/*/libpltrun.so.0.1.* 2>/dev/null | head -n1)" \
   pltrun_group_join lib/client/src/c_api.cc
+
+step "completion in bash, zsh and fish"
+bash "$(dirname "$0")/check_completion.sh" "$extract/root" --all-shells || fail "completion"
 
 step "the store's systemd unit (systemd-analyze)"
 # Against this machine's systemd units (network-online.target, ...), with ExecStart's

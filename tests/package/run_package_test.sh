@@ -3,12 +3,17 @@
 # bookworm chroot, runs a 2-worker job and the consumer project, and removes cleanly"):
 #   1. scripts/package.sh --no-build packages BUILD_DIR (what CTest tests) into a
 #      temporary directory;
-#   2. on this machine: the packages' contents and fields (dpkg-deb), stripped ELF files
-#      whose debug symbols gdb finds in pltrun-dbgsym by build id, the systemd unit
-#      (systemd-analyze verify and security);
+#   2. on this machine: the packages' contents and fields (dpkg-deb), lintian (no error or
+#      warning), stripped ELF files whose debug symbols gdb finds in pltrun-dbgsym by build
+#      id, the zsh and fish completion, the systemd unit (systemd-analyze verify and
+#      security);
 #   3. in a fresh copy of the clean bookworm chroot (scripts/package-chroot.sh):
 #      tests/package/in_chroot.sh installs, uses, purges, and checks nothing is left; the
-#      chroot script fails the run if a process is left in the copy.
+#      chroot script fails the run if a process is left in the copy;
+#   4. in another fresh copy: tests/package/upgrade_in_chroot.sh installs the previous
+#      release's packages (scripts/package-previous.sh: built once, cached in
+#      /var/cache/pltrun) and upgrades them to these, untouched and with an admin's own
+#      configuration files, then purges.
 # Exits 77 (CTest's skip) when not root or debootstrap is missing. Removes its temporary
 # directory; the cached chroot never changes.
 #
@@ -58,4 +63,15 @@ step "in a fresh copy of $(bash "$source_dir/scripts/package-chroot.sh" path)"
 bash "$source_dir/scripts/package-chroot.sh" run --bind "$work" -- \
   bash "$work/source/tests/package/in_chroot.sh" "$work/debs" "$work/source" "$version_line" ||
   fail "in the chroot (above)"
+
+# --- 4. the upgrade from the previous release ---------------------------------------------
+upgrade_started=$(date +%s)
+step "scripts/package-previous.sh ensure"
+bash "$source_dir/scripts/package-previous.sh" ensure || fail "no packages of the previous release"
+previous=$(bash "$source_dir/scripts/package-previous.sh" path)
+step "upgrade from $(basename "$(ls "$previous"/pltrun_*.deb)"), in a fresh copy of the chroot"
+bash "$source_dir/scripts/package-chroot.sh" run --bind "$work" --bind "$previous" -- \
+  bash "$work/source/tests/package/upgrade_in_chroot.sh" "$previous" "$work/debs" "$work/source" ||
+  fail "the upgrade in the chroot (above)"
+echo "   the upgrade took $(($(date +%s) - upgrade_started)) s"
 echo "package test passed in $(($(date +%s) - started)) s"
