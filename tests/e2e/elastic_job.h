@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "helpers/child_process.h"
+#include "helpers/json_lines.h"
 
 namespace pltrun::test {
 
@@ -277,12 +278,7 @@ inline std::vector<json> agentEvents(const TempDir& dir, const std::string& runI
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   const std::string path = dir / ("logs/" + runId + "/" + host + "_" + std::to_string(agent) + "/events.jsonl");
-  std::vector<json> events;
-  std::istringstream lines(readFile(path));
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (!line.empty()) events.push_back(json::parse(line));
-  }
+  std::vector<json> events = readJsonLines(path);
   INFO("events of agent " << agent << " (" << path << "): " << events.size());
   CHECK(!events.empty());
   return events;

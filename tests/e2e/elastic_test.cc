@@ -151,6 +151,9 @@ TEMPLATE_TEST_CASE("kill -9 of one worker restarts every node's workers in the n
     }
     CHECK(eventsNamed(events, "rendezvous_complete").size() == 2);
     CHECK(eventsNamed(events, "job_finished").size() == 1);
+    CHECK(events.front().value("event", "") == "run_started");  // docs/EVENTS.md, schema 1
+    CHECK(events.front().value("run_id", "") == job.runId());
+    for (const json& event : events) CHECK(event.value("schema", 0) == 1);
   }
   CHECK(sawSignal);  // the failing node logged its worker's SIGKILL
   checkNoWorkerLeft(dir);

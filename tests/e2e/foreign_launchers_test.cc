@@ -46,17 +46,23 @@ void requireSamePlan(const std::vector<json>& theirs, const std::vector<json>& o
 
 }  // namespace
 
-TEST_CASE("DeepSpeed's --num_gpus gives the workers --nproc-per-node's environment and --local_rank=N",
+TEST_CASE("DeepSpeed's --num_gpus gives the workers --devices N's environment and --local_rank=N",
           "[foreign][deepspeed]") {
-  const std::vector<json> ours = environmentsOf({"--nproc-per-node", "2"}, 2);
-  const std::vector<json> theirs = environmentsOf({"--num_gpus", "2"}, 2);
+  const std::vector<std::string> fourGpus = {"PLTRUN_FAKE_GPUS=4", "CUDA_VISIBLE_DEVICES"};
+  const std::vector<json> ours = environmentsOf({"--devices", "2"}, 2, fourGpus);
+  const std::vector<json> theirs = environmentsOf({"--num_gpus", "2"}, 2, fourGpus);
   requireSamePlan(theirs, ours);
+  CHECK(theirs[1]["CUDA_VISIBLE_DEVICES"] == "0,1");  // DeepSpeed's own choice
   for (int rank = 0; rank < 2; ++rank) {
     CHECK(theirs[rank]["local_rank_argument"] == "--local_rank=" + std::to_string(rank));
     CHECK_FALSE(ours[rank].contains("local_rank_argument"));
   }
-  const std::vector<json> without = environmentsOf({"--num_gpus", "2", "--no_local_rank"}, 2);
+  const std::vector<json> without = environmentsOf({"--num_gpus", "2", "--no_local_rank"}, 2, fourGpus);
   CHECK_FALSE(without[1].contains("local_rank_argument"));
+  // More GPUs than the node has: one line naming the flag typed, nothing started.
+  Finished tooMany = runPltrun({"--num_gpus", "8", testWorker(), "exit", "0"}, fourGpus);
+  CHECK(tooMany.status == 2);
+  CHECK_THAT(tooMany.err, Catch::Contains("--num_gpus") && Catch::Contains("4 are visible"));
 }
 
 TEST_CASE("DeepSpeed's -i/-e localhost:N choose the GPUs --devices would", "[foreign][deepspeed]") {

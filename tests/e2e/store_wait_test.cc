@@ -99,7 +99,8 @@ TEST_CASE("a driver whose agents do not start says what it waits for every 5 s a
   ChildProcess driver(
       pltrunCommand({"--hosts", "localhost:1", "--remote-command", "sh -c 'sleep 60' {host}", "/bin/true"}),
       {"TMPDIR=" + dir.path()});
-  REQUIRE(driver.waitForStderr("waiting up to 600.0 s (join_timeout) for the 1 agents to start on localhost", 20s));
+  REQUIRE(driver.waitForStderr(
+      "waiting up to 600.0 s (join_timeout) for 1 agent to start (one agent per host: localhost)", 20s));
   REQUIRE(driver.waitForStderr("still waiting for the agents after 5.0 s: 0 of 1 joined", 20s));
   const auto sent = std::chrono::steady_clock::now();
   driver.signal(SIGINT);

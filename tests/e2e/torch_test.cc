@@ -47,7 +47,13 @@ TEST_CASE("DeepSpeed's command line: --num_gpus workers get the --local_rank=N t
           "[torch][deepspeed]") {
   const TorchRuntime torch = GENERATE(torch113(), torch26(), torch214());
   TempDir dir;
-  Finished run = runTorch(torch, dir, {"--num_gpus", "2", kScript, "deepspeed", dir.path()});
+  torch.available();
+  // --num_gpus chooses GPUs 0 and 1 (CUDA_VISIBLE_DEVICES=0,1): two GPUs as far as pltrun
+  // can tell; the gloo workers use none.
+  std::vector<std::string> environment = torch.workerEnvironment(dir.path());
+  environment.push_back("PLTRUN_FAKE_GPUS=2");
+  ChildProcess pltrun(pltrunCommand({"--num_gpus", "2", kScript, "deepspeed", dir.path()}), environment);
+  Finished run = pltrun.wait(120s);
   INFO("torch " << torch.version << "\n" << run.out << run.err);
   REQUIRE(run.status == 0);
   CHECK(readFile(dir / "result_0") == "3 local_rank=0");

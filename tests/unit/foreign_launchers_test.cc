@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "launcher/plan/command_line.h"
+#include "launcher/plan/device_selection.h"
 #include "pltrun/error.h"
 
 using Catch::Matchers::Contains;
@@ -55,7 +56,9 @@ TEST_CASE("DeepSpeed's --num_gpus is --nproc-per-node and passes --local_rank un
           "[command_line][foreign][deepspeed]") {
   for (const char* spelling : {"--num_gpus", "--num-gpus"}) {
     LaunchConfig config = configOf({spelling, "2", "train.py", "--deepspeed"});
-    CHECK(config.nprocPerNode == WorkerCount::fixed(2));
+    REQUIRE(config.devices);
+    CHECK(*config.devices == pltrun::parseDeviceSelection("2"));  // GPUs 0 and 1, as --devices 2
+    CHECK(config.devices->flag == "--num_gpus");
     CHECK(config.localRankArgument);
     CHECK(config.programArgs == std::vector<std::string>{"--deepspeed"});
   }

@@ -37,6 +37,7 @@ AgentSession::AgentSession(const ElasticJob& job)
       agentId(host + ":" + std::to_string(getpid()) + ":" + randomHexId()),
       directory(job.config, job.runId, host + "_" + std::to_string(getpid())),
       events(directory.eventLogPath()) {
+  if (directory.keepsLogs()) spdlog::info("worker logs go to {}", directory.root().string());
   events.write("run_started",
                runStartedFields(job.config, job.runId, directory.root().string(), host, job.layout.workerCount));
   if (onEtcd()) {
@@ -122,9 +123,14 @@ void AgentSession::requireTcpStore(TcpStore& store) const {
   try {
     store.ping();
   } catch (const Error& error) {
+    const std::string how = error.code() == ErrorCode::Protocol  ? "its reply to a PING is not a TCPStore's"
+                            : error.code() == ErrorCode::Timeout ? "it accepted the connection but did not answer a "
+                                                                   "PING within " +
+                                                                       rdzv::secondsText(kProbeReplyTimeout) + " s"
+                                                                 : "it closed the connection at a PING";
     throw Error(ErrorCode::Network, rdzv::hostPortText(settings.endpointHost, storeOptions.port) +
-                                        " answered but is not a TCPStore (a PING got: " + error.what() +
-                                        "); check that --rdzv-endpoint names the port the hosting agent printed");
+                                        " answered but is not a TCPStore: " + how +
+                                        "; check that --rdzv-endpoint names the port the hosting agent printed");
   }
 }
 

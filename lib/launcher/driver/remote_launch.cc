@@ -29,6 +29,8 @@ namespace pltrun {
 namespace {
 
 constexpr std::chrono::seconds kStopDelayAfterFailure{10};
+// ssh's exit status for its own errors (no connection, refused key), never the remote command's.
+constexpr int kSshFailed = 255;
 
 // Without a secret_file of the user's, the driver makes a secret for this job alone and
 // hands it to each agent on its standard input (its agents then read secret_file=-).
@@ -349,11 +351,22 @@ int driverStatus(const GroupOutcome& outcome, const RemoteLaunchSettings& remote
   }
   if (outcome.kind == GroupOutcome::Kind::Failed) {
     const WorkerFailure& root = *outcome.rootCause;
-    spdlog::error("the job failed: the agent on {} ended first, with {} (the failing host's report is above)",
-                  remote.hosts[root.rank].host, root.end.describe());
+    if (root.end.exitCode == kSshFailed && root.end.signal == 0) {
+      // ssh's own status: the agent never ran there, so no host report follows.
+      spdlog::error(
+          "the job failed: the agent on {} could not be started (exit status 255: ssh's or the remote "
+          "command's own error, above); check that `ssh {} true` works without a password, or give "
+          "--remote-command",
+          remote.hosts[root.rank].host, remote.hosts[root.rank].host);
+    } else {
+      spdlog::error("the job failed: the agent on {} ended first, with {} (the failing host's report is above)",
+                    remote.hosts[root.rank].host, root.end.describe());
+    }
     return root.end.shellStatus();
   }
-  spdlog::info("all {} hosts finished", remote.hosts.size());
+  spdlog::info("{} finished", remote.hosts.size() == 1
+                                  ? "the host"
+                                  : "all " + countedNoun(static_cast<long long>(remote.hosts.size()), "host"));
   return 0;
 }
 
@@ -374,8 +387,8 @@ int runDriver(const LaunchConfig& config, const Environment& inherited) {
   storeOptions.descriptorBudget = rdzv::openFileLimitShare(1, 2);  // the rest: one ssh per host
   HostedStore store(storeOptions);
   const std::string endpoint = endpointText(Endpoint{address, store.port()});
-  spdlog::info("run {}: {} hosts, rendezvous store on {}; starting one agent per host", runId, remote.hosts.size(),
-               endpoint);
+  spdlog::info("run {}: {}, rendezvous store on {}; starting one agent per host", runId,
+               countedNoun(static_cast<long long>(remote.hosts.size()), "host"), endpoint);
 
   AgentLaunch launch{config, std::move(forwarded), {}, "", "", endpoint, runId, storeOptions.secret};
   for (const auto& [name, value] : inherited) launch.environment.push_back(name + "=" + value);

@@ -29,8 +29,9 @@ AgentStartProgress::AgentStartProgress(boost::asio::io_context& context, TcpStor
 
 void AgentStartProgress::start() {
   started_ = std::chrono::steady_clock::now();
-  spdlog::info("waiting up to {} s (join_timeout) for the {} agents to start on {} and meet; Ctrl-C stops",
-               rdzv::secondsText(joinTimeout_), hosts_.size(), joinText(hosts_, ", "));
+  spdlog::info("waiting up to {} s (join_timeout) for {} to start (one agent per host: {}) and meet; Ctrl-C stops",
+               rdzv::secondsText(joinTimeout_), countedNoun(static_cast<long long>(hosts_.size()), "agent"),
+               joinText(hosts_, ", "));
   arm();
 }
 

@@ -61,7 +61,11 @@ void applyDeepSpeedOnOneNode(const RawFlags& raw, LaunchConfig& config) {
                   "--num_gpus and --include/--exclude both choose this node's GPUs; give one of them");
     }
     requireOneWorkerCount(raw, "--num_gpus");
-    config.nprocPerNode = WorkerCount::fixed(countFlag("--num_gpus", raw.numGpus));
+    // DeepSpeed's: GPUs 0..N-1 (CUDA_VISIBLE_DEVICES=0,...,N-1), refused where fewer are visible.
+    DeviceSelection first = parseDeviceSelection(std::to_string(countFlag("--num_gpus", raw.numGpus)));
+    first.flag = "--num_gpus";
+    first.spelled = raw.numGpus;
+    config.devices = first;
     return;
   }
   if (!including && trimSpaces(raw.exclude).empty()) return;

@@ -1,8 +1,8 @@
 #pragma once
 // The words DeepSpeed's launcher users type first (`deepspeed --num_gpus 2 train.py
 // --deepspeed ...`), with DeepSpeed's meaning:
-//   --num_gpus N     GPUs per node: on one node N workers (GPUs 0..N-1); over hosts, at most
-//                    the first N slots of each host
+//   --num_gpus N     GPUs per node: on one node N workers on GPUs 0..N-1 (refused where fewer
+//                    are visible); over hosts, at most the first N slots of each host
 //   --num_nodes N    the first N hosts of the host list; without one only 1 (this node)
 //   -i/--include, -e/--exclude without hosts: this node's GPUs, named localhost as DeepSpeed
 //                    names them ("localhost:0,2"); with hosts see host_list.h
@@ -20,7 +20,7 @@
 
 namespace pltrun {
 
-/// Without hosts: --num_gpus as --nproc-per-node, --include/--exclude of localhost as the
+/// Without hosts: --num_gpus as --devices N, --include/--exclude of localhost as the
 /// GPUs (flag errors name --include/--exclude, not --devices), --num_nodes 1. Throws
 /// InvalidArgument when they disagree with --nproc-per-node, --devices or -np, or name
 /// another host.

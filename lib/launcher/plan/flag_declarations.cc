@@ -88,9 +88,10 @@ void declareWorkerAndNodeFlags(FlagDeclarer& declare, RawFlags& raw) {
   declare.valued("np", raw.totalProcesses,
                  "horovodrun's and mpirun's -np N: N workers in all; on one node, --nproc-per-node N; with "
                  "--hosts/--hostfile, the first N slots in host order");
-  declare.valued("num-gpus", raw.numGpus,
-                 "DeepSpeed's: GPUs per node; on one node N workers on GPUs 0..N-1, with hosts at most N slots each "
-                 "(and --local_rank=N is passed, unless --no_local_rank)");
+  declare.valued(
+      "num-gpus", raw.numGpus,
+      "DeepSpeed's: GPUs per node; on one node N workers on GPUs 0..N-1 (--devices N), with hosts at most N slots each "
+      "(and --local_rank=N is passed, unless --no_local_rank)");
   declare.section("Several nodes (static or elastic)");
   declare.valued("nnodes", raw.nnodes,
                  "number of nodes: N, or MIN:MAX for an elastic job (c10d rendezvous) (default 1)");
@@ -230,6 +231,10 @@ std::shared_ptr<const FlagVariables> declareFlags(CLI::App& app, RawFlags& raw) 
       "  serves torch's FileTimer watchdog at TORCHELASTIC_TIMER_FILE (or a FIFO pltrun makes).\n"
       "Site defaults: /etc/pltrun.toml (or $PLTRUN_CONFIG; PLTRUN_CONFIG= for none), long options\n"
       "  without dashes (max-restarts = 3); flags and PET_* variables win over it.\n"
+      "Other launchers' words (README): mpirun's -np, -n, -N, -npernode, -H, -host, -hostfile,\n"
+      "  -machinefile, -x, --oversubscribe, -bind-to none; horovodrun's -np, -H, -p, --start-timeout,\n"
+      "  --verbose; DeepSpeed's --num_gpus, --num_nodes, -H FILE, -i, -e, --no_local_rank.\n"
+      "Files: DIR/RUN_ID[.N]/ per run, DIR/latest, events.jsonl and failure.json (docs/EVENTS.md).\n"
       "A running elastic job's state: pltrun status --rdzv-endpoint HOST:PORT --rdzv-id ID\n"
       "  [--json] [--watch] (pltrun status --help).");
   return variables;

@@ -66,6 +66,10 @@ std::chrono::milliseconds parseSecondsFlag(const std::string& flag, const std::s
   return *duration;
 }
 
+std::string countedNoun(long long count, const std::string& noun) {
+  return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
+}
+
 std::string joinText(const std::vector<std::string>& pieces, std::string_view separator) {
   std::string text;
   for (size_t index = 0; index < pieces.size(); ++index) {

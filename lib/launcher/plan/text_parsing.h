@@ -54,4 +54,7 @@ std::vector<std::string_view> splitText(std::string_view text, char separator);
 /// The pieces with `separator` between them: splitText's inverse.
 std::string joinText(const std::vector<std::string>& pieces, std::string_view separator);
 
+/// "1 worker", "4 workers": `count` and `noun`, with an s unless it is one.
+std::string countedNoun(long long count, const std::string& noun);
+
 }  // namespace pltrun

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "launcher/plan/line_prefix_template.h"
+#include "launcher/plan/text_parsing.h"
 
 namespace pltrun {
 namespace fs = std::filesystem;
@@ -99,9 +100,9 @@ std::vector<WorkerSpec> workerSpecsFor(const RunPlan& plan, int attempt, const N
   const int workers = plan.layout.workerCount;
   const int firstRank = node.firstRank >= 0 ? node.firstRank : node.nodeRank * workers;
   const int worldSize = node.worldSize > 0 ? node.worldSize : workers * node.nnodes;
-  spdlog::info("run {}{}: starting {} workers (ranks {}-{} of {}) on {}, master {}:{}", plan.runId,
-               attempt > 0 ? " attempt " + std::to_string(attempt) : "", workers, firstRank, firstRank + workers - 1,
-               worldSize, plan.host, placement.masterAddr, placement.masterPort);
+  spdlog::info("run {}{}: starting {} (ranks {}-{} of {}) on {}, master {}:{}", plan.runId,
+               attempt > 0 ? " attempt " + std::to_string(attempt) : "", countedNoun(workers, "worker"), firstRank,
+               firstRank + workers - 1, worldSize, plan.host, placement.masterAddr, placement.masterPort);
   std::vector<WorkerSpec> specs;
   const FilteredCopies copies = filteredCopiesFor(plan, attempt);
   for (int localRank = 0; localRank < workers; ++localRank) {

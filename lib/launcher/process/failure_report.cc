@@ -1,6 +1,7 @@
 #include "launcher/process/failure_report.h"
 
 #include <ctime>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <utility>
 #include <vector>
@@ -22,6 +23,11 @@ std::string isoTime(std::chrono::system_clock::time_point time) {
   return text;
 }
 
+bool hasErrorFile(const WorkerFailure& failure) {
+  std::error_code error;
+  return !failure.errorFile.empty() && std::filesystem::exists(failure.errorFile, error);
+}
+
 nlohmann::json failureJson(const WorkerFailure& failure) {
   nlohmann::json entry = {
       {"rank", failure.rank},
@@ -32,7 +38,8 @@ nlohmann::json failureJson(const WorkerFailure& failure) {
       {"exit_code", failure.end.signal ? nlohmann::json() : nlohmann::json(failure.end.exitCode)},
       {"signal", failure.end.signal ? nlohmann::json(signalName(failure.end.signal)) : nlohmann::json()},
       {"time", isoTime(failure.time)},
-      {"error_file", failure.errorFile},
+      // null where the worker wrote none (torch's @record writes it on an exception)
+      {"error_file", hasErrorFile(failure) ? nlohmann::json(failure.errorFile) : nlohmann::json()},
   };
   if (failure.stall) entry["stall"] = failure.stall->json();
   if (!failure.expiredTimer.empty()) entry["expired_timer"] = failure.expiredTimer;

@@ -110,7 +110,8 @@ void WorkerGroup::onWorkerEnd(Worker& worker, ProcessEnd end) {
   if (!end.succeeded() && !stopping_ && rootCause_ == nullptr) {
     std::string what = "ended with " + end.describe();
     if (!worker.expiredTimer.empty()) what += " (" + worker.expiredTimer + ")";
-    spdlog::warn("{} (pid {}) {}; stopping the other workers", rankLabel(worker.spec), worker.pid, what);
+    spdlog::warn("{} (pid {}) {}{}", rankLabel(worker.spec), worker.pid, what,
+                 running_ > 0 ? "; stopping the other workers" : "");
     becomeRootCause(worker, RootCauseNotice{what, end.shellStatus()});
     if (settings_.stopDelayAfterFailure.count() > 0) {
       failureTimer_->expireAfter(settings_.stopDelayAfterFailure, [this] {

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "launcher/plan/text_parsing.h"
 #include "launcher/process/group_runner.h"
 #include "launcher/process/run_events.h"
 
@@ -46,8 +47,10 @@ int Supervisor::run(const AttemptPlanner& planAttempt) {
     events_.write("job_finished", {{"status", next.status}, {"attempts", attempt + 1}});
     if (outcome.kind == GroupOutcome::Kind::Succeeded) {
       std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - started;
-      spdlog::info("all {} workers succeeded in {:.2f} s{}", specs.size(), elapsed.count(),
-                   attempt > 0 ? " after " + std::to_string(attempt) + " restart(s)" : "");
+      spdlog::info(
+          "{} succeeded in {:.2f} s{}",
+          specs.size() == 1 ? "the worker" : "all " + countedNoun(static_cast<long long>(specs.size()), "worker"),
+          elapsed.count(), attempt > 0 ? " after " + std::to_string(attempt) + " restart(s)" : "");
     } else if (outcome.kind == GroupOutcome::Kind::Interrupted) {
       spdlog::warn("stopped by {}", signalName(outcome.interruptSignal));
     }
