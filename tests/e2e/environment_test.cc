@@ -209,9 +209,10 @@ TEST_CASE("a site config that is not TOML stops pltrun with one line naming file
   writeSite("# duplicated: CLI11's reader once made it '3,4'\nmax-restarts = 3\nmax-restarts = 4\n");
   Finished duplicated = runPltrun({testWorker(), "env", dir.path()}, {"PLTRUN_CONFIG=" + site});
   CHECK(duplicated.status == 2);
-  CHECK(duplicated.err == "pltrun: error: site config " + site +
-                              ":3:16: 'max-restarts': is not TOML: error while parsing key-value pair: cannot redefine "
-                              "existing integer 'max-restarts'; each key is given once: remove one of them\n");
+  CHECK(duplicated.err ==
+        "pltrun: error: site config " + site +
+            ":3:16: not valid TOML at 'max-restarts': error while parsing key-value pair: cannot redefine "
+            "existing integer 'max-restarts'; each key is given once: remove one of them\n");
   CHECK_FALSE(std::filesystem::exists(dir / "env_0.json"));  // no worker started
 
   writeSite("role = \"\"\"multi\"\"\"\nmax-restarts = 'x'\n");

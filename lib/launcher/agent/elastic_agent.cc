@@ -6,6 +6,7 @@
 #include "launcher/agent/agent_session.h"
 #include "launcher/agent/round_run.h"
 #include "launcher/plan/slurm_signals.h"
+#include "launcher/plan/text_parsing.h"
 #include "pltrun/error.h"
 
 // The round loop of one agent: join a round, run it (round_run.cc), then decide with
@@ -65,11 +66,13 @@ void ElasticAgent::onSignal(int signal) {
 }
 
 int ElasticAgent::run() {
-  spdlog::info("run {}: joining an elastic job of {} node(s) through {} ({} workers here)", session_.job.runId,
+  // torchrun's default id is "none": said so, since "run none" alone reads like an error.
+  spdlog::info("run {}{}: joining an elastic job of {} node(s) through {} ({} here)", session_.job.runId,
+               session_.job.config.runId.empty() ? " (the default id; give every node the same --rdzv-id)" : "",
                session_.settings.minNodes == session_.settings.maxNodes
                    ? std::to_string(session_.settings.maxNodes)
                    : std::to_string(session_.settings.minNodes) + " to " + std::to_string(session_.settings.maxNodes),
-               session_.storeName, session_.job.layout.workerCount);
+               session_.storeName, countedNoun(session_.job.layout.workerCount, "worker"));
   int status = 1;
   try {
     status = runRounds();

@@ -91,8 +91,9 @@ toml::table parseToml(const std::string& text, const std::string& path) {
     std::replace_if(
         description.begin(), description.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
     if (!description.empty()) description.front() = static_cast<char>(std::tolower(description.front()));
-    throwSiteConfigError(placeOf(path, where), (key.empty() ? "" : "'" + key + "': ") + "is not TOML: " + description +
-                                                   "; " + adviceFor(description));
+    // The file is what is not TOML, not the key: "not valid TOML at 'KEY': ...".
+    throwSiteConfigError(placeOf(path, where), "not valid TOML" + (key.empty() ? "" : " at '" + key + "'") + ": " +
+                                                   description + "; " + adviceFor(description));
   }
 }
 
