@@ -93,6 +93,13 @@ TEST_CASE("DeepSpeed's -i/-e localhost:N on one node choose this node's GPUs, an
   } catch (const Error& error) {
     CHECK_THAT(error.what(), Contains("--include") && !Contains("--devices"));
   }
+  // So does the whole of localhost on a node without GPUs.
+  try {
+    pltrun::selectDevices(*configOf({"--include", "localhost", "t.py"}).devices, 0);
+    FAIL("every GPU of none was accepted");
+  } catch (const Error& error) {
+    CHECK_THAT(error.what(), Contains("--include: 'localhost'") && !Contains("--devices"));
+  }
   requireRefused({"--include", "node-7:0", "train.py"}, {"--include", "localhost", "-H/--hostfile"});
   requireRefused({"--exclude", "localhost", "train.py"}, {"--exclude", "every GPU"});
   requireRefused({"--include", "localhost:0", "--num_gpus", "1", "train.py"}, {"--num_gpus", "--include"});

@@ -289,9 +289,9 @@ void RoundRun::waitForOtherNodes() {
     return;
   }
   spdlog::info(
-      "this node's {} workers succeeded; waiting for the other nodes as long as their workers run (a node that "
+      "this node's {} succeeded; waiting for the other nodes as long as their workers run (a node that "
       "fails or is lost ends the wait); Ctrl-C stops",
-      session_.job.layout.workerCount);
+      countedNoun(session_.job.layout.workerCount, "worker"));
   boost::asio::steady_timer progress(session_.context);
   std::function<void()> reportProgress = [&] {
     progress.expires_after(kProgressInterval);

@@ -174,12 +174,6 @@ TcpStoreOptions driverStoreClient(const rdzv::StoreServerOptions& server, int po
   return client;
 }
 
-std::vector<std::string> hostNamesOf(const std::vector<HostSlots>& hosts) {
-  std::vector<std::string> names;
-  for (const HostSlots& host : hosts) names.push_back(host.host);
-  return names;
-}
-
 }  // namespace
 
 Environment forwardedEnvironment(const Environment& inherited, const RemoteLaunchSettings& remote) {
@@ -406,7 +400,7 @@ int runDriver(const LaunchConfig& config, const Environment& inherited) {
   settings.stopDelayAfterFailure = kStopDelayAfterFailure;
   WorkerGroup group(context, runner.console(), guard, settings);
   runner.listen();
-  AgentStartProgress progress(context, driverStoreClient(storeOptions, store.port()), runId, hostNamesOf(remote.hosts),
+  AgentStartProgress progress(context, driverStoreClient(storeOptions, store.port()), runId, remote.hosts,
                               config.rdzv.joinTimeout);
   progress.start();
   const GroupOutcome outcome = runner.run(group, specs);

@@ -16,11 +16,12 @@ constexpr std::chrono::seconds kReportEvery{5};
 }  // namespace
 
 AgentStartProgress::AgentStartProgress(boost::asio::io_context& context, TcpStoreOptions store, std::string runId,
-                                       std::vector<std::string> hosts, std::chrono::milliseconds joinTimeout)
+                                       const std::vector<HostSlots>& hosts, std::chrono::milliseconds joinTimeout)
     : timer_(context),
       storeOptions_(std::move(store)),
       keys_("pltrun/rdzv/" + runId + "/"),
-      hosts_(std::move(hosts)),
+      hostCount_(hosts.size()),
+      hostNames_(hostNamesText(hosts)),
       joinTimeout_(joinTimeout) {
   // Our own store, on this machine: a reply takes milliseconds, or the store is gone.
   storeOptions_.connectTimeout = std::chrono::seconds(2);
@@ -30,8 +31,7 @@ AgentStartProgress::AgentStartProgress(boost::asio::io_context& context, TcpStor
 void AgentStartProgress::start() {
   started_ = std::chrono::steady_clock::now();
   spdlog::info("waiting up to {} s (join_timeout) for {} to start (one agent per host: {}) and meet; Ctrl-C stops",
-               rdzv::secondsText(joinTimeout_), countedNoun(static_cast<long long>(hosts_.size()), "agent"),
-               joinText(hosts_, ", "));
+               rdzv::secondsText(joinTimeout_), countedNoun(static_cast<long long>(hostCount_), "agent"), hostNames_);
   arm();
 }
 
@@ -60,7 +60,7 @@ bool AgentStartProgress::report() {
       if (names.is_array() && !names.empty()) missing = "; not yet: " + names.dump();
     }
     spdlog::info("still waiting for the agents after {} s: {} of {} joined{}", rdzv::secondsText(waited), joined,
-                 hosts_.size(), missing);
+                 hostCount_, missing);
   } catch (const Error& error) {
     spdlog::debug("could not read the agents' progress: {}", error.what());
   }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/plan/host_list.h"
 #include "pltrun/tcp_store.h"
 
 namespace pltrun {
@@ -21,7 +22,7 @@ class AgentStartProgress {
  public:
   /// `store` reaches the driver's own store (its secret and the run as its context).
   AgentStartProgress(boost::asio::io_context& context, TcpStoreOptions store, std::string runId,
-                     std::vector<std::string> hosts, std::chrono::milliseconds joinTimeout);
+                     const std::vector<HostSlots>& hosts, std::chrono::milliseconds joinTimeout);
 
   /// Prints the first line and arms the timer.
   void start();
@@ -37,7 +38,8 @@ class AgentStartProgress {
   TcpStoreOptions storeOptions_;
   std::unique_ptr<TcpStore> store_;
   std::string keys_;  ///< "pltrun/rdzv/RUN_ID/"
-  std::vector<std::string> hosts_;
+  size_t hostCount_;
+  std::string hostNames_;  ///< for the first line: at most 8 names
   std::chrono::milliseconds joinTimeout_;
   std::chrono::steady_clock::time_point started_;
   bool stopped_ = false;

@@ -12,28 +12,32 @@ int countFlag(const std::string& flag, const std::string& value) {
   return static_cast<int>(parseIntegerFlag(flag, value, 1, kMostGpus, "expected a positive whole number"));
 }
 
+// A selection's errors name the flag the user typed and its text, not --devices.
+DeviceSelection typedAs(DeviceSelection selection, const std::string& flag, const std::string& text) {
+  selection.flag = flag;
+  selection.spelled = text;
+  return selection;
+}
+
 // DeepSpeed's include/exclude on one node name the GPUs of "localhost", the one host its
 // launcher knows without a hostfile.
-DeviceSelection localGpus(const std::string& flag, const std::string& text) {
+DeviceSelection localGpus(const HostSelection& chosen) {
   std::vector<int> indices;
   bool whole = false;
-  for (const Pick& pick : parsePicks(flag, text)) {
+  for (const Pick& pick : parsePicks(chosen.flag, chosen.text)) {
     if (pick.host != "localhost") {
-      throwInvalidFlag(flag, text,
+      throwInvalidFlag(chosen.flag, chosen.text,
                        "without --hosts/--hostfile only this node's GPUs can be named, as localhost:0,1; to run on '" +
                            pick.host + "' give -H/--hostfile");
     }
     whole = pick.whole;
     indices = pick.indices;
   }
-  const bool including = flag == "--include";
-  if (!including && whole) throwInvalidFlag(flag, text, "excludes every GPU of this node; nothing would run");
-  if (including && whole) return parseDeviceSelection("-1");
-  if (!including) return allDevicesBut(indices, flag, text);
-  DeviceSelection selection = listedDevices(indices);
-  selection.flag = flag;
-  selection.spelled = text;
-  return selection;
+  if (!chosen.including()) {
+    if (whole) throwInvalidFlag(chosen.flag, chosen.text, "excludes every GPU of this node; nothing would run");
+    return typedAs(allDevicesBut(indices), chosen.flag, chosen.text);
+  }
+  return typedAs(whole ? parseDeviceSelection("-1") : listedDevices(indices), chosen.flag, chosen.text);
 }
 
 void requireOneWorkerCount(const RawFlags& raw, const std::string& chosenBy) {
@@ -51,26 +55,21 @@ void applyDeepSpeedOnOneNode(const RawFlags& raw, LaunchConfig& config) {
     throwInvalidFlag("--num_nodes", raw.numNodes,
                      "without -H/--hostfile the job has this node only (DeepSpeed's rule too); give a hostfile");
   }
-  const bool including = !trimSpaces(raw.include).empty();
-  if (including && !trimSpaces(raw.exclude).empty()) {
-    throw Error(ErrorCode::InvalidArgument, "--include and --exclude cannot be used together; use one of them");
-  }
+  const std::optional<HostSelection> chosen = hostSelection(raw.include, raw.exclude);
   if (!raw.numGpus.empty()) {
-    if (including || !raw.exclude.empty()) {
+    if (chosen) {
       throw Error(ErrorCode::InvalidArgument,
                   "--num_gpus and --include/--exclude both choose this node's GPUs; give one of them");
     }
     requireOneWorkerCount(raw, "--num_gpus");
     // DeepSpeed's: GPUs 0..N-1 (CUDA_VISIBLE_DEVICES=0,...,N-1), refused where fewer are visible.
-    DeviceSelection first = parseDeviceSelection(std::to_string(countFlag("--num_gpus", raw.numGpus)));
-    first.flag = "--num_gpus";
-    first.spelled = raw.numGpus;
-    config.devices = first;
+    const int count = countFlag("--num_gpus", raw.numGpus);
+    config.devices = typedAs(parseDeviceSelection(std::to_string(count)), "--num_gpus", raw.numGpus);
     return;
   }
-  if (!including && trimSpaces(raw.exclude).empty()) return;
-  requireOneWorkerCount(raw, including ? "--include" : "--exclude");
-  config.devices = localGpus(including ? "--include" : "--exclude", including ? raw.include : raw.exclude);
+  if (!chosen) return;
+  requireOneWorkerCount(raw, chosen->flag);
+  config.devices = localGpus(*chosen);
 }
 
 std::vector<HostSlots> applyDeepSpeedToHosts(const RawFlags& raw, std::vector<HostSlots> hosts) {

@@ -89,12 +89,10 @@ DeviceSelection parseDeviceSelection(const std::string& value) {
   return selection;
 }
 
-DeviceSelection allDevicesBut(const std::vector<int>& indices, const std::string& flag, const std::string& spelled) {
+DeviceSelection allDevicesBut(const std::vector<int>& indices) {
   DeviceSelection selection;
   selection.kind = DeviceSelection::Kind::AllBut;
   selection.indices.assign(indices.begin(), indices.end());
-  selection.flag = flag;
-  selection.spelled = spelled;
   return selection;
 }
 

@@ -39,9 +39,8 @@ DeviceSelection parseDeviceSelection(const std::string& value);
 /// The selection of these GPU indices (--include host:0,2 hands them to the host's agent).
 DeviceSelection listedDevices(const std::vector<int>& indices);
 
-/// Every visible GPU but these (DeepSpeed's --exclude localhost:1 on one node); `flag` and
-/// `spelled` name what the user typed, for errors.
-DeviceSelection allDevicesBut(const std::vector<int>& indices, const std::string& flag, const std::string& spelled);
+/// Every visible GPU but these (DeepSpeed's --exclude localhost:1 on one node).
+DeviceSelection allDevicesBut(const std::vector<int>& indices);
 
 /// The flag text that parses back to `selection` ("3", "-1", "1,3"; one listed GPU is
 /// written "2,", since "2" would be a count): what the driver forwards to its agents.

@@ -194,9 +194,7 @@ std::vector<Pick> parsePicks(const std::string& flag, const std::string& text) {
   return picks;
 }
 
-namespace {
-
-std::string hostNames(const std::vector<HostSlots>& hosts) {
+std::string hostNamesText(const std::vector<HostSlots>& hosts) {
   std::string names;
   size_t shown = 0;
   for (const HostSlots& entry : hosts) {
@@ -205,6 +203,19 @@ std::string hostNames(const std::vector<HostSlots>& hosts) {
   }
   return names;
 }
+
+std::optional<HostSelection> hostSelection(const std::string& include, const std::string& exclude) {
+  const bool including = !trimSpaces(include).empty();
+  const bool excluding = !trimSpaces(exclude).empty();
+  if (including && excluding) {
+    throw Error(ErrorCode::InvalidArgument, "--include and --exclude cannot be used together; use one of them");
+  }
+  if (including) return HostSelection{"--include", include};
+  if (excluding) return HostSelection{"--exclude", exclude};
+  return std::nullopt;
+}
+
+namespace {
 
 std::string indexList(const std::vector<int>& indices) {
   std::string text;
@@ -328,7 +339,7 @@ std::map<std::string, const Pick*> checkedPicks(const std::vector<Pick>& picks, 
         std::find_if(hosts.begin(), hosts.end(), [&](const HostSlots& entry) { return entry.host == pick.host; });
     if (found == hosts.end()) {
       throwInvalidFlag(flag, text,
-                       "host '" + pick.host + "' is not in the host list (" + hostNames(hosts) +
+                       "host '" + pick.host + "' is not in the host list (" + hostNamesText(hosts) +
                            "); name hosts from --hosts or the hostfile");
     }
     std::vector<int> available = availableSlots(*found);
@@ -353,14 +364,12 @@ std::map<std::string, const Pick*> checkedPicks(const std::vector<Pick>& picks, 
 
 std::vector<HostSlots> selectHosts(std::vector<HostSlots> hosts, const std::string& include,
                                    const std::string& exclude) {
-  const bool including = !trimSpaces(include).empty();
-  const bool excluding = !trimSpaces(exclude).empty();
-  if (including && excluding) {
-    throw Error(ErrorCode::InvalidArgument, "--include and --exclude cannot be used together; use one of them");
-  }
-  if (!including && !excluding) return hosts;
-  const std::string flag = including ? "--include" : "--exclude";
-  const std::string& text = including ? include : exclude;
+  const std::optional<HostSelection> selection = hostSelection(include, exclude);
+  if (!selection) return hosts;
+  const bool including = selection->including();
+  const bool excluding = !including;
+  const std::string& flag = selection->flag;
+  const std::string& text = selection->text;
 
   const std::vector<Pick> picks = parsePicks(flag, text);
   const std::map<std::string, const Pick*> pickOf = checkedPicks(picks, hosts, flag, text, excluding);

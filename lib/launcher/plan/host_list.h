@@ -2,6 +2,7 @@
 // The hosts of a job started from one shell: --hosts h1:4,h2:4, or a hostfile in the form
 // horovod, Open MPI and DeepSpeed read ("host slots=N", "host:N", "host"), narrowed by
 // DeepSpeed's --include/--exclude ("worker-0@worker-1:0,2").
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,17 @@ struct Pick {
 };
 /// "h1@h2:0,2" as picks; `flag` names the flag in errors (malformed text, a bad index).
 std::vector<Pick> parsePicks(const std::string& flag, const std::string& text);
+/// Which of DeepSpeed's --include and --exclude was given, with its text.
+struct HostSelection {
+  std::string flag;  ///< "--include" or "--exclude"
+  std::string text;
+  bool including() const { return flag == "--include"; }
+};
+/// None when neither was given (blank counts as not given); throws InvalidArgument when both
+/// were (DeepSpeed refuses that too).
+std::optional<HostSelection> hostSelection(const std::string& include, const std::string& exclude);
+/// The hosts' names for a message: "a, b, c", the first 8 then "...".
+std::string hostNamesText(const std::vector<HostSlots>& hosts);
 /// "--hosts" text: "h1:4,h2:4", "h1,h2" (slots 0), IPv6 in brackets "[::1]:2". Duplicate hosts rejected.
 std::vector<HostSlots> parseHostList(const std::string& text);
 /// A hostfile's content; `path` names it in errors (with the line number). Lines: "host",
