@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
 # What watching heartbeats costs pltrun itself (README "Hangs"): the CPU time of the pltrun
-# process alone (utime + stime from /proc/PID/stat, not its workers') over a 10 s job of 4
-# workers that each send 1,000 heartbeats a second, against the same job whose workers send
-# none; --stall-timeout 30 in both. Runs interleaved (beating, silent, beating, ...); the
+# process alone (its threads' time on a CPU from /proc/PID/task/*/schedstat, in nanoseconds:
+# utime + stime count whole clock ticks; not its workers') over a 10 s job of 4
+# workers that each send RATE heartbeats a second (default 1,000), against the same job whose
+# workers send none; --stall-timeout 30 in both. Runs interleaved (beating, silent, beating, ...); the
 # median of each, and per heartbeat the difference divided by the heartbeats sent.
 #
-#   scripts/bench-stall-watch.sh [RUNS]      (default 3; PLTRUN=path picks the binary)
+#   scripts/bench-stall-watch.sh [RUNS [RATE]]   (default 3 and 1000; PLTRUN=path picks the binary)
 #
 # The workers are Debian's /usr/bin/python3 with one non-blocking socket each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pltrun=$(realpath "${PLTRUN:-build/apps/pltrun}")
 runs=${1:-3}
+rate=${2:-1000}
 [[ -x $pltrun ]] || { echo "bench-stall-watch.sh: no pltrun at $pltrun: bash scripts/build.sh pltrun" >&2; exit 2; }
-/usr/bin/python3 - "$pltrun" "$runs" <<'PYTHON'
+/usr/bin/python3 - "$pltrun" "$runs" "$rate" <<'PYTHON'
 import os, statistics, subprocess, sys, tempfile, time
 
-pltrun, runs = sys.argv[1], int(sys.argv[2])
-SECONDS, RATE, WORKERS = 10.0, 1000, 4
+pltrun, runs, RATE = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+SECONDS, WORKERS = 10.0, 4
 WORKER = f"""
 import os, socket, sys, time
 beat = sys.argv[1] == "beat"
@@ -46,9 +48,10 @@ def launcher_cpu_seconds(mode):
         job = subprocess.Popen([pltrun, "-q", "--nproc-per-node", str(WORKERS), "--stall-timeout", "30", "--no-python",
                                 "/usr/bin/python3", script, mode], stdout=subprocess.DEVNULL)
         time.sleep(SECONDS - 0.3)  # just before the workers end: pltrun's own time so far
-        with open(f"/proc/{job.pid}/stat") as file:
-            fields = file.read().rsplit(")", 1)[1].split()
-        cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        cpu = 0.0
+        for thread in os.listdir(f"/proc/{job.pid}/task"):
+            with open(f"/proc/{job.pid}/task/{thread}/schedstat") as file:
+                cpu += int(file.read().split()[0]) / 1e9  # nanoseconds on a CPU
         if job.wait(timeout=60) != 0:
             sys.exit(f"bench-stall-watch.sh: the {mode} job failed")
         return cpu

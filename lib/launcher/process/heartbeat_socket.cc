@@ -5,7 +5,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <boost/asio/post.hpp>
+#include <algorithm>
 #include <cstring>
 
 #include "launcher/plan/text_parsing.h"
@@ -14,9 +14,9 @@
 namespace pltrun {
 namespace {
 
-// Datagrams read per wake-up: a worker beating at 1 kHz is one or two; a flood yields to
-// the rest of the event loop after this many.
-constexpr int kBatch = 64;
+// Datagrams taken by one recvmmsg call; the kernel queues about 10 per socket by default
+// (net.unix.max_dgram_qlen), so one call usually empties it.
+constexpr unsigned kBatch = 16;
 constexpr size_t kPayloadLimit = 32;
 
 int boundSocket(const std::string& path) {
@@ -49,30 +49,45 @@ int boundSocket(const std::string& path) {
   return fd;
 }
 
-// One datagram: its payload (cut at kPayloadLimit), or none when nothing is queued; a
-// datagram from another user is read and dropped.
-enum class Received { Beat, Foreign, Empty };
-
-Received receiveOne(int fd, std::string& payload) {
-  char data[kPayloadLimit];
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
-  iovec vector{data, sizeof data};
-  msghdr message{};
-  message.msg_iov = &vector;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  const ssize_t received = recvmsg(fd, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-  if (received < 0) return Received::Empty;
-  for (cmsghdr* header = CMSG_FIRSTHDR(&message); header != nullptr; header = CMSG_NXTHDR(&message, header)) {
+// Root and `owner` may beat; anyone else's datagram (the directory's mode should keep them
+// out) is dropped.
+bool fromOwner(const msghdr& message, uid_t owner) {
+  for (const cmsghdr* header = CMSG_FIRSTHDR(&message); header != nullptr;
+       header = CMSG_NXTHDR(const_cast<msghdr*>(&message), const_cast<cmsghdr*>(header))) {
     if (header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_CREDENTIALS) {
       ucred credentials;
       std::memcpy(&credentials, CMSG_DATA(header), sizeof credentials);
-      if (credentials.uid != geteuid() && credentials.uid != 0) return Received::Foreign;
+      return credentials.uid == owner || credentials.uid == 0;
     }
   }
-  payload.assign(data, static_cast<size_t>(received));
-  return Received::Beat;
+  return true;
+}
+
+// One recvmmsg call's worth of datagrams; a datagram from another user counts as read but
+// is no heartbeat. Reads at most `count` (up to kBatch); returns how many it read.
+int receiveBatch(int fd, uid_t owner, unsigned count, DrainedHeartbeats& found) {
+  struct Slot {
+    char data[kPayloadLimit];
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))];
+    iovec vector;
+  };
+  Slot slots[kBatch];
+  mmsghdr messages[kBatch]{};
+  for (unsigned i = 0; i < count; ++i) {
+    slots[i].vector = {slots[i].data, sizeof slots[i].data};
+    messages[i].msg_hdr.msg_iov = &slots[i].vector;
+    messages[i].msg_hdr.msg_iovlen = 1;
+    messages[i].msg_hdr.msg_control = slots[i].control;
+    messages[i].msg_hdr.msg_controllen = sizeof slots[i].control;
+  }
+  const int received = recvmmsg(fd, messages, count, MSG_DONTWAIT | MSG_CMSG_CLOEXEC, nullptr);
+  for (int i = 0; i < received; ++i) {
+    if (!fromOwner(messages[i].msg_hdr, owner)) continue;
+    found.beat = true;
+    const std::string_view payload(slots[i].data, messages[i].msg_len);
+    if (auto counter = heartbeatCounter(payload)) found.counter = counter;
+  }
+  return std::max(received, 0);
 }
 
 }  // namespace
@@ -87,41 +102,23 @@ std::optional<long long> heartbeatCounter(std::string_view payload) {
   return parseInteger(text);
 }
 
-HeartbeatSocket::HeartbeatSocket(boost::asio::io_context& context, std::string path)
-    : path_(std::move(path)), socket_(context, boundSocket(path_)) {}
+HeartbeatSocket::HeartbeatSocket(std::string path)
+    : path_(std::move(path)), fd_(boundSocket(path_)), owner_(geteuid()) {}
 
 HeartbeatSocket::~HeartbeatSocket() {
-  boost::system::error_code ignored;
-  socket_.close(ignored);
+  close(fd_);
   unlink(path_.c_str());
 }
 
-void HeartbeatSocket::start(OnBeat onBeat) {
-  onBeat_ = std::move(onBeat);
-  waitForDatagrams();
-}
-
-void HeartbeatSocket::waitForDatagrams() {
-  socket_.async_wait(boost::asio::posix::stream_descriptor::wait_read, [this](boost::system::error_code error) {
-    if (error) return;  // closed
-    readDatagrams();
-  });
-}
-
-void HeartbeatSocket::readDatagrams() {
-  std::string payload;
-  for (int count = 0; count < kBatch; ++count) {
-    const Received received = receiveOne(socket_.native_handle(), payload);
-    if (received == Received::Empty) {
-      waitForDatagrams();
-      return;
-    }
-    if (received == Received::Beat) onBeat_(heartbeatCounter(payload));
+DrainedHeartbeats HeartbeatSocket::drain(int limit) {
+  DrainedHeartbeats found;
+  while (found.datagrams < limit) {
+    const unsigned asked = std::min(static_cast<unsigned>(limit - found.datagrams), kBatch);
+    const int read = receiveBatch(fd_, owner_, asked, found);
+    found.datagrams += read;
+    if (static_cast<unsigned>(read) < asked) break;  // the queue is empty
   }
-  // More may be queued: read on after whatever else the loop has to do.
-  boost::asio::post(socket_.get_executor(), [this, alive = std::weak_ptr<bool>(alive_)] {
-    if (alive.lock()) readDatagrams();
-  });
+  return found;
 }
 
 }  // namespace pltrun

@@ -2,43 +2,44 @@
 // One worker's heartbeat socket: a Unix datagram socket at PLTRUN_HEARTBEAT, in the run's
 // private directory. Every datagram is a heartbeat; a payload that is a decimal number is
 // the worker's progress counter. The worker and its children share it. Datagrams from
-// another user are dropped (SCM_CREDENTIALS; the directory's mode keeps them out anyway),
-// a payload is read to at most 32 bytes, and a flood is read in batches so it cannot starve
-// the event loop.
+// another user are dropped (SCM_CREDENTIALS; the directory's mode keeps them out anyway)
+// and a payload is read to at most 32 bytes. When to read it is heartbeat_reader.h's
+// choice.
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
-#include <functional>
-#include <memory>
+#include <sys/types.h>
+
 #include <optional>
 #include <string>
 #include <string_view>
 
 namespace pltrun {
 
+/// What one read of a socket found.
+struct DrainedHeartbeats {
+  int datagrams = 0;                 ///< read, foreign ones included: how full the queue was
+  bool beat = false;                 ///< at least one of them was this user's heartbeat
+  std::optional<long long> counter;  ///< the last progress counter among them
+};
+
 class HeartbeatSocket {
  public:
-  using OnBeat = std::function<void(std::optional<long long> counter)>;
-
   /// Binds the socket at `path` (which must not exist); throws Error(System) when it cannot.
-  HeartbeatSocket(boost::asio::io_context& context, std::string path);
+  explicit HeartbeatSocket(std::string path);
   /// Closes the socket and removes its path.
   ~HeartbeatSocket();
   HeartbeatSocket(const HeartbeatSocket&) = delete;
   HeartbeatSocket& operator=(const HeartbeatSocket&) = delete;
 
-  /// From now on every heartbeat is passed to `onBeat`, on the event loop's thread.
-  void start(OnBeat onBeat);
+  /// Reads what is queued, without waiting, up to `limit` datagrams.
+  DrainedHeartbeats drain(int limit);
   const std::string& path() const { return path_; }
+  /// Non-blocking; for the reader's readiness set.
+  int descriptor() const { return fd_; }
 
  private:
-  void waitForDatagrams();
-  void readDatagrams();
-
   std::string path_;
-  boost::asio::posix::stream_descriptor socket_;
-  OnBeat onBeat_;
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  ///< for handlers posted to the loop
+  int fd_;
+  uid_t owner_;  ///< this user: they and root may beat
 };
 
 /// A heartbeat's payload as a progress counter: a non-negative decimal integer, with

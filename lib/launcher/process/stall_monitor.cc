@@ -9,21 +9,19 @@
 namespace pltrun {
 
 StallMonitor::StallMonitor(boost::asio::io_context& context, std::unique_ptr<Timer> checkTimer,
-                           std::optional<StallTimeout> timeout, size_t workers)
-    : context_(context), checkTimer_(std::move(checkTimer)), timeout_(timeout), tracker_(workers), sockets_(workers) {}
+                           std::unique_ptr<Timer> readWindowTimer, std::optional<StallTimeout> timeout, size_t workers)
+    : checkTimer_(std::move(checkTimer)),
+      timeout_(timeout),
+      tracker_(workers),
+      heartbeats_(context, std::move(readWindowTimer), workers) {}
 
-void StallMonitor::bind(size_t index, const std::string& path) {
-  sockets_.at(index) = std::make_unique<HeartbeatSocket>(context_, path);
-}
+void StallMonitor::bind(size_t index, const std::string& path) { heartbeats_.bind(index, path); }
 
 void StallMonitor::start(OnStall onStall) {
   onStall_ = std::move(onStall);
-  for (size_t index = 0; index < sockets_.size(); ++index) {
-    if (!sockets_[index]) continue;
-    sockets_[index]->start([this, index](std::optional<long long> counter) {
-      tracker_.beat(index, ProgressTracker::Clock::now(), counter);
-    });
-  }
+  heartbeats_.start([this](size_t index, std::optional<long long> counter) {
+    tracker_.beat(index, ProgressTracker::Clock::now(), counter);
+  });
   if (timeout_) {
     checking_ = true;
     started_ = ProgressTracker::Clock::now();

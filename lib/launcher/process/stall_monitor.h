@@ -1,5 +1,5 @@
 #pragma once
-// Watches one attempt's heartbeats: a socket per worker (heartbeat_socket.h) feeding a
+// Watches one attempt's heartbeats: a socket per worker (heartbeat_reader.h) feeding a
 // ProgressTracker, and with --stall-timeout a check every kCheckInterval that reports the
 // workers that stalled (once: the group then diagnoses and stops them).
 
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "launcher/plan/stall_timeout.h"
-#include "launcher/process/heartbeat_socket.h"
+#include "launcher/process/heartbeat_reader.h"
 #include "launcher/process/progress_tracker.h"
 #include "launcher/process/stall_verdict.h"
 #include "launcher/process/timer_seam.h"
@@ -26,8 +26,8 @@ class StallMonitor {
   static constexpr std::chrono::seconds kNoHeartbeatWarning{60};
   using OnStall = std::function<void(const std::vector<size_t>& stalled)>;
 
-  StallMonitor(boost::asio::io_context& context, std::unique_ptr<Timer> checkTimer, std::optional<StallTimeout> timeout,
-               size_t workers);
+  StallMonitor(boost::asio::io_context& context, std::unique_ptr<Timer> checkTimer,
+               std::unique_ptr<Timer> readWindowTimer, std::optional<StallTimeout> timeout, size_t workers);
 
   /// Binds worker `index`'s heartbeat socket at `path`, before the worker starts (its first
   /// heartbeat must find it). Throws Error(System) when it cannot.
@@ -52,11 +52,10 @@ class StallMonitor {
   void scheduleCheck();
   void warnWhileNoHeartbeat();
 
-  boost::asio::io_context& context_;
   std::unique_ptr<Timer> checkTimer_;
   std::optional<StallTimeout> timeout_;
   ProgressTracker tracker_;
-  std::vector<std::unique_ptr<HeartbeatSocket>> sockets_;
+  HeartbeatReader heartbeats_;
   OnStall onStall_;
   bool checking_ = false;
   ProgressTracker::Clock::time_point started_;

@@ -69,8 +69,8 @@ void WorkerGroup::retire(Worker& worker) {
 
 void WorkerGroup::start(const std::vector<WorkerSpec>& specs, std::function<void()> onDone) {
   onDone_ = std::move(onDone);
-  monitor_ = std::make_unique<StallMonitor>(context_, runtime_.timers.makeTimer(context_), settings_.stallTimeout,
-                                            specs.size());
+  monitor_ = std::make_unique<StallMonitor>(context_, runtime_.timers.makeTimer(context_),
+                                            runtime_.timers.makeTimer(context_), settings_.stallTimeout, specs.size());
   for (size_t index = 0; index < specs.size(); ++index) {
     if (!specs[index].heartbeatPath.empty()) monitor_->bind(index, specs[index].heartbeatPath);
   }
