@@ -3,12 +3,13 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <charconv>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "pltrun/error.h"
 #include "rendezvous/elastic/expected_nodes.h"
+#include "rendezvous/elastic/store_json.h"
 #include "rendezvous/store/store_table.h"
 
 namespace pltrun::rdzv {
@@ -26,22 +27,13 @@ constexpr std::int64_t kMaxSlots = 65536;
 // program's key, a hand-made value) is a clear error naming the key, not an internal one.
 nlohmann::json storedJson(const std::string& key, const std::string& text) {
   nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
-  if (!value.is_object()) {
-    throw Error(ErrorCode::Protocol, "rendezvous: the store holds " + printableKey(text) + " at " + printableKey(key) +
-                                         ", not the JSON object pltrun writes there");
-  }
+  if (!value.is_object()) throw notWhatPltrunWrites(key, text, "JSON object");
   return value;
 }
 
 // A count this rendezvous wrote as decimal text, read back.
 int storedInteger(const std::string& key, const std::string& text) {
-  int value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || value < 0) {
-    throw Error(ErrorCode::Protocol, "rendezvous: the store holds " + printableKey(text) + " at " + printableKey(key) +
-                                         ", not the count pltrun writes there");
-  }
-  return value;
+  return storedDecimal(key, text, 0, std::numeric_limits<int>::max(), "count");
 }
 
 int storedCount(const nlohmann::json& object, const char* field, int fallback) {
@@ -67,11 +59,7 @@ std::string nodeCountRange(const ElasticRendezvousOptions& options) {
 ElasticRendezvous::ElasticRendezvous(Store& store, ElasticRendezvousOptions options, NodeDescriptor self)
     : store_(store), options_(std::move(options)), self_(std::move(self)) {}
 
-std::string ElasticRendezvous::jobKey(const std::string& name) const { return jobKeyPrefix(options_.runId) + name; }
-
-std::string ElasticRendezvous::roundKey(int round, const std::string& name) const {
-  return jobKey("r" + std::to_string(round) + "/" + name);
-}
+std::string ElasticRendezvous::key(const std::string& name) const { return jobKeyPrefix(options_.runId) + name; }
 
 std::string ElasticRendezvous::lostNotice() const {
   RoundEnd lost;
@@ -92,9 +80,9 @@ bool ElasticRendezvous::waitForKey(const std::string& key, milliseconds timeout)
 }
 
 void ElasticRendezvous::throwIfJobClosed() {
-  if (store_.check({jobKey("closed")})) {
+  if (store_.check({key(layout::kClosed)})) {
     // Set only once the job is over: a malformed value there still ends it, saying so.
-    RoundEnd closed = RoundEnd::fromStoreValue(jobKey("closed"), store_.get(jobKey("closed")));
+    RoundEnd closed = RoundEnd::fromStoreValue(key(layout::kClosed), store_.get(key(layout::kClosed)));
     if (!closed.final) {
       closed.final = true;
       closed.status = 1;
@@ -107,25 +95,25 @@ void ElasticRendezvous::throwIfJobClosed() {
 // text (created by ADD), so compare-and-set can move it from the value last seen.
 void ElasticRendezvous::advanceRoundHint(int seen, int round) {
   while (seen < round) {
-    const std::string now = store_.compareSet(jobKey("round"), std::to_string(seen), std::to_string(round));
+    const std::string now = store_.compareSet(key(layout::kRound), std::to_string(seen), std::to_string(round));
     if (now == std::to_string(round)) return;
-    seen = storedInteger(jobKey("round"), now);
+    seen = storedInteger(key(layout::kRound), now);
   }
 }
 
 RoundInfo ElasticRendezvous::join(int after, std::optional<int> expectedNodes, const BetweenWaits& betweenWaits) {
   deadline_ = Clock::now() + options_.joinTimeout;
-  const int hint = static_cast<int>(store_.add(jobKey("round"), 0));  // one request, missing reads as 0
+  const int hint = static_cast<int>(store_.add(key(layout::kRound), 0));  // one request, missing reads as 0
   int round = std::max(after + 1, hint);
   for (;;) {
     throwIfJobClosed();
-    if (store_.check({roundKey(round, "end")})) {  // over before we came
+    if (store_.check({key(layout::end(round))})) {  // over before we came
       ++round;
       continue;
     }
-    if (store_.check({roundKey(round, "complete")})) {
+    if (store_.check({key(layout::complete(round))})) {
       // Formed and running without us.
-      const std::string completeKey = roundKey(round, "complete");
+      const std::string completeKey = key(layout::complete(round));
       const int nnodes = storedCount(storedJson(completeKey, store_.get(completeKey)), "nnodes", options_.maxNodes);
       standAside(round, nnodes, betweenWaits);
       expectedNodes = std::min(nnodes + 1, options_.maxNodes);
@@ -146,10 +134,10 @@ RoundInfo ElasticRendezvous::join(int after, std::optional<int> expectedNodes, c
 }
 
 void ElasticRendezvous::waitUntilFormedOrEnded(int round, const BetweenWaits& betweenWaits) {
-  while (!waitForKey(roundKey(round, "complete"), options_.pollInterval)) {
+  while (!waitForKey(key(layout::complete(round)), options_.pollInterval)) {
     if (betweenWaits) betweenWaits();
     throwIfJobClosed();
-    if (store_.check({roundKey(round, "end")})) return;
+    if (store_.check({key(layout::end(round))})) return;
   }
 }
 
@@ -170,7 +158,7 @@ void ElasticRendezvous::standAside(int round, int runningNodes, const BetweenWai
   }
   spdlog::info("the job is full ({} nodes, round {}): this node waits for a place", runningNodes, round);
   auto nextReport = Clock::now() + options_.progressInterval * 6;
-  while (!waitForKey(roundKey(round, "end"), options_.pollInterval)) {
+  while (!waitForKey(key(layout::end(round)), options_.pollInterval)) {
     if (betweenWaits) betweenWaits();
     throwIfJobClosed();
     if (Clock::now() >= nextReport) {
@@ -181,7 +169,7 @@ void ElasticRendezvous::standAside(int round, int runningNodes, const BetweenWai
   // Only a lost member leaves a place for certain; after anything else the members come
   // back, and a spare that joined first would push one of them out.
   const RoundEnd::Reason reason =
-      RoundEnd::fromStoreValue(roundKey(round, "end"), store_.get(roundKey(round, "end"))).reason;
+      RoundEnd::fromStoreValue(key(layout::end(round)), store_.get(key(layout::end(round)))).reason;
   yieldToMembers_ = reason != RoundEnd::Reason::NodeLost && reason != RoundEnd::Reason::RendezvousFailed;
   deadline_ = Clock::now() + options_.joinTimeout;  // the join timeout counts from here
 }
@@ -190,9 +178,9 @@ std::optional<RoundInfo> ElasticRendezvous::tryRound(int round, std::optional<in
                                                      const BetweenWaits& betweenWaits) {
   sawJobOpen_ = true;
   // The notice first: from our first write on, our death ends this round for the others.
-  store_.setCloseNotice(roundKey(round, "end"), lostNotice());
-  const int slot = static_cast<int>(store_.add(roundKey(round, "count"), 1));
-  store_.set(roundKey(round, "slot/" + std::to_string(slot)), toJson(self_).dump());
+  store_.setCloseNotice(key(layout::end(round)), lostNotice());
+  const int slot = static_cast<int>(store_.add(key(layout::count(round)), 1));
+  store_.set(key(layout::slot(round, slot)), toJson(self_).dump());
   if (slot > options_.maxNodes) {
     store_.setCloseNotice("", "");  // not a member: our death changes nothing for them
     standAside(round, options_.maxNodes, betweenWaits);
@@ -209,20 +197,20 @@ std::optional<RoundInfo> ElasticRendezvous::tryRound(int round, std::optional<in
 
   // The closer wrote every member's assignment before "complete": none for this slot means
   // it joined just after the round closed.
-  const std::string assignKey = roundKey(round, "assign/" + std::to_string(slot));
+  const std::string assignKey = key(layout::assign(round, slot));
   if (!store_.check({assignKey})) {
     store_.setCloseNotice("", "");
-    const std::string completeKey = roundKey(round, "complete");
+    const std::string completeKey = key(layout::complete(round));
     standAside(round, storedCount(storedJson(completeKey, store_.get(completeKey)), "nnodes", options_.maxNodes),
                betweenWaits);
     return std::nullopt;
   }
-  std::vector<std::string> values = store_.multiGet({roundKey(round, "complete"), assignKey}, options_.closeTimeout);
+  std::vector<std::string> values = store_.multiGet({key(layout::complete(round)), assignKey}, options_.closeTimeout);
   RoundInfo info;
   info.round = round;
   info.slot = slot;
   info.assignment = nodeAssignmentFromJson(values[1]);
-  info.failures = storedCount(storedJson(roundKey(round, "complete"), values[0]), "failures", 0);
+  info.failures = storedCount(storedJson(key(layout::complete(round)), values[0]), "failures", 0);
   return info;
 }
 
@@ -234,16 +222,16 @@ bool ElasticRendezvous::waitUntilFormed(int round, int slot, int closeEarlyAt, c
   // time, and the joiners' names where the job expects named nodes); the others read it
   // when they report progress or their join timeout expires.
   const bool keepsLastCall = slot == 1;
-  JoinRoster roster(store_, options_.expectedHosts, roundKey(round, ""));
+  JoinRoster roster(store_, options_.expectedHosts, jobKeyPrefix(options_.runId), round);
   std::optional<Clock::time_point> lastCallEnds;
   auto nextProgress = Clock::now() + kFirstProgress;
-  while (!waitForKey(roundKey(round, "complete"), options_.pollInterval)) {
+  while (!waitForKey(key(layout::complete(round)), options_.pollInterval)) {
     if (betweenWaits) betweenWaits();
     // A joiner vanished, or the job was closed: the next round (join() then sees why).
-    if (store_.check({roundKey(round, "end")})) return false;
+    if (store_.check({key(layout::end(round))})) return false;
     const auto now = Clock::now();
     if (!keepsLastCall && now < nextProgress && now < deadline_) continue;
-    const int joined = static_cast<int>(store_.add(roundKey(round, "count"), 0));
+    const int joined = static_cast<int>(store_.add(key(layout::count(round)), 0));
     if (keepsLastCall) {
       roster.track(joined);
       if (joined >= options_.minNodes && !lastCallEnds) lastCallEnds = now + options_.lastCallTimeout;
@@ -308,12 +296,12 @@ void ElasticRendezvous::reportWaiting(int joined, std::optional<Clock::time_poin
 // Closes the round with whoever has joined (at most MAX): one agent wins the lock, reads the
 // descriptors, and publishes every node's assignment before marking the round complete.
 void ElasticRendezvous::closeRound(int round) {
-  if (store_.compareSet(roundKey(round, "closing"), "", self_.agentId) != self_.agentId) return;
-  const int nnodes = std::min(static_cast<int>(store_.add(roundKey(round, "count"), 0)), options_.maxNodes);
+  if (store_.compareSet(key(layout::closing(round)), "", self_.agentId) != self_.agentId) return;
+  const int nnodes = std::min(static_cast<int>(store_.add(key(layout::count(round)), 0)), options_.maxNodes);
   std::vector<std::string> slotKeys, assignKeys;
   for (int slot = 1; slot <= nnodes; ++slot) {
-    slotKeys.push_back(roundKey(round, "slot/" + std::to_string(slot)));
-    assignKeys.push_back(roundKey(round, "assign/" + std::to_string(slot)));
+    slotKeys.push_back(key(layout::slot(round, slot)));
+    assignKeys.push_back(key(layout::assign(round, slot)));
   }
   // Every slot up to the count is taken; wait for its description, unless the round ends
   // meanwhile (a joiner that died between taking its slot and describing itself ends it).
@@ -325,7 +313,7 @@ void ElasticRendezvous::closeRound(int round) {
       described = true;
     } catch (const Error& error) {
       if (error.code() != ErrorCode::Timeout) throw;
-      if (store_.check({roundKey(round, "end")})) return;
+      if (store_.check({key(layout::end(round))})) return;
     }
   }
   std::vector<std::string> slots;
@@ -350,33 +338,33 @@ void ElasticRendezvous::closeRound(int round) {
   for (const NodeAssignment& assignment : result.byParticipant) assignments.push_back(toJson(assignment).dump());
   store_.multiSet(assignKeys, assignments);
   const int worldSize = result.byParticipant.empty() ? 0 : result.byParticipant.front().worldSize;
-  const int failures = static_cast<int>(store_.add(jobKey("failures"), 0));
-  store_.set(roundKey(round, "complete"),
+  const int failures = static_cast<int>(store_.add(key(layout::kFailures), 0));
+  store_.set(key(layout::complete(round)),
              nlohmann::json{{"nnodes", nnodes}, {"world_size", worldSize}, {"failures", failures}}.dump());
 }
 
 RoundEnd ElasticRendezvous::endRound(int round, const RoundEnd& end) {
   const std::string ours = end.toJson();
-  return RoundEnd::fromStoreValue(roundKey(round, "end"), store_.compareSet(roundKey(round, "end"), "", ours));
+  return RoundEnd::fromStoreValue(key(layout::end(round)), store_.compareSet(key(layout::end(round)), "", ours));
 }
 
 RoundEnd ElasticRendezvous::reportWorkerFailure(int round, RoundEnd failure, int maxRestarts) {
   // Only the agent whose end holds counts the failure, and rounds follow one another, so
   // the count needs no lock.
   failure.reason = RoundEnd::Reason::WorkerFailed;
-  failure.failures = static_cast<int>(store_.add(jobKey("failures"), 0)) + 1;
+  failure.failures = static_cast<int>(store_.add(key(layout::kFailures), 0)) + 1;
   failure.final = failure.failures > maxRestarts;
   const std::string ours = failure.toJson();
-  const std::string held = store_.compareSet(roundKey(round, "end"), "", ours);
+  const std::string held = store_.compareSet(key(layout::end(round)), "", ours);
   if (held == ours) {
-    store_.add(jobKey("failures"), 1);
+    store_.add(key(layout::kFailures), 1);
     if (failure.final) closeJob(failure);
   }
-  return RoundEnd::fromStoreValue(roundKey(round, "end"), held);
+  return RoundEnd::fromStoreValue(key(layout::end(round)), held);
 }
 
 void ElasticRendezvous::reportSucceeded(const RoundInfo& info) {
-  if (store_.add(roundKey(info.round, "done"), 1) < info.assignment.nnodes) return;
+  if (store_.add(key(layout::done(info.round)), 1) < info.assignment.nnodes) return;
   RoundEnd succeeded;
   succeeded.reason = RoundEnd::Reason::Succeeded;
   succeeded.host = self_.host;
@@ -387,51 +375,44 @@ void ElasticRendezvous::reportSucceeded(const RoundInfo& info) {
 void ElasticRendezvous::reportNodeState(const RoundInfo& info, const std::string& state, int workersRunning,
                                         const std::vector<RankProgress>& ranks) {
   const NodeState published{state, workersRunning, self_.host, ranks};
-  store_.set(roundKey(info.round, "state/" + std::to_string(info.slot)), encodeNodeState(published));
+  store_.set(key(layout::state(info.round, info.slot)), encodeNodeState(published));
 }
 
 std::vector<NodeState> ElasticRendezvous::readOtherNodesStates(const RoundInfo& info,
                                                                std::chrono::steady_clock::time_point deadline) {
   std::vector<NodeState> states;
   for (int slot = 1; slot <= info.assignment.nnodes && Clock::now() < deadline; ++slot) {
-    const std::string key = roundKey(info.round, "state/" + std::to_string(slot));
-    if (slot == info.slot || !store_.check({key})) continue;
-    if (auto state = decodeNodeState(store_.get(key, milliseconds(1000)))) states.push_back(*state);
+    const std::string stateKey = key(layout::state(info.round, slot));
+    if (slot == info.slot || !store_.check({stateKey})) continue;
+    if (auto state = decodeNodeState(store_.get(stateKey, milliseconds(1000)))) states.push_back(*state);
   }
   return states;
 }
 
 int ElasticRendezvous::forgetRound(int round) {
-  const std::string countKey = roundKey(round, "count");
+  const std::string countKey = key(layout::count(round));
   if (round < 0 || !store_.check({countKey})) return 0;
   // The slot count is the store's word: no more slots than a job may have nodes.
   const auto slots = std::clamp<std::int64_t>(store_.add(countKey, 0), 0, kMaxSlots);
-  std::vector<std::string> keys;
-  for (const char* name : {"closing", "complete", "missing", "end", "master_port", "done", "left"}) {
-    keys.push_back(roundKey(round, name));
-  }
-  for (std::int64_t slot = 1; slot <= slots; ++slot) {
-    for (const char* name : {"slot/", "assign/", "beat/", "state/"})
-      keys.push_back(roundKey(round, name + std::to_string(slot)));
-  }
-  keys.push_back(countKey);  // last: while it exists, a failed pass can be done again
   int deleted = 0;
-  for (const std::string& key : keys) deleted += store_.deleteKey(key) ? 1 : 0;
+  for (const std::string& name : layout::keysOfRound(round, static_cast<int>(slots))) {
+    deleted += store_.deleteKey(key(name)) ? 1 : 0;
+  }
   return deleted;
 }
 
-void ElasticRendezvous::closeJob(const RoundEnd& why) { store_.compareSet(jobKey("closed"), "", why.toJson()); }
+void ElasticRendezvous::closeJob(const RoundEnd& why) { store_.compareSet(key(layout::kClosed), "", why.toJson()); }
 
 void ElasticRendezvous::leave(int round) {
   store_.setCloseNotice("", "");
-  store_.add(roundKey(round, "left"), 1);
+  store_.add(key(layout::left(round)), 1);
 }
 
 void ElasticRendezvous::waitForOthersToLeave(int round, int others, milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   auto nextReport = Clock::now() + options_.progressInterval;
   for (;;) {
-    const int left = static_cast<int>(store_.add(roundKey(round, "left"), 0));
+    const int left = static_cast<int>(store_.add(key(layout::left(round)), 0));
     if (left >= others || Clock::now() >= deadline) return;
     if (Clock::now() >= nextReport) {
       spdlog::info("waiting for {} of {} other agents to finish before closing the store ({} s left)", others - left,
@@ -442,6 +423,6 @@ void ElasticRendezvous::waitForOthersToLeave(int round, int others, milliseconds
   }
 }
 
-int ElasticRendezvous::membersOf(int round) { return static_cast<int>(store_.add(roundKey(round, "count"), 0)); }
+int ElasticRendezvous::membersOf(int round) { return static_cast<int>(store_.add(key(layout::count(round)), 0)); }
 
 }  // namespace pltrun::rdzv

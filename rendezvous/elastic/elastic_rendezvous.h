@@ -2,30 +2,7 @@
 // The c10d-style rendezvous of elastic jobs, on any pltrun::Store (the store an agent hosts,
 // or pltrun-store). Agents meet in numbered rounds: join -> last call -> complete.
 //
-// Store layout, under "pltrun/rdzv/RUN_ID/" (readable text and JSON, never pickle; each
-// round costs O(nodes) bytes in all, and each agent reads O(1) keys of it; node rank 0 of
-// round R deletes round R-2's keys once its workers run, so the store holds three rounds):
-//   round              the newest round anyone joined (a hint for newcomers)
-//   failures           worker failures so far in the job (counted against --max-restarts)
-//   closed             set once the job is over: a RoundEnd with the job's final status
-//   rR/count           ADD counter: the slot of each joiner, 1, 2, ...
-//   rR/slot/I          NodeDescriptor of the joiner in slot I
-//   rR/closing         the agent that closes the round (compare-and-set lock)
-//   rR/assign/I        NodeAssignment of slot I, written by the closer
-//   rR/complete        {"nnodes": N, "world_size": W, "failures": F}: the round is formed
-//   rR/missing         the expected nodes not joined yet (JSON array of names), kept by
-//                      slot 1 while the round forms, where the job expects named nodes
-//   rR/end             RoundEnd: why the round is over (first writer wins); every agent of
-//                      the round leaves a close notice here, so its death ends the round
-//   rR/beat/I          heartbeat counter of slot I (see RoundWatcher)
-//   rR/state/I         what slot I's workers are doing (node_state.h), for `pltrun status`
-//                      and the other nodes' stall verdicts: {"state", "workers", "host",
-//                      and while they run "ranks": [{"rank", "step", "silent"}], each
-//                      worker's progress counter and seconds since its heartbeat}
-//   rR/master_port     the port of the round's workers' store, published by node rank 0
-//   rR/done, rR/left   nodes whose workers succeeded; agents that passed the exit barrier
-//
-// Ranks are deterministic (see assignNodeRanks), so an unchanged membership keeps them.
+// The keys it keeps, and what each holds: store_layout.h.
 
 #include <chrono>
 #include <functional>
@@ -38,11 +15,9 @@
 #include "rendezvous/elastic/node_assignment.h"
 #include "rendezvous/elastic/node_state.h"
 #include "rendezvous/elastic/round_end.h"
+#include "rendezvous/elastic/store_layout.h"
 
 namespace pltrun::rdzv {
-
-/// Where a job's keys live in the store: "pltrun/rdzv/RUN_ID/" (on etcd under etcd_prefix).
-inline std::string jobKeyPrefix(const std::string& runId) { return "pltrun/rdzv/" + runId + "/"; }
 
 struct ElasticRendezvousOptions {
   std::string runId;
@@ -130,8 +105,9 @@ class ElasticRendezvous {
   /// Returns how many keys were deleted.
   int forgetRound(int round);
 
-  /// The key of `name` in `round`, e.g. roundKey(3, "end") = "pltrun/rdzv/RUN/r3/end".
-  std::string roundKey(int round, const std::string& name) const;
+  /// The store's key of `name`, one of store_layout.h's: key(layout::end(3)) is
+  /// "pltrun/rdzv/RUN/r3/end".
+  std::string key(const std::string& name) const;
   const NodeDescriptor& self() const { return self_; }
 
  private:
@@ -145,7 +121,6 @@ class ElasticRendezvous {
   bool waitForKey(const std::string& key, std::chrono::milliseconds timeout);
   void throwIfJobClosed();
   void advanceRoundHint(int seen, int round);
-  std::string jobKey(const std::string& name) const;
   std::string lostNotice() const;
 
   Store& store_;

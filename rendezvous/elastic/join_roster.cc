@@ -4,16 +4,17 @@
 
 #include "pltrun/error.h"
 #include "rendezvous/elastic/expected_nodes.h"
+#include "rendezvous/elastic/store_layout.h"
 
 namespace pltrun::rdzv {
 
-JoinRoster::JoinRoster(Store& store, std::vector<std::string> expected, std::string roundPrefix)
-    : store_(store), expected_(std::move(expected)), roundPrefix_(std::move(roundPrefix)) {}
+JoinRoster::JoinRoster(Store& store, std::vector<std::string> expected, std::string jobPrefix, int round)
+    : store_(store), expected_(std::move(expected)), jobPrefix_(std::move(jobPrefix)), round_(round) {}
 
 void JoinRoster::track(int joined) {
   if (!knowsNames()) return;
   while (static_cast<int>(arrivals_.size()) < joined) {
-    const std::string key = roundPrefix_ + "slot/" + std::to_string(arrivals_.size() + 1);
+    const std::string key = jobPrefix_ + layout::slot(round_, static_cast<int>(arrivals_.size()) + 1);
     if (!store_.check({key})) break;  // slot taken, descriptor not written yet: next time
     try {
       arrivals_.push_back(nodeDescriptorFromJson(store_.get(key, std::chrono::seconds(10))));
@@ -24,13 +25,13 @@ void JoinRoster::track(int joined) {
   }
   std::vector<std::string> now = missingNodes(expected_, arrivals_);
   if (tracked_ && *tracked_ == now) return;
-  store_.set(roundPrefix_ + "missing", nodeNamesJson(now));
+  store_.set(jobPrefix_ + layout::missing(round_), nodeNamesJson(now));
   tracked_ = std::move(now);
 }
 
 std::optional<std::vector<std::string>> JoinRoster::missing() {
   if (tracked_) return tracked_;
-  const std::string key = roundPrefix_ + "missing";
+  const std::string key = jobPrefix_ + layout::missing(round_);
   if (!store_.check({key})) return std::nullopt;
   return nodeNamesFromJson(store_.get(key, std::chrono::seconds(10)));
 }

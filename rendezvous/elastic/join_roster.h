@@ -17,8 +17,8 @@ namespace pltrun::rdzv {
 
 class JoinRoster {
  public:
-  /// `roundPrefix`: the round's key prefix, "pltrun/rdzv/RUN/rR/".
-  JoinRoster(Store& store, std::vector<std::string> expected, std::string roundPrefix);
+  /// Of round `round` of the job whose keys are under `jobPrefix` (jobKeyPrefix).
+  JoinRoster(Store& store, std::vector<std::string> expected, std::string jobPrefix, int round);
 
   bool knowsNames() const { return !expected_.empty(); }
 
@@ -35,7 +35,8 @@ class JoinRoster {
  private:
   Store& store_;
   std::vector<std::string> expected_;
-  std::string roundPrefix_;
+  std::string jobPrefix_;
+  int round_;
   std::vector<NodeDescriptor> arrivals_;  ///< slots 1..arrivals_.size(), read by track()
   std::optional<std::vector<std::string>> tracked_;
 };

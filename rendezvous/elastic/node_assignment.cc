@@ -39,15 +39,15 @@ NodeDescriptor nodeDescriptorFromJson(const std::string& text) {
   if (value.contains("pid")) node.pid = storeField<int>(value, "pid", what);
   if (value.contains("nnodes")) {
     const auto range = storeField<std::vector<int>>(value, "nnodes", what);
-    if (range.size() != 2) throw Error(ErrorCode::Protocol, "rendezvous: node descriptor with a bad 'nnodes'");
+    if (range.size() != 2) throw MalformedJobState("node descriptor with a bad 'nnodes'");
     node.minNodes = range[0];
     node.maxNodes = range[1];
   }
   if (value.contains("max_restarts")) node.maxRestarts = storeField<int>(value, "max_restarts", what);
   if (value.contains("keep_alive_ms")) node.keepAliveMs = storeField<int>(value, "keep_alive_ms", what);
-  if (node.localWorldSize < 1) throw Error(ErrorCode::Protocol, "rendezvous: node descriptor with nproc < 1");
+  if (node.localWorldSize < 1) throw MalformedJobState("node descriptor with nproc < 1");
   if (node.linkPort < 0 || node.linkPort > 65535) {
-    throw Error(ErrorCode::Protocol, "rendezvous: node descriptor with a link_port outside 0..65535");
+    throw MalformedJobState("node descriptor with a link_port outside 0..65535");
   }
   return node;
 }
@@ -138,8 +138,8 @@ AssignmentResult assignNodeRanks(const std::vector<NodeDescriptor>& participants
     firstRankOfNode[rank] = worldSize;
     const int workers = participants[byRank[rank]].localWorldSize;
     if (workers > std::numeric_limits<int>::max() - worldSize) {  // only junk descriptors get here
-      throw Error(ErrorCode::Protocol, "rendezvous: the nodes' worker counts add up past " +
-                                           std::to_string(std::numeric_limits<int>::max()) + " ranks");
+      throw MalformedJobState("the nodes' worker counts add up past " +
+                              std::to_string(std::numeric_limits<int>::max()) + " ranks");
     }
     worldSize += workers;
   }

@@ -50,14 +50,14 @@ RoundEnd RoundEnd::fromJson(const std::string& text) {
       known = true;
     }
   }
-  if (!known) throw Error(ErrorCode::Protocol, "rendezvous: unknown round end reason " + printableKey(name));
+  if (!known) throw MalformedJobState("unknown round end reason " + printableKey(name));
   end.host = storeFieldOr<std::string>(value, "host", what, "");
   end.message = storeFieldOr<std::string>(value, "message", what, "");
   end.status = storeFieldOr<int>(value, "status", what, 0);
   end.failures = storeFieldOr<int>(value, "failures", what, 0);
   end.final = storeFieldOr<bool>(value, "final", what, false);
   if (end.status < 0 || end.status > 255 || end.failures < 0) {
-    throw Error(ErrorCode::Protocol, "rendezvous: round end in the store with a status or failure count out of range");
+    throw MalformedJobState("round end in the store with a status or failure count out of range");
   }
   return end;
 }

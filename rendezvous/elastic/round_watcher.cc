@@ -16,16 +16,16 @@ using Clock = std::chrono::steady_clock;
 RoundWatcher::RoundWatcher(std::unique_ptr<Store> store, const ElasticRendezvous& rendezvous, const RoundInfo& info,
                            RoundWatcherSettings settings, OnEnd onEnd, OnStoreLost onStoreLost)
     : store_(std::move(store)),
-      endKey_(rendezvous.roundKey(info.round, "end")),
-      ownBeatKey_(rendezvous.roundKey(info.round, "beat/" + std::to_string(info.slot))),
+      endKey_(rendezvous.key(layout::end(info.round))),
+      ownBeatKey_(rendezvous.key(layout::beat(info.round, info.slot))),
       selfHost_(rendezvous.self().host),
       nnodes_(info.assignment.nnodes),
       settings_(settings),
       onEnd_(std::move(onEnd)),
       onStoreLost_(std::move(onStoreLost)) {
   const int peerSlot = ringPeerSlot(info);
-  peerBeatKey_ = rendezvous.roundKey(info.round, "beat/" + std::to_string(peerSlot));
-  peerSlotKey_ = rendezvous.roundKey(info.round, "slot/" + std::to_string(peerSlot));
+  peerBeatKey_ = rendezvous.key(layout::beat(info.round, peerSlot));
+  peerSlotKey_ = rendezvous.key(layout::slot(info.round, peerSlot));
   nextBeat_ = Clock::now();
   thread_ = std::thread([this] { run(); });
 }

@@ -1,8 +1,8 @@
 #pragma once
-// Reading the JSON values of the job's keys (elastic_rendezvous.h): whatever is in the store
-// is untrusted input (any client with the secret, an `etcdctl put`, an older agent), so a
-// value of the wrong shape or type is an Error(Protocol) that names what was wrong, never
-// one of nlohmann's exceptions escaping into an agent.
+// Reading the values of the job's keys (store_layout.h): whatever is in the store is
+// untrusted input (any client with the secret, an `etcdctl put`, an older agent, another
+// job on the same run id), so a value of the wrong shape or type is a MalformedJobState that
+// names what was wrong, never one of nlohmann's exceptions escaping into an agent.
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -11,12 +11,24 @@
 
 namespace pltrun::rdzv {
 
+/// A value in the job's keys that pltrun does not write there. Its own type, so that an agent
+/// tells "not pltrun's state" from a store that failed (both are Error(Protocol)).
+class MalformedJobState : public Error {
+ public:
+  explicit MalformedJobState(const std::string& what) : Error(ErrorCode::Protocol, "rendezvous: " + what) {}
+};
+
+/// "the store holds TEXT at KEY, not the WHAT pltrun writes there", both printable.
+MalformedJobState notWhatPltrunWrites(const std::string& key, const std::string& text, const std::string& what);
+
+/// The decimal integer in [low, high] pltrun wrote at `key`; else notWhatPltrunWrites(what).
+int storedDecimal(const std::string& key, const std::string& text, long long low, long long high, const char* what);
+
 /// `text` as a JSON object, or Error(Protocol) naming `what` ("round end").
 inline nlohmann::json parseStoreObject(const std::string& text, const char* what) {
   nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
   if (!value.is_object()) {
-    throw Error(ErrorCode::Protocol,
-                std::string("rendezvous: malformed ") + what + " in the store: " + text.substr(0, 200));
+    throw MalformedJobState(std::string("malformed ") + what + " in the store: " + text.substr(0, 200));
   }
   return value;
 }
@@ -26,12 +38,12 @@ template <typename T>
 T storeField(const nlohmann::json& object, const char* name, const char* what) {
   auto found = object.find(name);
   if (found == object.end()) {
-    throw Error(ErrorCode::Protocol, std::string("rendezvous: ") + what + " in the store lacks '" + name + "'");
+    throw MalformedJobState(std::string(what) + " in the store lacks '" + name + "'");
   }
   try {
     return found->get<T>();
   } catch (const nlohmann::json::exception&) {
-    throw Error(ErrorCode::Protocol, std::string("rendezvous: ") + what + " in the store has a bad '" + name + "'");
+    throw MalformedJobState(std::string(what) + " in the store has a bad '" + name + "'");
   }
 }
 

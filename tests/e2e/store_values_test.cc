@@ -101,3 +101,29 @@ TEST_CASE("a store that refuses a write for want of keys is reported as full, no
                        Catch::Contains("full"));
   CHECK_THAT(both, !Catch::Contains("the agent that hosted it has ended"));
 }
+
+TEST_CASE("a job state that pltrun does not write stops the agent with one line naming the key",
+          "[elastic][e2e][bounded]") {
+  // Another program (or another job on the same --rdzv-id) left a formed round 0 that is not
+  // pltrun's JSON: the agent of an elastic job (MIN:MAX nodes) says the state is not what
+  // pltrun writes, names the key and the likely cause, and stops; it neither blames the
+  // store nor aborts.
+  TempDir dir;
+  StandaloneStore store(dir);
+  pltrun::TcpStoreOptions options;
+  options.host = "127.0.0.1";
+  options.port = std::stoi(store.endpoint().substr(store.endpoint().rfind(':') + 1));
+  pltrun::TcpStore client(options);
+  client.set("pltrun/rdzv/not-ours/r0/complete", "garbage");
+
+  ChildProcess agent(pltrunCommand({"--nnodes", "1:2", "--nproc-per-node", "1", "--rdzv-endpoint", store.endpoint(),
+                                    "--rdzv-id", "not-ours", "--rdzv-conf", kConf + ",is_host=0", "/bin/true"}));
+  const Finished end = agent.wait(60s);
+  INFO(end.err);
+  CHECK(end.status != 0);
+  CHECK_THAT(end.err, Catch::Contains("the rendezvous state of run not-ours"));
+  CHECK_THAT(end.err, Catch::Contains("is not what pltrun writes"));
+  CHECK_THAT(end.err, Catch::Contains("at 'pltrun/rdzv/not-ours/r0/complete'"));
+  CHECK_THAT(end.err, Catch::Contains("another job using the same --rdzv-id?"));
+  CHECK_THAT(end.err, !Catch::Contains("terminate called"));
+}

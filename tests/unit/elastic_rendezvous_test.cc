@@ -112,7 +112,7 @@ TEST_CASE("an agent whose connection closes ends the round for the others", "[re
   for (int i = 0; i < 3; ++i) agents.push_back(std::make_unique<Agent>(table, options(1, 3), i));
   joinAll(agents);
   Agent& watcher = *agents[0];
-  const std::string endKey = watcher.rendezvous->roundKey(0, "end");
+  const std::string endKey = watcher.rendezvous->key(pltrun::rdzv::layout::end(0));
   CHECK_FALSE(watcher.store->check({endKey}));
   agents.pop_back();  // its store connection closes, as when the agent is killed
   watcher.store->wait({endKey}, 2s);
@@ -132,8 +132,8 @@ TEST_CASE("a node arriving at a running round below MAX makes it re-form with it
   joinAll(agents);
   Agent late(table, options(2, 3), 7);
   auto lateJoin = std::async(std::launch::async, [&] { return late.rendezvous->join(-1, std::nullopt, {}); });
-  agents[0]->store->wait({agents[0]->rendezvous->roundKey(0, "end")}, 5s);
-  RoundEnd end = RoundEnd::fromJson(agents[0]->store->get(agents[0]->rendezvous->roundKey(0, "end")));
+  agents[0]->store->wait({agents[0]->rendezvous->key(pltrun::rdzv::layout::end(0))}, 5s);
+  RoundEnd end = RoundEnd::fromJson(agents[0]->store->get(agents[0]->rendezvous->key(pltrun::rdzv::layout::end(0))));
   CHECK(end.reason == RoundEnd::Reason::NodeJoined);
   std::vector<RoundInfo> others = joinAll(agents, 0, 3);
   RoundInfo newcomer = lateJoin.get();
@@ -169,7 +169,7 @@ TEST_CASE("with expected hosts, the join timeout and rR/missing name the nodes t
   Agent second(table, settings, 1);  // host-1: matches host-1.cluster.local by its short name
   auto firstJoin = std::async(std::launch::async, [&] { return first.rendezvous->join(-1, std::nullopt, {}); });
   // Slot 1 publishes who is missing while the round forms; the second joiner shrinks it.
-  const std::string missingKey = first.rendezvous->roundKey(0, "missing");
+  const std::string missingKey = first.rendezvous->key(pltrun::rdzv::layout::missing(0));
   first.store->wait({missingKey}, 5s);
   auto secondJoin = std::async(std::launch::async, [&] { return second.rendezvous->join(-1, std::nullopt, {}); });
   std::string published;
@@ -197,9 +197,9 @@ TEST_CASE("the last node to succeed ends the round and the job as succeeded", "[
   for (int i = 0; i < 2; ++i) agents.push_back(std::make_unique<Agent>(table, options(2, 2), i));
   std::vector<RoundInfo> infos = joinAll(agents);
   agents[0]->rendezvous->reportSucceeded(infos[0]);
-  CHECK_FALSE(agents[0]->store->check({agents[0]->rendezvous->roundKey(0, "end")}));
+  CHECK_FALSE(agents[0]->store->check({agents[0]->rendezvous->key(pltrun::rdzv::layout::end(0))}));
   agents[1]->rendezvous->reportSucceeded(infos[1]);
-  RoundEnd end = RoundEnd::fromJson(agents[0]->store->get(agents[0]->rendezvous->roundKey(0, "end")));
+  RoundEnd end = RoundEnd::fromJson(agents[0]->store->get(agents[0]->rendezvous->key(pltrun::rdzv::layout::end(0))));
   CHECK(end.reason == RoundEnd::Reason::Succeeded);
   Agent late(table, options(2, 2), 5);
   try {

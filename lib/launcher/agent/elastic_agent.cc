@@ -8,6 +8,7 @@
 #include "launcher/plan/slurm_signals.h"
 #include "launcher/plan/text_parsing.h"
 #include "pltrun/error.h"
+#include "rendezvous/elastic/store_json.h"
 
 // The round loop of one agent: join a round, run it (round_run.cc), then decide with
 // decideAfterRound whether the job goes on; a stop signal ends the job on every node.
@@ -83,7 +84,7 @@ int ElasticAgent::run() {
         error.code() != ErrorCode::Protocol) {
       throw;
     }
-    if (error.code() == ErrorCode::Protocol && std::string_view(error.what()).rfind("rendezvous:", 0) == 0) {
+    if (dynamic_cast<const rdzv::MalformedJobState*>(&error) != nullptr) {
       spdlog::error(
           "the rendezvous state of run {} in {} is not what pltrun writes ({}); is "
           "another job using the same --rdzv-id? This node stops",

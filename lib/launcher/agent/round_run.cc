@@ -7,6 +7,7 @@
 
 #include "launcher/plan/text_parsing.h"
 #include "pltrun/error.h"
+#include "rendezvous/elastic/store_json.h"
 #include "rendezvous/store/host_port_text.h"
 #include "rendezvous/store/store_table.h"
 
@@ -26,16 +27,6 @@ static_assert(std::chrono::duration<double>(kHeartbeatPublishInterval).count() <
               "a rank another node published as silent must have been silent since its previous publication");
 // How long a stall's verdict may wait for the other nodes' published progress.
 constexpr std::chrono::seconds kOtherNodesReadBudget{1};
-
-// A port read from the store: anything else there is a clear error naming the key.
-int parsePortValue(const std::string& key, const std::string& value) {
-  const std::optional<long long> port = parseInteger(value);
-  if (!port || *port < 1 || *port > 65535) {
-    throw Error(ErrorCode::Protocol, "rendezvous: the store holds " + rdzv::printableKey(value) + " at " +
-                                         rdzv::printableKey(key) + ", not the port pltrun writes there");
-  }
-  return static_cast<int>(*port);
-}
 
 }  // namespace
 
@@ -107,13 +98,14 @@ std::optional<NodePlacement> RoundRun::placeThisNode() {
   node.firstRank = assignment.firstRank;
   node.useAgentStore = session_.workersStore->hostedHere();
   node.masterAddr = assignment.rank0Addr;
-  const std::string key = session_.rendezvous->roundKey(info_.round, "master_port");
+  const std::string key = session_.rendezvous->key(rdzv::layout::masterPort(info_.round));
   try {
     if (assignment.nodeRank == 0) {
       node.masterPort = session_.workersStore->openNext();
       session_.store->set(key, std::to_string(node.masterPort));
     } else {
-      node.masterPort = parsePortValue(key, session_.store->get(key, session_.settings.closeTimeout));
+      node.masterPort =
+          rdzv::storedDecimal(key, session_.store->get(key, session_.settings.closeTimeout), 1, 65535, "port");
     }
   } catch (const Error& error) {
     RoundEnd failed;
@@ -242,8 +234,7 @@ void RoundRun::watch() {
 void RoundRun::linkToPeer() {
   const int nnodes = info_.assignment.nnodes;
   if (!session_.links || nnodes < 2) return;
-  const std::string peerKey =
-      session_.rendezvous->roundKey(info_.round, "slot/" + std::to_string(rdzv::ringPeerSlot(info_)));
+  const std::string peerKey = session_.rendezvous->key(rdzv::layout::slot(info_.round, rdzv::ringPeerSlot(info_)));
   rdzv::NodeDescriptor peer;
   try {
     peer = rdzv::nodeDescriptorFromJson(session_.store->get(peerKey, session_.settings.closeTimeout));
@@ -298,7 +289,7 @@ void RoundRun::waitForOtherNodes() {
     progress.async_wait([&](boost::system::error_code error) {
       if (error || end_ || storeLost_) return;
       try {
-        const auto done = session_.store->add(session_.rendezvous->roundKey(info_.round, "done"), 0);
+        const auto done = session_.store->add(session_.rendezvous->key(rdzv::layout::done(info_.round)), 0);
         spdlog::info("waiting for the other nodes: {} of {} have finished", done, info_.assignment.nnodes);
       } catch (const Error&) {
         // The watcher reports a lost store.

@@ -6,6 +6,7 @@
 
 #include "launcher/plan/text_parsing.h"
 #include "pltrun/error.h"
+#include "rendezvous/elastic/store_layout.h"
 #include "rendezvous/store/seconds_text.h"
 
 namespace pltrun {
@@ -19,7 +20,7 @@ AgentStartProgress::AgentStartProgress(boost::asio::io_context& context, TcpStor
                                        const std::vector<HostSlots>& hosts, std::chrono::milliseconds joinTimeout)
     : timer_(context),
       storeOptions_(std::move(store)),
-      keys_("pltrun/rdzv/" + runId + "/"),
+      keys_(rdzv::jobKeyPrefix(runId)),
       hostCount_(hosts.size()),
       hostNames_(hostNamesText(hosts)),
       joinTimeout_(joinTimeout) {
@@ -52,11 +53,11 @@ bool AgentStartProgress::report() {
   const auto waited = std::chrono::steady_clock::now() - started_;
   try {
     if (!store_) store_ = std::make_unique<TcpStore>(storeOptions_);
-    if (store_->check({keys_ + "r0/complete"})) return false;
-    const std::int64_t joined = store_->add(keys_ + "r0/count", 0);
+    if (store_->check({keys_ + rdzv::layout::complete(0)})) return false;
+    const std::int64_t joined = store_->add(keys_ + rdzv::layout::count(0), 0);
     std::string missing;
-    if (store_->check({keys_ + "r0/missing"})) {
-      const nlohmann::json names = nlohmann::json::parse(store_->get(keys_ + "r0/missing"), nullptr, false);
+    if (store_->check({keys_ + rdzv::layout::missing(0)})) {
+      const nlohmann::json names = nlohmann::json::parse(store_->get(keys_ + rdzv::layout::missing(0)), nullptr, false);
       if (names.is_array() && !names.empty()) missing = "; not yet: " + names.dump();
     }
     spdlog::info("still waiting for the agents after {} s: {} of {} joined{}", rdzv::secondsText(waited), joined,

@@ -1,13 +1,14 @@
 #include "launcher/status/heartbeat_tracker.h"
 
+#include "rendezvous/elastic/store_layout.h"
+
 namespace pltrun {
 
 void HeartbeatTracker::observe(int round, const JobKeys& beats, Clock::time_point now) {
-  const std::string stem = "r" + std::to_string(round) + "/beat/";
   for (const auto& [name, value] : beats) {
-    if (name.rfind(stem, 0) != 0) continue;
-    const int slot = std::stoi(name.substr(stem.size()));
-    auto [counter, added] = counters_.try_emplace({round, slot}, Counter{value, now, false});
+    const std::optional<int> slot = rdzv::layout::beatSlot(round, name);
+    if (!slot) continue;
+    auto [counter, added] = counters_.try_emplace({round, *slot}, Counter{value, now, false});
     if (!added && counter->second.value != value) counter->second = Counter{value, now, true};
   }
 }

@@ -2,9 +2,11 @@
 
 #include <chrono>
 
-#include "rendezvous/elastic/elastic_rendezvous.h"
+#include "rendezvous/elastic/store_layout.h"
 
 namespace pltrun {
+
+namespace layout = rdzv::layout;
 
 namespace {
 
@@ -13,12 +15,15 @@ void readIfPresent(const JobKeyReader& read, const std::string& name, JobKeys& k
 }
 
 void readRound(const JobKeyReader& read, int round, JobKeys& keys) {
-  const std::string stem = "r" + std::to_string(round) + "/";
-  for (const char* name : {"count", "complete", "end", "missing"}) readIfPresent(read, stem + name, keys);
-  const int slots = slotCount(keys, stem + "count");
+  for (const std::string& name :
+       {layout::count(round), layout::complete(round), layout::end(round), layout::missing(round)}) {
+    readIfPresent(read, name, keys);
+  }
+  const int slots = slotCount(keys, layout::count(round));
   for (int slot = 1; slot <= slots; ++slot) {
-    for (const char* name : {"slot/", "assign/", "state/", "beat/"}) {
-      readIfPresent(read, stem + name + std::to_string(slot), keys);
+    for (const std::string& name : {layout::slot(round, slot), layout::assign(round, slot), layout::state(round, slot),
+                                    layout::beat(round, slot)}) {
+      readIfPresent(read, name, keys);
     }
   }
 }
@@ -35,9 +40,9 @@ JobKeyReader storeKeyReader(Store& store, const std::string& runId) {
 
 JobKeys readJobKeys(const JobKeyReader& read) {
   JobKeys keys;
-  for (const char* name : {"round", "failures", "closed"}) readIfPresent(read, name, keys);
-  if (!keys.count("round")) return keys;
-  const int round = keyInteger(keys, "round", 0);
+  for (const std::string& name : {layout::kRound, layout::kFailures, layout::kClosed}) readIfPresent(read, name, keys);
+  if (!keys.count(layout::kRound)) return keys;
+  const int round = keyInteger(keys, layout::kRound, 0);
   if (round > 0) readRound(read, round - 1, keys);
   readRound(read, round, keys);
   return keys;
@@ -61,8 +66,7 @@ JobKeysReader storeKeysReader(Store& store, const std::string& runId) {
 
 JobKeys readHeartbeats(const JobKeysReader& readMany, int round, int slots) {
   std::vector<std::string> names;
-  for (int slot = 1; slot <= slots; ++slot)
-    names.push_back("r" + std::to_string(round) + "/beat/" + std::to_string(slot));
+  for (int slot = 1; slot <= slots; ++slot) names.push_back(layout::beat(round, slot));
   return readMany(names);
 }
 

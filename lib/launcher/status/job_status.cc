@@ -9,9 +9,12 @@
 #include "rendezvous/elastic/expected_nodes.h"
 #include "rendezvous/elastic/node_assignment.h"
 #include "rendezvous/elastic/node_state.h"
+#include "rendezvous/elastic/store_layout.h"
 #include "rendezvous/store/store_table.h"
 
 namespace pltrun {
+
+namespace layout = rdzv::layout;
 
 namespace {
 
@@ -23,8 +26,6 @@ std::optional<std::string> valueOf(const JobKeys& keys, const std::string& name)
   if (found == keys.end()) return std::nullopt;
   return found->second;
 }
-
-std::string roundName(int round, const std::string& name) { return "r" + std::to_string(round) + "/" + name; }
 
 json parsedOr(const std::optional<std::string>& text) {
   if (!text) return json();
@@ -49,7 +50,7 @@ void readSlowestRank(const std::vector<rdzv::RankProgress>& ranks, NodeStatus& n
 }
 
 std::optional<NodeStatus> nodeInSlot(const JobKeys& keys, int round, int slot, JobStatus& job) {
-  auto descriptorText = valueOf(keys, roundName(round, "slot/" + std::to_string(slot)));
+  auto descriptorText = valueOf(keys, layout::slot(round, slot));
   if (!descriptorText) return std::nullopt;
   rdzv::NodeDescriptor descriptor;
   try {
@@ -70,7 +71,7 @@ std::optional<NodeStatus> nodeInSlot(const JobKeys& keys, int round, int slot, J
   }
   if (descriptor.maxRestarts >= 0 && !job.maxRestarts) job.maxRestarts = descriptor.maxRestarts;
   if (descriptor.keepAliveMs != 0 && !job.keepAliveMs) job.keepAliveMs = descriptor.keepAliveMs;
-  if (auto assigned = valueOf(keys, roundName(round, "assign/" + std::to_string(slot)))) {
+  if (auto assigned = valueOf(keys, layout::assign(round, slot))) {
     try {
       const rdzv::NodeAssignment assignment = rdzv::nodeAssignmentFromJson(*assigned);
       node.nodeRank = assignment.nodeRank;
@@ -78,7 +79,7 @@ std::optional<NodeStatus> nodeInSlot(const JobKeys& keys, int round, int slot, J
     } catch (const Error&) {
     }
   }
-  if (auto stateText = valueOf(keys, roundName(round, "state/" + std::to_string(slot)))) {
+  if (auto stateText = valueOf(keys, layout::state(round, slot))) {
     if (const auto state = rdzv::decodeNodeState(*stateText)) {
       node.state = state->state;
       node.workersRunning = state->workers;
@@ -90,8 +91,8 @@ std::optional<NodeStatus> nodeInSlot(const JobKeys& keys, int round, int slot, J
 
 // The members of a formed round (slots 1..nnodes) with their heartbeats; spares after them.
 void readFormedRound(const JobKeys& keys, int round, int nnodes, const HeartbeatAges& ages, JobStatus& job) {
-  const int joined = valueOf(keys, roundName(round, "count")) ? slotCount(keys, roundName(round, "count"))
-                                                              : std::min(nnodes, kMaxStatusSlots);
+  const int joined =
+      valueOf(keys, layout::count(round)) ? slotCount(keys, layout::count(round)) : std::min(nnodes, kMaxStatusSlots);
   for (int slot = 1; slot <= joined; ++slot) {
     std::optional<NodeStatus> node = nodeInSlot(keys, round, slot, job);
     if (!node) continue;
@@ -117,7 +118,7 @@ void readFormedRound(const JobKeys& keys, int round, int nnodes, const Heartbeat
 // The expected nodes not joined yet, as the round's slot 1 publishes them (rR/missing)
 // where the job expects named nodes.
 std::optional<std::vector<std::string>> publishedMissing(const JobKeys& keys, int round) {
-  const std::optional<std::string> text = valueOf(keys, roundName(round, "missing"));
+  const std::optional<std::string> text = valueOf(keys, layout::missing(round));
   if (!text) return std::nullopt;
   return rdzv::nodeNamesFromJson(*text);
 }
@@ -125,7 +126,7 @@ std::optional<std::vector<std::string>> publishedMissing(const JobKeys& keys, in
 // The nodes of a formed round, from its rR/complete; none while it forms, or when the value
 // is not pltrun's.
 std::optional<int> formedNodes(const JobKeys& keys, int round) {
-  const json complete = parsedOr(valueOf(keys, roundName(round, "complete")));
+  const json complete = parsedOr(valueOf(keys, layout::complete(round)));
   if (!complete.is_object()) return std::nullopt;
   const auto nnodes = complete.find("nnodes");
   if (nnodes == complete.end() || !nnodes->is_number_integer()) return std::nullopt;
@@ -148,7 +149,7 @@ std::optional<RoundEnd> readRoundEnd(const JobKeys& keys, const std::string& nam
 // where the job names them, else the members of the round before that are not back
 // (counted by host and address: a replacement agent on the same node counts as back).
 void readFormingRound(const JobKeys& keys, int round, JobStatus& job) {
-  const int joined = slotCount(keys, roundName(round, "count"));
+  const int joined = slotCount(keys, layout::count(round));
   std::multiset<std::string> here;
   for (int slot = 1; slot <= joined; ++slot) {
     if (std::optional<NodeStatus> node = nodeInSlot(keys, round, slot, job)) {
@@ -200,13 +201,13 @@ JobStatus evaluateJob(const std::string& runId, const std::string& endpoint, con
   job.round = std::max(0, keyInteger(keys, "round", 0));
   job.workerFailures = keyInteger(keys, "failures", 0);
   const std::optional<std::string> closed = valueOf(keys, "closed");
-  const std::optional<std::string> ended = valueOf(keys, roundName(job.round, "end"));
+  const std::optional<std::string> ended = valueOf(keys, layout::end(job.round));
   const std::optional<int> formed = formedNodes(keys, job.round);
-  if (!formed && valueOf(keys, roundName(job.round, "complete"))) {
-    job.malformedKeys.push_back(roundName(job.round, "complete"));
+  if (!formed && valueOf(keys, layout::complete(job.round))) {
+    job.malformedKeys.push_back(layout::complete(job.round));
   }
-  job.end = readRoundEnd(keys, closed ? "closed" : roundName(job.round, "end"), job);
-  job.slotsCut = keyInteger(keys, roundName(job.round, "count"), 0) > kMaxStatusSlots;
+  job.end = readRoundEnd(keys, closed ? layout::kClosed : layout::end(job.round), job);
+  job.slotsCut = keyInteger(keys, layout::count(job.round), 0) > kMaxStatusSlots;
   if (formed) {
     readFormedRound(keys, job.round, *formed, ages, job);
   } else {
@@ -215,7 +216,7 @@ JobStatus evaluateJob(const std::string& runId, const std::string& endpoint, con
   if (closed) {
     job.state = JobStatus::State::Finished;
     job.exitStatus = !job.end ? 1 : job.end->reason == RoundEnd::Reason::Succeeded ? 0 : std::max(job.end->status, 1);
-  } else if (ended || (!formed && job.round > 0 && valueOf(keys, roundName(job.round - 1, "end")))) {
+  } else if (ended || (!formed && job.round > 0 && valueOf(keys, layout::end(job.round - 1)))) {
     job.state = JobStatus::State::Reforming;  // the last round ended; the next one forms
   } else {
     job.state = formed ? JobStatus::State::Running : JobStatus::State::Waiting;
