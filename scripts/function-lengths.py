@@ -4,14 +4,52 @@
 A function is a definition whose signature starts at column 0 (this tree's clang-format
 style: namespaces are not indented), whose body opens at the end of that line or of an
 indented continuation line, and closes with a "}" at column 0; the count is of the lines
-between the signature's first line and the closing brace, inclusive.
+between the signature's first line and the closing brace, inclusive. A member function
+defined inside a class or struct is one too: its signature is a line of the class body, one
+level in, that ends with "{", and its body closes with a "}" at the signature's indentation.
 Usage: scripts/function-lengths.py [--limit N] DIR...   (exit 1 if any is longer)
 """
 import pathlib
 import re
 import sys
 
-NOT_FUNCTIONS = re.compile(r"^(namespace|struct|class|enum|union|extern)\b|=\s*\{$")
+NOT_FUNCTIONS = re.compile(r"^(namespace|struct|class|enum|union|extern|typedef)\b|=\s*\{$")
+CLASS_OPENS = re.compile(r"^(\s*)(?:template\s*<.*>\s*)?(class|struct)\b[^;()]*\{$")
+NOT_MEMBERS = re.compile(r"^\s*(if|for|while|switch|else|do|catch|try|return|case|namespace|struct|class|enum|union)\b|[=\[]")
+
+
+def long_member_functions(lines, limit, path):
+    """Functions defined inside a class body (its members are indented one level, 2 spaces)."""
+    found = []
+    classes = []  # the indentation of each class body we are in
+    start = None  # (line, indentation) of the member function being measured
+    signature = None  # the first line of a member's signature whose "{" has not come yet
+    for number, line in enumerate(lines):
+        indent = len(line) - len(line.lstrip(" "))
+        if start is not None:
+            if line.rstrip() == " " * start[1] + "}":
+                length = number - start[0] + 1
+                if length > limit:
+                    found.append((length, f"{path}:{start[0] + 1}: {lines[start[0]].strip()[:90]}"))
+                start = None
+            continue
+        opened = CLASS_OPENS.match(line)
+        if opened:
+            classes.append(len(opened.group(1)))
+            continue
+        if classes and line.rstrip() == " " * classes[-1] + "};":
+            classes.pop()
+            continue
+        if not classes:
+            continue
+        if indent == classes[-1] + 2 and "(" in line and not NOT_MEMBERS.search(line):
+            signature = number  # its "{" may end a continuation line below
+        elif indent <= classes[-1] + 2 or line.rstrip().endswith(";"):
+            signature = None
+        if signature is not None and line.endswith("{"):
+            start = (signature, len(lines[signature]) - len(lines[signature].lstrip(" ")))
+            signature = None
+    return found
 
 
 def long_functions(path, limit):
@@ -40,7 +78,7 @@ def long_functions(path, limit):
             if length > limit:
                 found.append((length, f"{path}:{start + 1}: {lines[start].strip()[:90]}"))
             start = None
-    return found
+    return found + long_member_functions(lines, limit, path)
 
 
 def main(argv):

@@ -18,6 +18,8 @@ bash scripts/package-previous.sh ensure
 bash scripts/check-format.sh
 # No function over 60 lines in the product code (docs/ARCHITECTURE.md); Debian's python3.
 /usr/bin/python3 scripts/function-lengths.py lib rendezvous apps
+# Each folder includes only what its layer may (docs/ARCHITECTURE.md, "Rules").
+/usr/bin/python3 scripts/check-includes.py
 bash scripts/check-test-names.sh
 bash scripts/build.sh
 # The store's codec and server sessions under libFuzzer with ASan/UBSan, for a bounded
