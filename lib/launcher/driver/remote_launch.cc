@@ -194,23 +194,6 @@ Environment forwardedEnvironment(const Environment& inherited, const RemoteLaunc
   return forwarded;
 }
 
-std::string shellQuote(const std::string& text) {
-  if (!text.empty() &&
-      text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-./:=@,+%") ==
-          std::string::npos) {
-    return text;
-  }
-  std::string quoted = "'";
-  for (char c : text) {
-    if (c == '\'') {
-      quoted += "'\\''";
-    } else {
-      quoted += c;
-    }
-  }
-  return quoted + "'";
-}
-
 std::string forwardedVariablesInput(const Environment& forwarded) {
   std::string lines;
   for (const auto& [name, value] : forwarded) {
@@ -234,9 +217,8 @@ std::string agentScript(const std::vector<std::string>& command) {
   // follows the empty line (the job secret) is left for pltrun.
   std::string script =
       "while IFS= read -r pltrun_variable && [ -n \"$pltrun_variable\" ]; do export \"$pltrun_variable\"; done; "
-      "unset pltrun_variable; exec";
-  for (const std::string& word : command) script += " " + shellQuote(word);
-  return script;
+      "unset pltrun_variable; exec ";
+  return script + shellCommandLine(command);
 }
 
 namespace {
@@ -245,12 +227,6 @@ namespace {
 bool runsRemoteShell(const std::string& program) {
   const std::string name = program.substr(program.rfind('/') + 1);
   return name == "ssh" || name == "pdsh" || name == "rsh" || name == "oarsh";
-}
-
-std::string oneShellWord(const std::vector<std::string>& command) {
-  std::string line;
-  for (const std::string& word : command) line += (line.empty() ? "" : " ") + shellQuote(word);
-  return line;
 }
 
 }  // namespace
@@ -262,13 +238,13 @@ std::vector<std::string> remoteArgv(const RemoteLaunchSettings& remote, const st
     argv = {"ssh", "-o", "BatchMode=yes"};
     if (remote.sshPort) argv.insert(argv.end(), {"-p", std::to_string(*remote.sshPort)});
     if (!remote.sshIdentity.empty()) argv.insert(argv.end(), {"-i", remote.sshIdentity});
-    argv.insert(argv.end(), {"--", host, oneShellWord(command)});  // never an option, whatever its name
+    argv.insert(argv.end(), {"--", host, shellCommandLine(command)});  // never an option, whatever its name
     return argv;
   }
   bool placed = false;
   for (std::string word : splitShellWords(remote.remoteCommand, "--remote-command")) {
     if (word == "{cmd}") {
-      argv.push_back(oneShellWord(command));
+      argv.push_back(shellCommandLine(command));
       placed = true;
       continue;
     }
@@ -281,7 +257,7 @@ std::vector<std::string> remoteArgv(const RemoteLaunchSettings& remote, const st
   // ssh and pdsh hand the far side's shell one command line; kubectl exec, docker exec and
   // the like execute their arguments as they are.
   if (!argv.empty() && runsRemoteShell(argv.front())) {
-    argv.push_back(oneShellWord(command));
+    argv.push_back(shellCommandLine(command));
   } else {
     argv.insert(argv.end(), command.begin(), command.end());
   }

@@ -23,9 +23,6 @@ namespace pltrun {
 /// here, or a malformed env file line.
 Environment forwardedEnvironment(const Environment& inherited, const RemoteLaunchSettings& remote);
 
-/// `text` quoted for a POSIX shell ('...' with ' written as '\'').
-std::string shellQuote(const std::string& text);
-
 /// What the agent's shell reads first on its standard input: NAME=VALUE lines, then an
 /// empty line. Throws Error(InvalidArgument) for a value with a line break.
 std::string forwardedVariablesInput(const Environment& forwarded);
