@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "launcher/driver/agent_stdin.h"
+#include "launcher/driver/remote_command.h"
 #include "launcher/plan/shell_words.h"
 #include "pltrun/error.h"
 

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "launcher/driver/agent_stdin.h"
+#include "launcher/driver/remote_command.h"
 #include "launcher/driver/start_progress.h"
 #include "launcher/net/host_identity.h"
 #include "launcher/net/rendezvous_host.h"
@@ -31,10 +33,6 @@ namespace {
 constexpr std::chrono::seconds kStopDelayAfterFailure{10};
 // ssh's exit status for its own errors (no connection, refused key), never the remote command's.
 constexpr int kSshFailed = 255;
-
-// Without a secret_file of the user's, the driver makes a secret for this job alone and
-// hands it to each agent on its standard input (its agents then read secret_file=-).
-bool driverMakesSecret(const RendezvousSettings& settings) { return settings.secretFile.empty(); }
 
 constexpr const char* kForwardedPrefixes[] = {"NCCL_", "CUDA_", "PYTHON", "OMP_", "TORCH_",
                                               "GLOO_", "UCX_",  "FI_",    "MKL_", "HF_"};
@@ -194,76 +192,6 @@ Environment forwardedEnvironment(const Environment& inherited, const RemoteLaunc
   return forwarded;
 }
 
-std::string forwardedVariablesInput(const Environment& forwarded) {
-  std::string lines;
-  for (const auto& [name, value] : forwarded) {
-    // A name inherited through a prefix (NCCL_...) may not be one a shell can export.
-    if (!isVariableName(name)) {
-      spdlog::warn("not forwarding {}: not a name a shell can export", name);
-      continue;
-    }
-    if (value.find('\n') != std::string::npos) {
-      throw Error(ErrorCode::InvalidArgument,
-                  "forwarded variable " + name + " has a line break in its value; the hosts get one variable per line");
-    }
-    lines += name + "=" + value + "\n";
-  }
-  return lines + "\n";
-}
-
-std::string agentScript(const std::vector<std::string>& command) {
-  // `export "$line"` sets the variable from the line as it is: no word splitting, no
-  // expansion of what the value holds. `read` takes stdin a byte at a time, so what
-  // follows the empty line (the job secret) is left for pltrun.
-  std::string script =
-      "while IFS= read -r pltrun_variable && [ -n \"$pltrun_variable\" ]; do export \"$pltrun_variable\"; done; "
-      "unset pltrun_variable; exec ";
-  return script + shellCommandLine(command);
-}
-
-namespace {
-
-// Transports that join their arguments into one command line for a shell on the far side.
-bool runsRemoteShell(const std::string& program) {
-  const std::string name = program.substr(program.rfind('/') + 1);
-  return name == "ssh" || name == "pdsh" || name == "rsh" || name == "oarsh";
-}
-
-}  // namespace
-
-std::vector<std::string> remoteArgv(const RemoteLaunchSettings& remote, const std::string& host,
-                                    const std::vector<std::string>& command) {
-  std::vector<std::string> argv;
-  if (remote.remoteCommand.empty()) {
-    argv = {"ssh", "-o", "BatchMode=yes"};
-    if (remote.sshPort) argv.insert(argv.end(), {"-p", std::to_string(*remote.sshPort)});
-    if (!remote.sshIdentity.empty()) argv.insert(argv.end(), {"-i", remote.sshIdentity});
-    argv.insert(argv.end(), {"--", host, shellCommandLine(command)});  // never an option, whatever its name
-    return argv;
-  }
-  bool placed = false;
-  for (std::string word : splitShellWords(remote.remoteCommand, "--remote-command")) {
-    if (word == "{cmd}") {
-      argv.push_back(shellCommandLine(command));
-      placed = true;
-      continue;
-    }
-    for (size_t at = word.find("{host}"); at != std::string::npos; at = word.find("{host}", at + host.size())) {
-      word.replace(at, 6, host);
-    }
-    argv.push_back(word);
-  }
-  if (placed) return argv;
-  // ssh and pdsh hand the far side's shell one command line; kubectl exec, docker exec and
-  // the like execute their arguments as they are.
-  if (!argv.empty() && runsRemoteShell(argv.front())) {
-    argv.push_back(shellCommandLine(command));
-  } else {
-    argv.insert(argv.end(), command.begin(), command.end());
-  }
-  return argv;
-}
-
 namespace {
 
 // What every host's agent is started with.
@@ -308,8 +236,7 @@ WorkerSpec agentSpec(const AgentLaunch& launch, size_t index) {
   spec.launch.environment = launch.environment;
   // ssh passes it on to the agent's standard input: the forwarded variables, an empty
   // line, then the job's secret for pltrun (secret_file=-, see agentArguments).
-  spec.launch.standardInput = forwardedVariablesInput(launch.forwarded);
-  if (driverMakesSecret(config.rdzv)) *spec.launch.standardInput += launch.secret + "\n";
+  spec.launch.standardInput = agentStandardInput(launch.forwarded, config.rdzv, launch.secret);
   return spec;
 }
 

@@ -23,23 +23,6 @@ namespace pltrun {
 /// here, or a malformed env file line.
 Environment forwardedEnvironment(const Environment& inherited, const RemoteLaunchSettings& remote);
 
-/// What the agent's shell reads first on its standard input: NAME=VALUE lines, then an
-/// empty line. Throws Error(InvalidArgument) for a value with a line break.
-std::string forwardedVariablesInput(const Environment& forwarded);
-
-/// The POSIX sh script an agent is started with: it exports the NAME=VALUE lines it reads
-/// from standard input, up to an empty line, then execs `command` (quoted word by word).
-std::string agentScript(const std::vector<std::string>& command);
-
-/// The argv that runs `command` on `host`: ssh (its options, `--`, the host) with the
-/// command as one shell-quoted line; or the --remote-command template, split as a shell
-/// would, {host} replaced, and the command as one shell-quoted word where it says {cmd},
-/// else after it: as one word for ssh, pdsh, rsh and oarsh (a shell on the far side reads
-/// it), as separate arguments for any other program (kubectl exec, docker exec run them
-/// without a shell).
-std::vector<std::string> remoteArgv(const RemoteLaunchSettings& remote, const std::string& host,
-                                    const std::vector<std::string>& command);
-
 /// Runs the job on every host; returns pltrun's exit status.
 int runDriver(const LaunchConfig& config, const Environment& inherited);
 
