@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "launcher/driver/agent_command_line.h"
 #include "launcher/driver/agent_stdin.h"
 #include "launcher/driver/remote_command.h"
 #include "launcher/driver/start_progress.h"
@@ -16,13 +17,11 @@
 #include "launcher/plan/exported_variables.h"
 #include "launcher/plan/program_command.h"
 #include "launcher/plan/rendezvous_flags.h"
-#include "launcher/plan/shell_words.h"
 #include "launcher/plan/text_parsing.h"
 #include "launcher/process/group_runner.h"
 #include "launcher/process/orphan_guard.h"
 #include "launcher/process/worker_group.h"
 #include "pltrun/error.h"
-#include "rendezvous/store/seconds_text.h"
 #include "rendezvous/store/secret_file.h"
 #include "rendezvous/store/store_auth.h"
 
@@ -78,81 +77,6 @@ std::string thisExecutable() {
   char path[4096] = {};
   ssize_t length = readlink("/proc/self/exe", path, sizeof path - 1);
   return length > 0 ? std::string(path, length) : "pltrun";
-}
-
-// A duration as a flag value for the agents: milliseconds kept.
-std::string secondsText(std::chrono::milliseconds duration) { return rdzv::secondsText(duration, 3); }
-
-// The hosts by the names the driver was given, so that an agent that never starts is named
-// in the others' waiting lines (host names hold no ',', '=' or brackets: parseHostList
-// refuses them). Past kLongestHostList the names are left out, counts only: the whole agent
-// command is one argument of sh -c, which Linux caps at 128 KiB.
-constexpr size_t kLongestHostList = 64 * 1024;
-
-std::string expectedHostsConf(const std::vector<HostSlots>& hosts, const HostSlots& self) {
-  std::vector<std::string> hostNames;
-  for (const HostSlots& host : hosts) hostNames.push_back(host.host);
-  const std::string names = joinText(hostNames, ",");
-  if (names.size() > kLongestHostList) return "";
-  return ",node_name=" + self.host + ",expected_hosts=" + names;
-}
-
-// The agent's command line on host `index`: the job's flags, the rendezvous at the driver.
-std::vector<std::string> agentArguments(const LaunchConfig& config, const HostSlots& host, size_t index,
-                                        const std::string& endpoint, const std::string& runId) {
-  const RendezvousSettings& rdzv = config.rdzv;
-  std::vector<std::string> args = {"--exit-with-parent",
-                                   "--nnodes",
-                                   std::to_string(config.remote.hosts.size()),
-                                   "--node-rank",
-                                   std::to_string(index),
-                                   "--rdzv-backend",
-                                   "c10d",
-                                   "--rdzv-endpoint",
-                                   endpoint,
-                                   "--rdzv-id",
-                                   runId,
-                                   "--max-restarts",
-                                   std::to_string(config.maxRestarts),
-                                   "--term-timeout",
-                                   secondsText(config.termTimeout),
-                                   "--role",
-                                   config.role};
-  if (config.stallTimeout) {
-    args.push_back("--stall-timeout");
-    args.push_back(stallTimeoutText(*config.stallTimeout));
-  }
-  args.push_back("--rdzv-conf");
-  // The user's secret file, at the same path on every host (as pltrun itself is), or "-":
-  // the secret the driver made comes on the agent's standard input. Never in argv.
-  const std::string secretFile = driverMakesSecret(rdzv) ? "-" : rdzv.secretFile;
-  args.push_back("is_host=0,secret_file=" + secretFile + ",join_timeout=" + secondsText(rdzv.joinTimeout) +
-                 ",last_call_timeout=" + secondsText(rdzv.lastCallTimeout) + ",close_timeout=" +
-                 secondsText(rdzv.closeTimeout) + ",keep_alive_interval=" + secondsText(rdzv.keepAliveInterval) +
-                 ",keep_alive_max_attempt=" + std::to_string(rdzv.keepAliveMaxAttempt) +
-                 ",read_timeout=" + secondsText(rdzv.readTimeout) + expectedHostsConf(config.remote.hosts, host));
-  if (!host.devices.empty()) {
-    args.insert(args.end(), {"--devices", deviceSelectionText(listedDevices(host.devices))});
-  } else if (host.slots > 0) {
-    args.insert(args.end(), {"--nproc-per-node", std::to_string(host.slots)});
-  } else if (config.nprocPerNode) {
-    args.insert(args.end(), {"--nproc-per-node", workerCountText(*config.nprocPerNode)});
-  } else if (config.devices) {
-    args.insert(args.end(), {"--devices", deviceSelectionText(*config.devices)});
-  }
-  if (config.logDir) args.insert(args.end(), {"--log-dir", *config.logDir});
-  if (!config.prefixOutput) args.push_back("--no-prefix");
-  if (config.quiet) args.push_back("--quiet");
-  if (config.verbose) args.push_back("--verbose");
-  if (config.localRankArgument) args.push_back("--pass-local-rank");
-  if (!config.agentStore) args.push_back("--no-agent-store");
-  if (config.programKind == ProgramKind::Module) args.push_back("--module");
-  if (config.programKind == ProgramKind::NoPython) args.push_back("--no-python");
-  if (config.programKind == ProgramKind::Script) args.push_back("--run-path");
-  args.push_back("--");
-  args.push_back(config.program);
-  args.insert(args.end(), config.programArgs.begin(), config.programArgs.end());
-  return args;
 }
 
 // The user's secret when one is given (every host reads the same file); otherwise a new one
@@ -213,7 +137,7 @@ WorkerSpec agentSpec(const AgentLaunch& launch, size_t index) {
   const LaunchConfig& config = launch.config;
   const HostSlots& host = config.remote.hosts[index];
   std::vector<std::string> pltrun = {launch.remotePltrun};
-  for (std::string& arg : agentArguments(config, host, index, launch.endpoint, launch.runId)) {
+  for (std::string& arg : agentArguments(config, index, launch.endpoint, launch.runId)) {
     pltrun.push_back(std::move(arg));
   }
   // Run by sh whether or not the far side starts a shell of its own (kubectl exec does
