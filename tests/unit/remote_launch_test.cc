@@ -1,8 +1,6 @@
 // The driver's pure parts: what reaches the remote workers, how a command line survives the
 // remote shell, and how the remote command is built.
 
-#include "launcher/driver/remote_launch.h"
-
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -12,6 +10,7 @@
 #include <fstream>
 
 #include "launcher/driver/agent_stdin.h"
+#include "launcher/driver/forwarded_environment.h"
 #include "launcher/driver/remote_command.h"
 #include "launcher/plan/shell_words.h"
 #include "pltrun/error.h"

@@ -15,14 +15,6 @@
 
 namespace pltrun {
 
-/// The variables passed to every remote agent: those of `inherited` whose names start with
-/// a forwarded prefix (NCCL_, CUDA_ but CUDA_VISIBLE_DEVICES, PYTHON, OMP_, TORCH_, GLOO_,
-/// UCX_, FI_, MKL_, HF_), then DeepSpeed's ~/.deepspeed_env and ./.deepspeed_env where they
-/// exist ($DS_ENV_FILE renames them), then -x NAME (its value here) or -x NAME=VALUE, then the
-/// env file's KEY=VALUE lines. Throws Error(InvalidArgument) for an -x NAME that is not set
-/// here, or a malformed env file line.
-Environment forwardedEnvironment(const Environment& inherited, const RemoteLaunchSettings& remote);
-
 /// Runs the job on every host; returns pltrun's exit status.
 int runDriver(const LaunchConfig& config, const Environment& inherited);
 
