@@ -124,7 +124,7 @@ TEST_CASE("the agent reads back the defaults and the other choices of each flag"
   job.remote.hosts = {{"a", 0, {}}, {"b", 0, {}}};
   job.program = "train.py";
   checkAgentReads(job, 1, Endpoint{"driver.example.org", 1});
-  job.devices = DeviceSelection{DeviceSelection::Kind::Listed, 0, {2}};
+  job.devices = listedDevices({2});  // one listed GPU, written "2,"
   job.verbose = true;
   job.stallTimeout = StallTimeout{true, {}};
   for (const ProgramKind kind : {ProgramKind::Auto, ProgramKind::NoPython, ProgramKind::Script}) {
