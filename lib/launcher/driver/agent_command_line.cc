@@ -1,9 +1,13 @@
 #include "launcher/driver/agent_command_line.h"
 
 #include "launcher/driver/agent_stdin.h"
+#include "launcher/plan/flag_names.h"
 #include "launcher/plan/rendezvous_flags.h"
 #include "launcher/plan/text_parsing.h"
 #include "rendezvous/store/seconds_text.h"
+
+// Every flag is written by the name flag_declarations.cc declares it with.
+using namespace pltrun::flag_name;
 
 namespace pltrun {
 namespace {
@@ -36,27 +40,27 @@ RendezvousSettings agentRendezvous(const RendezvousSettings& driver, const std::
 // How many workers the host runs: its --include GPUs, its slots, else the job's own choice.
 void addWorkerFlags(const LaunchConfig& config, const HostSlots& host, std::vector<std::string>& args) {
   if (!host.devices.empty()) {
-    args.insert(args.end(), {"--devices", deviceSelectionText(listedDevices(host.devices))});
+    args.insert(args.end(), {longFlag(kDevices), deviceSelectionText(listedDevices(host.devices))});
   } else if (host.slots > 0) {
-    args.insert(args.end(), {"--nproc-per-node", std::to_string(host.slots)});
+    args.insert(args.end(), {longFlag(kNprocPerNode), std::to_string(host.slots)});
   } else if (config.nprocPerNode) {
-    args.insert(args.end(), {"--nproc-per-node", workerCountText(*config.nprocPerNode)});
+    args.insert(args.end(), {longFlag(kNprocPerNode), workerCountText(*config.nprocPerNode)});
   } else if (config.devices) {
-    args.insert(args.end(), {"--devices", deviceSelectionText(*config.devices)});
+    args.insert(args.end(), {longFlag(kDevices), deviceSelectionText(*config.devices)});
   }
 }
 
 // The output, supervision and program flags, then `--` and the program.
 void addJobFlags(const LaunchConfig& config, std::vector<std::string>& args) {
-  if (config.logDir) args.insert(args.end(), {"--log-dir", *config.logDir});
-  if (!config.prefixOutput) args.push_back("--no-prefix");
-  if (config.quiet) args.push_back("--quiet");
-  if (config.verbose) args.push_back("--verbose");
-  if (config.localRankArgument) args.push_back("--pass-local-rank");
-  if (!config.agentStore) args.push_back("--no-agent-store");
-  if (config.programKind == ProgramKind::Module) args.push_back("--module");
-  if (config.programKind == ProgramKind::NoPython) args.push_back("--no-python");
-  if (config.programKind == ProgramKind::Script) args.push_back("--run-path");
+  if (config.logDir) args.insert(args.end(), {longFlag(kLogDir), *config.logDir});
+  if (!config.prefixOutput) args.push_back(longFlag(kNoPrefix));
+  if (config.quiet) args.push_back(longFlag(kQuiet));
+  if (config.verbose) args.push_back(longFlag(kVerbose));
+  if (config.localRankArgument) args.push_back(longFlag(kPassLocalRank));
+  if (!config.agentStore) args.push_back(longFlag(kNoAgentStore));
+  if (config.programKind == ProgramKind::Module) args.push_back(longFlag(kModule));
+  if (config.programKind == ProgramKind::NoPython) args.push_back(longFlag(kNoPython));
+  if (config.programKind == ProgramKind::Script) args.push_back(longFlag(kRunPath));
   args.push_back("--");
   args.push_back(config.program);
   args.insert(args.end(), config.programArgs.begin(), config.programArgs.end());
@@ -67,27 +71,28 @@ void addJobFlags(const LaunchConfig& config, std::vector<std::string>& args) {
 std::vector<std::string> agentArguments(const LaunchConfig& config, size_t index, const std::string& endpoint,
                                         const std::string& runId) {
   const HostSlots& host = config.remote.hosts[index];
-  std::vector<std::string> args = {"--exit-with-parent",
-                                   "--nnodes",
+  std::vector<std::string> args = {longFlag(kExitWithParent),
+                                   longFlag(kNnodes),
                                    std::to_string(config.remote.hosts.size()),
-                                   "--node-rank",
+                                   longFlag(kNodeRank),
                                    std::to_string(index),
-                                   "--rdzv-backend",
+                                   longFlag(kRdzvBackend),
                                    "c10d",
-                                   "--rdzv-endpoint",
+                                   longFlag(kRdzvEndpoint),
                                    endpoint,
-                                   "--rdzv-id",
+                                   longFlag(kRdzvId),
                                    runId,
-                                   "--max-restarts",
+                                   longFlag(kMaxRestarts),
                                    std::to_string(config.maxRestarts),
-                                   "--term-timeout",
+                                   longFlag(kTermTimeout),
                                    rdzv::secondsText(config.termTimeout, 3),  // milliseconds kept
-                                   "--role",
+                                   longFlag(kRole),
                                    config.role};
-  if (config.stallTimeout) args.insert(args.end(), {"--stall-timeout", stallTimeoutText(*config.stallTimeout)});
+  if (config.stallTimeout) args.insert(args.end(), {longFlag(kStallTimeout), stallTimeoutText(*config.stallTimeout)});
   // The user's secret file, at the same path on every host (as pltrun itself is), or "-":
   // the secret the driver made comes on the agent's standard input. Never in argv.
-  args.insert(args.end(), {"--rdzv-conf", rendezvousConfText(agentRendezvous(config.rdzv, config.remote.hosts, host))});
+  args.insert(args.end(),
+              {longFlag(kRdzvConf), rendezvousConfText(agentRendezvous(config.rdzv, config.remote.hosts, host))});
   addWorkerFlags(config, host, args);
   addJobFlags(config, args);
   return args;
