@@ -3,10 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <boost/asio/io_context.hpp>
-#include <filesystem>
-#include <fstream>
 
 #include "launcher/driver/agent_command_line.h"
 #include "launcher/driver/agent_stdin.h"
