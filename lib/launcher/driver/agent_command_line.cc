@@ -4,7 +4,6 @@
 #include "launcher/plan/flag_names.h"
 #include "launcher/plan/rendezvous_flags.h"
 #include "launcher/plan/text_parsing.h"
-#include "rendezvous/store/seconds_text.h"
 
 // Every flag is written by the name flag_declarations.cc declares it with.
 using namespace pltrun::flag_name;
@@ -85,7 +84,7 @@ std::vector<std::string> agentArguments(const LaunchConfig& config, size_t index
                                    longFlag(kMaxRestarts),
                                    std::to_string(config.maxRestarts),
                                    longFlag(kTermTimeout),
-                                   rdzv::secondsText(config.termTimeout, 3),  // milliseconds kept
+                                   secondsFlagText(config.termTimeout),
                                    longFlag(kRole),
                                    config.role};
   if (config.stallTimeout) args.insert(args.end(), {longFlag(kStallTimeout), stallTimeoutText(*config.stallTimeout)});

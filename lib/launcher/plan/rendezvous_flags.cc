@@ -10,7 +10,6 @@
 #include "launcher/plan/text_parsing.h"
 #include "pltrun/error.h"
 #include "rendezvous/store/host_port_text.h"
-#include "rendezvous/store/seconds_text.h"
 
 namespace pltrun {
 namespace {
@@ -311,16 +310,14 @@ void applyRendezvousConf(const std::string& text, RendezvousSettings& settings) 
 std::string rendezvousConfText(const RendezvousSettings& settings) {
   std::vector<std::string> items;
   const auto add = [&items](const char* key, const std::string& value) { items.push_back(key + ("=" + value)); };
-  // Milliseconds kept: parseSeconds reads decimals.
-  const auto seconds = [](std::chrono::milliseconds duration) { return rdzv::secondsText(duration, 3); };
   if (settings.isHost) add(kIsHostKey, *settings.isHost ? "1" : "0");
   if (!settings.secretFile.empty()) add(kSecretFileKey, settings.secretFile);
-  add(kJoinTimeoutKey, seconds(settings.joinTimeout));
-  add(kLastCallTimeoutKey, seconds(settings.lastCallTimeout));
-  add(kCloseTimeoutKey, seconds(settings.closeTimeout));
-  add(kKeepAliveIntervalKey, seconds(settings.keepAliveInterval));
+  add(kJoinTimeoutKey, secondsFlagText(settings.joinTimeout));
+  add(kLastCallTimeoutKey, secondsFlagText(settings.lastCallTimeout));
+  add(kCloseTimeoutKey, secondsFlagText(settings.closeTimeout));
+  add(kKeepAliveIntervalKey, secondsFlagText(settings.keepAliveInterval));
   add(kKeepAliveMaxAttemptKey, std::to_string(settings.keepAliveMaxAttempt));
-  add(kReadTimeoutKey, seconds(settings.readTimeout));
+  add(kReadTimeoutKey, secondsFlagText(settings.readTimeout));
   if (!settings.nodeName.empty()) add(kNodeNameKey, settings.nodeName);
   // Last: the names' commas continue its list (rendezvousConfItems).
   if (!settings.expectedHosts.empty()) add(kExpectedHostsKey, joinText(settings.expectedHosts, ","));
