@@ -1,8 +1,6 @@
 // The driver's pure parts: what reaches the remote workers, how a command line survives the
 // remote shell, and how the remote command is built.
 
-#include "launcher/driver/remote_launch.h"
-
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -11,6 +9,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "launcher/driver/agent_stdin.h"
+#include "launcher/driver/forwarded_environment.h"
+#include "launcher/driver/remote_command.h"
 #include "launcher/plan/shell_words.h"
 #include "pltrun/error.h"
 
@@ -121,14 +122,6 @@ TEST_CASE("env files: KEY=VALUE lines, comments, export, CRLF, bad lines name th
   CHECK_THROWS_WITH(forwardedEnvironment({}, remote), Catch::Contains("cannot be read"));
 }
 
-TEST_CASE("shell quoting survives any byte the remote shell could misread", "[remote]") {
-  CHECK(shellQuote("plain-word_1.2/x:y=z") == "plain-word_1.2/x:y=z");
-  CHECK(shellQuote("") == "''");
-  CHECK(shellQuote("two words") == "'two words'");
-  CHECK(shellQuote("it's") == "'it'\\''s'");
-  CHECK(shellQuote("$HOME;rm -rf /") == "'$HOME;rm -rf /'");
-}
-
 TEST_CASE("the remote command: ssh with its options, or a template with {host}", "[remote]") {
   RemoteLaunchSettings remote;
   const std::vector<std::string> command = {"sh", "-c", "exec pltrun 'a b'"};
@@ -156,17 +149,6 @@ TEST_CASE("the remote command: ssh with its options, or a template with {host}",
   remote.remoteCommand = "kubectl exec -c 'unclosed {host}";
   CHECK_THROWS_WITH(remoteArgv(remote, "n1", command),
                     Catch::Contains("--remote-command") && Catch::Contains("not closed"));
-}
-
-TEST_CASE("shell words: a template is split as a POSIX shell splits a simple command", "[remote]") {
-  using Words = std::vector<std::string>;
-  CHECK(splitShellWords("  a  b\tc ", "t") == Words{"a", "b", "c"});
-  CHECK(splitShellWords("kubectl exec -c 'my container' x", "t") ==
-        Words{"kubectl", "exec", "-c", "my container", "x"});
-  CHECK(splitShellWords(R"(a"b c"d 'e\f' "g\"h" i\ j)", "t") == Words{"ab cd", R"(e\f)", "g\"h", "i j"});
-  CHECK(splitShellWords("'' \"\"", "t") == Words{"", ""});
-  CHECK_THROWS_WITH(splitShellWords("a \"b", "--remote-command"), Catch::Contains("\" quote is not closed"));
-  CHECK_THROWS_WITH(splitShellWords("a\\", "t"), Catch::Contains("lone backslash"));
 }
 
 TEST_CASE("the agent's script sets the forwarded variables from stdin, exactly, and leaves the rest for pltrun",

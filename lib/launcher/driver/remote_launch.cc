@@ -3,24 +3,22 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <boost/asio/io_context.hpp>
-#include <filesystem>
-#include <fstream>
 
+#include "launcher/driver/agent_command_line.h"
+#include "launcher/driver/agent_stdin.h"
+#include "launcher/driver/forwarded_environment.h"
+#include "launcher/driver/remote_command.h"
 #include "launcher/driver/start_progress.h"
 #include "launcher/net/host_identity.h"
 #include "launcher/net/rendezvous_host.h"
-#include "launcher/plan/exported_variables.h"
 #include "launcher/plan/program_command.h"
 #include "launcher/plan/rendezvous_flags.h"
-#include "launcher/plan/shell_words.h"
 #include "launcher/plan/text_parsing.h"
 #include "launcher/process/group_runner.h"
 #include "launcher/process/orphan_guard.h"
 #include "launcher/process/worker_group.h"
 #include "pltrun/error.h"
-#include "rendezvous/store/seconds_text.h"
 #include "rendezvous/store/secret_file.h"
 #include "rendezvous/store/store_auth.h"
 
@@ -31,21 +29,6 @@ namespace {
 constexpr std::chrono::seconds kStopDelayAfterFailure{10};
 // ssh's exit status for its own errors (no connection, refused key), never the remote command's.
 constexpr int kSshFailed = 255;
-
-// Without a secret_file of the user's, the driver makes a secret for this job alone and
-// hands it to each agent on its standard input (its agents then read secret_file=-).
-bool driverMakesSecret(const RendezvousSettings& settings) { return settings.secretFile.empty(); }
-
-constexpr const char* kForwardedPrefixes[] = {"NCCL_", "CUDA_", "PYTHON", "OMP_", "TORCH_",
-                                              "GLOO_", "UCX_",  "FI_",    "MKL_", "HF_"};
-
-bool forwardedByDefault(const std::string& name) {
-  if (name == "CUDA_VISIBLE_DEVICES") return false;  // which GPUs is each host's own business
-  for (const char* prefix : kForwardedPrefixes) {
-    if (name.rfind(prefix, 0) == 0) return true;
-  }
-  return false;
-}
 
 bool isLoopbackHost(const std::string& host) { return host == "localhost" || isLoopbackAddress(host); }
 
@@ -82,81 +65,6 @@ std::string thisExecutable() {
   return length > 0 ? std::string(path, length) : "pltrun";
 }
 
-// A duration as a flag value for the agents: milliseconds kept.
-std::string secondsText(std::chrono::milliseconds duration) { return rdzv::secondsText(duration, 3); }
-
-// The hosts by the names the driver was given, so that an agent that never starts is named
-// in the others' waiting lines (host names hold no ',', '=' or brackets: parseHostList
-// refuses them). Past kLongestHostList the names are left out, counts only: the whole agent
-// command is one argument of sh -c, which Linux caps at 128 KiB.
-constexpr size_t kLongestHostList = 64 * 1024;
-
-std::string expectedHostsConf(const std::vector<HostSlots>& hosts, const HostSlots& self) {
-  std::vector<std::string> hostNames;
-  for (const HostSlots& host : hosts) hostNames.push_back(host.host);
-  const std::string names = joinText(hostNames, ",");
-  if (names.size() > kLongestHostList) return "";
-  return ",node_name=" + self.host + ",expected_hosts=" + names;
-}
-
-// The agent's command line on host `index`: the job's flags, the rendezvous at the driver.
-std::vector<std::string> agentArguments(const LaunchConfig& config, const HostSlots& host, size_t index,
-                                        const std::string& endpoint, const std::string& runId) {
-  const RendezvousSettings& rdzv = config.rdzv;
-  std::vector<std::string> args = {"--exit-with-parent",
-                                   "--nnodes",
-                                   std::to_string(config.remote.hosts.size()),
-                                   "--node-rank",
-                                   std::to_string(index),
-                                   "--rdzv-backend",
-                                   "c10d",
-                                   "--rdzv-endpoint",
-                                   endpoint,
-                                   "--rdzv-id",
-                                   runId,
-                                   "--max-restarts",
-                                   std::to_string(config.maxRestarts),
-                                   "--term-timeout",
-                                   secondsText(config.termTimeout),
-                                   "--role",
-                                   config.role};
-  if (config.stallTimeout) {
-    args.push_back("--stall-timeout");
-    args.push_back(stallTimeoutText(*config.stallTimeout));
-  }
-  args.push_back("--rdzv-conf");
-  // The user's secret file, at the same path on every host (as pltrun itself is), or "-":
-  // the secret the driver made comes on the agent's standard input. Never in argv.
-  const std::string secretFile = driverMakesSecret(rdzv) ? "-" : rdzv.secretFile;
-  args.push_back("is_host=0,secret_file=" + secretFile + ",join_timeout=" + secondsText(rdzv.joinTimeout) +
-                 ",last_call_timeout=" + secondsText(rdzv.lastCallTimeout) + ",close_timeout=" +
-                 secondsText(rdzv.closeTimeout) + ",keep_alive_interval=" + secondsText(rdzv.keepAliveInterval) +
-                 ",keep_alive_max_attempt=" + std::to_string(rdzv.keepAliveMaxAttempt) +
-                 ",read_timeout=" + secondsText(rdzv.readTimeout) + expectedHostsConf(config.remote.hosts, host));
-  if (!host.devices.empty()) {
-    args.insert(args.end(), {"--devices", deviceSelectionText(listedDevices(host.devices))});
-  } else if (host.slots > 0) {
-    args.insert(args.end(), {"--nproc-per-node", std::to_string(host.slots)});
-  } else if (config.nprocPerNode) {
-    args.insert(args.end(), {"--nproc-per-node", workerCountText(*config.nprocPerNode)});
-  } else if (config.devices) {
-    args.insert(args.end(), {"--devices", deviceSelectionText(*config.devices)});
-  }
-  if (config.logDir) args.insert(args.end(), {"--log-dir", *config.logDir});
-  if (!config.prefixOutput) args.push_back("--no-prefix");
-  if (config.quiet) args.push_back("--quiet");
-  if (config.verbose) args.push_back("--verbose");
-  if (config.localRankArgument) args.push_back("--pass-local-rank");
-  if (!config.agentStore) args.push_back("--no-agent-store");
-  if (config.programKind == ProgramKind::Module) args.push_back("--module");
-  if (config.programKind == ProgramKind::NoPython) args.push_back("--no-python");
-  if (config.programKind == ProgramKind::Script) args.push_back("--run-path");
-  args.push_back("--");
-  args.push_back(config.program);
-  args.insert(args.end(), config.programArgs.begin(), config.programArgs.end());
-  return args;
-}
-
 // The user's secret when one is given (every host reads the same file); otherwise a new one
 // for this job alone, which the driver hands to each agent over its standard input.
 std::string jobSecret(const RendezvousSettings& settings) {
@@ -175,118 +83,6 @@ TcpStoreOptions driverStoreClient(const rdzv::StoreServerOptions& server, int po
 }
 
 }  // namespace
-
-Environment forwardedEnvironment(const Environment& inherited, const RemoteLaunchSettings& remote) {
-  Environment forwarded;
-  for (const auto& [name, value] : inherited) {
-    if (forwardedByDefault(name)) forwarded[name] = value;
-  }
-  // DeepSpeed's launcher exports the KEY=VALUE lines of ~/.deepspeed_env, then of
-  // ./.deepspeed_env ($DS_ENV_FILE renames both); pltrun reads them the same way, and lets
-  // -x and --env-file override them.
-  const auto name = inherited.find("DS_ENV_FILE");
-  const std::string deepspeedFile = name != inherited.end() && !name->second.empty() ? name->second : ".deepspeed_env";
-  if (const auto home = inherited.find("HOME"); home != inherited.end() && !home->second.empty()) {
-    readEnvFileIfPresent(home->second + "/" + deepspeedFile, forwarded);
-  }
-  readEnvFileIfPresent(deepspeedFile, forwarded);
-  addExportedVariables(inherited, remote.exports, remote.envFile, forwarded);
-  return forwarded;
-}
-
-std::string shellQuote(const std::string& text) {
-  if (!text.empty() &&
-      text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-./:=@,+%") ==
-          std::string::npos) {
-    return text;
-  }
-  std::string quoted = "'";
-  for (char c : text) {
-    if (c == '\'') {
-      quoted += "'\\''";
-    } else {
-      quoted += c;
-    }
-  }
-  return quoted + "'";
-}
-
-std::string forwardedVariablesInput(const Environment& forwarded) {
-  std::string lines;
-  for (const auto& [name, value] : forwarded) {
-    // A name inherited through a prefix (NCCL_...) may not be one a shell can export.
-    if (!isVariableName(name)) {
-      spdlog::warn("not forwarding {}: not a name a shell can export", name);
-      continue;
-    }
-    if (value.find('\n') != std::string::npos) {
-      throw Error(ErrorCode::InvalidArgument,
-                  "forwarded variable " + name + " has a line break in its value; the hosts get one variable per line");
-    }
-    lines += name + "=" + value + "\n";
-  }
-  return lines + "\n";
-}
-
-std::string agentScript(const std::vector<std::string>& command) {
-  // `export "$line"` sets the variable from the line as it is: no word splitting, no
-  // expansion of what the value holds. `read` takes stdin a byte at a time, so what
-  // follows the empty line (the job secret) is left for pltrun.
-  std::string script =
-      "while IFS= read -r pltrun_variable && [ -n \"$pltrun_variable\" ]; do export \"$pltrun_variable\"; done; "
-      "unset pltrun_variable; exec";
-  for (const std::string& word : command) script += " " + shellQuote(word);
-  return script;
-}
-
-namespace {
-
-// Transports that join their arguments into one command line for a shell on the far side.
-bool runsRemoteShell(const std::string& program) {
-  const std::string name = program.substr(program.rfind('/') + 1);
-  return name == "ssh" || name == "pdsh" || name == "rsh" || name == "oarsh";
-}
-
-std::string oneShellWord(const std::vector<std::string>& command) {
-  std::string line;
-  for (const std::string& word : command) line += (line.empty() ? "" : " ") + shellQuote(word);
-  return line;
-}
-
-}  // namespace
-
-std::vector<std::string> remoteArgv(const RemoteLaunchSettings& remote, const std::string& host,
-                                    const std::vector<std::string>& command) {
-  std::vector<std::string> argv;
-  if (remote.remoteCommand.empty()) {
-    argv = {"ssh", "-o", "BatchMode=yes"};
-    if (remote.sshPort) argv.insert(argv.end(), {"-p", std::to_string(*remote.sshPort)});
-    if (!remote.sshIdentity.empty()) argv.insert(argv.end(), {"-i", remote.sshIdentity});
-    argv.insert(argv.end(), {"--", host, oneShellWord(command)});  // never an option, whatever its name
-    return argv;
-  }
-  bool placed = false;
-  for (std::string word : splitShellWords(remote.remoteCommand, "--remote-command")) {
-    if (word == "{cmd}") {
-      argv.push_back(oneShellWord(command));
-      placed = true;
-      continue;
-    }
-    for (size_t at = word.find("{host}"); at != std::string::npos; at = word.find("{host}", at + host.size())) {
-      word.replace(at, 6, host);
-    }
-    argv.push_back(word);
-  }
-  if (placed) return argv;
-  // ssh and pdsh hand the far side's shell one command line; kubectl exec, docker exec and
-  // the like execute their arguments as they are.
-  if (!argv.empty() && runsRemoteShell(argv.front())) {
-    argv.push_back(oneShellWord(command));
-  } else {
-    argv.insert(argv.end(), command.begin(), command.end());
-  }
-  return argv;
-}
 
 namespace {
 
@@ -309,7 +105,7 @@ WorkerSpec agentSpec(const AgentLaunch& launch, size_t index) {
   const LaunchConfig& config = launch.config;
   const HostSlots& host = config.remote.hosts[index];
   std::vector<std::string> pltrun = {launch.remotePltrun};
-  for (std::string& arg : agentArguments(config, host, index, launch.endpoint, launch.runId)) {
+  for (std::string& arg : agentArguments(config, index, launch.endpoint, launch.runId)) {
     pltrun.push_back(std::move(arg));
   }
   // Run by sh whether or not the far side starts a shell of its own (kubectl exec does
@@ -332,8 +128,7 @@ WorkerSpec agentSpec(const AgentLaunch& launch, size_t index) {
   spec.launch.environment = launch.environment;
   // ssh passes it on to the agent's standard input: the forwarded variables, an empty
   // line, then the job's secret for pltrun (secret_file=-, see agentArguments).
-  spec.launch.standardInput = forwardedVariablesInput(launch.forwarded);
-  if (driverMakesSecret(config.rdzv)) *spec.launch.standardInput += launch.secret + "\n";
+  spec.launch.standardInput = agentStandardInput(launch.forwarded, config.rdzv, launch.secret);
   return spec;
 }
 

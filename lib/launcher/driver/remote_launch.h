@@ -15,34 +15,6 @@
 
 namespace pltrun {
 
-/// The variables passed to every remote agent: those of `inherited` whose names start with
-/// a forwarded prefix (NCCL_, CUDA_ but CUDA_VISIBLE_DEVICES, PYTHON, OMP_, TORCH_, GLOO_,
-/// UCX_, FI_, MKL_, HF_), then DeepSpeed's ~/.deepspeed_env and ./.deepspeed_env where they
-/// exist ($DS_ENV_FILE renames them), then -x NAME (its value here) or -x NAME=VALUE, then the
-/// env file's KEY=VALUE lines. Throws Error(InvalidArgument) for an -x NAME that is not set
-/// here, or a malformed env file line.
-Environment forwardedEnvironment(const Environment& inherited, const RemoteLaunchSettings& remote);
-
-/// `text` quoted for a POSIX shell ('...' with ' written as '\'').
-std::string shellQuote(const std::string& text);
-
-/// What the agent's shell reads first on its standard input: NAME=VALUE lines, then an
-/// empty line. Throws Error(InvalidArgument) for a value with a line break.
-std::string forwardedVariablesInput(const Environment& forwarded);
-
-/// The POSIX sh script an agent is started with: it exports the NAME=VALUE lines it reads
-/// from standard input, up to an empty line, then execs `command` (quoted word by word).
-std::string agentScript(const std::vector<std::string>& command);
-
-/// The argv that runs `command` on `host`: ssh (its options, `--`, the host) with the
-/// command as one shell-quoted line; or the --remote-command template, split as a shell
-/// would, {host} replaced, and the command as one shell-quoted word where it says {cmd},
-/// else after it: as one word for ssh, pdsh, rsh and oarsh (a shell on the far side reads
-/// it), as separate arguments for any other program (kubectl exec, docker exec run them
-/// without a shell).
-std::vector<std::string> remoteArgv(const RemoteLaunchSettings& remote, const std::string& host,
-                                    const std::vector<std::string>& command);
-
 /// Runs the job on every host; returns pltrun's exit status.
 int runDriver(const LaunchConfig& config, const Environment& inherited);
 

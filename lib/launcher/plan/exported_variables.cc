@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "launcher/plan/shell_words.h"
 #include "launcher/plan/text_parsing.h"
 #include "pltrun/error.h"
 
@@ -13,30 +14,6 @@ void requireVariableName(const std::string& name, const std::string& where) {
   if (isVariableName(name)) return;
   throw Error(ErrorCode::InvalidArgument,
               where + ": '" + name + "' is not a variable name (a letter or _, then letters, digits or _)");
-}
-
-// A double-quoted part of an env file's value from `at` (just past the opening quote), with
-// a backslash before " \ $ or ` dropped, as a shell does; `at` ends past the closing quote.
-// No expansion.
-std::string doubleQuoted(std::string_view value, size_t& at, const std::string& where) {
-  std::string text;
-  while (at < value.size()) {
-    const char next = value[at];
-    if (next == '"') {
-      ++at;
-      return text;
-    }
-    if (next == '\\' && at + 1 < value.size() &&
-        std::string_view("\"\\$`").find(value[at + 1]) != std::string_view::npos) {
-      text += value[at + 1];
-      at += 2;
-      continue;
-    }
-    text += next;
-    ++at;
-  }
-  throw Error(ErrorCode::InvalidArgument,
-              where + ": the value's \" quote is not closed on its line (one line per variable)");
 }
 
 // An env file's value as a shell reads one word: 'single' and "double" quoted parts and
@@ -58,7 +35,10 @@ std::string unquotedValue(std::string_view value, const std::string& where) {
       at = close + 1;
     } else if (next == '"') {
       ++at;
-      text += doubleQuoted(value, at, where);
+      if (!appendDoubleQuoted(value, at, text)) {  // a backslash keeps only " \ $ ` (no expansion)
+        throw Error(ErrorCode::InvalidArgument,
+                    where + ": the value's \" quote is not closed on its line (one line per variable)");
+      }
     } else if (next == '\\') {
       if (at + 1 == value.size()) throw Error(ErrorCode::InvalidArgument, where + ": the value ends in a backslash");
       text += value[at + 1];

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "launcher/plan/flag_names.h"
 #include "launcher/plan/site_config.h"
 
 namespace pltrun {
@@ -81,10 +82,10 @@ class FlagDeclarer {
 
 void declareWorkerAndNodeFlags(FlagDeclarer& declare, RawFlags& raw) {
   declare.section("Workers on this node");
-  declare.valued("nproc-per-node", raw.nprocPerNode, "workers on this node: N, gpu, cpu or auto (default 1)");
-  declare.valued("devices", raw.devices,
+  declare.valued(flag_name::kNprocPerNode, raw.nprocPerNode, "workers on this node: N, gpu, cpu or auto (default 1)");
+  declare.valued(flag_name::kDevices, raw.devices,
                  "Lightning's devices: 3 = first three GPUs, \"1, 3\" = GPUs 1 and 3, -1 = all, 0 = none");
-  declare.valued("max-restarts", raw.maxRestarts, "restarts of the worker group after a failure (default 0)");
+  declare.valued(flag_name::kMaxRestarts, raw.maxRestarts, "restarts of the worker group after a failure (default 0)");
   declare.valued("np", raw.totalProcesses,
                  "horovodrun's and mpirun's -np N: N workers in all; on one node, --nproc-per-node N; with "
                  "--hosts/--hostfile, the first N slots in host order");
@@ -93,24 +94,25 @@ void declareWorkerAndNodeFlags(FlagDeclarer& declare, RawFlags& raw) {
       "DeepSpeed's: GPUs per node; on one node N workers on GPUs 0..N-1 (--devices N), with hosts at most N slots each "
       "(and --local_rank=N is passed, unless --no_local_rank)");
   declare.section("Several nodes (static or elastic)");
-  declare.valued("nnodes", raw.nnodes,
+  declare.valued(flag_name::kNnodes, raw.nnodes,
                  "number of nodes: N, or MIN:MAX for an elastic job (c10d rendezvous) (default 1)");
-  declare.valued("node-rank", raw.nodeRank,
+  declare.valued(flag_name::kNodeRank, raw.nodeRank,
                  "this node's rank, 0..nnodes-1 (static; default 0); with c10d a hint, 0..MAX-1");
   declare.valued("master-addr", raw.masterAddr,
                  "static: address of the rank-0 node (default 127.0.0.1); ignored with c10d");
   declare.valued("master-port", raw.masterPort,
                  "static: port of rank 0's store (default: a free port); ignored with c10d");
-  declare.valued("rdzv-id", raw.runId, "the job's id, the same on every node; TORCHELASTIC_RUN_ID (default: random)");
+  declare.valued(flag_name::kRdzvId, raw.runId,
+                 "the job's id, the same on every node; TORCHELASTIC_RUN_ID (default: random)");
   declare.valued("run-id", raw.runIdAlias, "same as --rdzv-id");
-  declare.valued("rdzv-backend", raw.rdzvBackend,
+  declare.valued(flag_name::kRdzvBackend, raw.rdzvBackend,
                  "static (fixed node count; --master-addr/--master-port), c10d (elastic; nodes meet at "
                  "--rdzv-endpoint) or etcd (elastic; the rounds kept in etcd, any node may die). Default: static, c10d "
                  "with --nnodes MIN:MAX or with --rdzv-endpoint on several nodes");
-  declare.valued("rdzv-endpoint", raw.rdzvEndpoint,
+  declare.valued(flag_name::kRdzvEndpoint, raw.rdzvEndpoint,
                  "c10d: HOST[:PORT] where the nodes meet, the same on every node (default port 29400; IPv6 as "
                  "[ADDR]:PORT); unused on one node. etcd: the members, HOST[:PORT],... (default port 2379)");
-  declare.valued("rdzv-conf", raw.rdzvConf,
+  declare.valued(flag_name::kRdzvConf, raw.rdzvConf,
                  "c10d settings KEY=VALUE,...: join_timeout, last_call_timeout, close_timeout, keep_alive_interval, "
                  "read_timeout (seconds), keep_alive_max_attempt, is_host, secret_file (default $PLTRUN_SECRET_FILE), "
                  "expected_hosts (the nodes to name while waiting: a,b or gpu-[01-08]), node_name; "
@@ -118,12 +120,12 @@ void declareWorkerAndNodeFlags(FlagDeclarer& declare, RawFlags& raw) {
   declare.valued("local-addr", raw.localAddr, "this node's address as the other nodes reach it (default: detected)");
   declare.valued("start-timeout", raw.startTimeout,
                  "horovodrun's: seconds the nodes get to start and meet (the rendezvous' join_timeout)");
-  declare.valued("role", raw.role, "ROLE_NAME of the workers (default 'default')");
+  declare.valued(flag_name::kRole, raw.role, "ROLE_NAME of the workers (default 'default')");
 }
 
 void declareOutputAndProgramFlags(FlagDeclarer& declare, RawFlags& raw) {
   declare.section("Output");
-  declare.valued("log-dir", raw.logDir, "keep every worker's output under DIR/RUN_ID/attempt_N/LOCAL_RANK/");
+  declare.valued(flag_name::kLogDir, raw.logDir, "keep every worker's output under DIR/RUN_ID/attempt_N/LOCAL_RANK/");
   declare.valued("redirects", raw.redirects,
                  "streams kept out of the console: 0 none, 1 out, 2 err, 3 both, or 0:1,1:2", "-r");
   declare.valued("tee", raw.tee, "streams also written to log files (same values as --redirects)", "-t");
@@ -136,13 +138,13 @@ void declareOutputAndProgramFlags(FlagDeclarer& declare, RawFlags& raw) {
                  "DIR/RUN_ID/attempt_N/filtered_stdout.log");
   declare.valued("duplicate-stderr-filters", raw.duplicateStderrFilters,
                  "the same for stderr, into filtered_stderr.log");
-  declare.flag("no-prefix", raw.noPrefix, "no [rank N] prefix on worker output");
-  declare.flag("quiet", raw.quiet, "only warnings and errors from pltrun itself", "-q");
-  declare.flag("verbose", raw.verbose, "also pltrun's debugging lines (horovodrun's --verbose)");
+  declare.flag(flag_name::kNoPrefix, raw.noPrefix, "no [rank N] prefix on worker output");
+  declare.flag(flag_name::kQuiet, raw.quiet, "only warnings and errors from pltrun itself", "-q");
+  declare.flag(flag_name::kVerbose, raw.verbose, "also pltrun's debugging lines (horovodrun's --verbose)");
   declare.section("Program and supervision");
-  declare.valued("term-timeout", raw.termTimeout,
+  declare.valued(flag_name::kTermTimeout, raw.termTimeout,
                  "seconds between SIGTERM and SIGKILL when stopping workers (default 30)");
-  declare.valued("stall-timeout", raw.stallTimeout,
+  declare.valued(flag_name::kStallTimeout, raw.stallTimeout,
                  "a worker that sent a heartbeat ($PLTRUN_HEARTBEAT) and then none for SECONDS has stalled: "
                  "report every rank's stack and the culprit, stop the workers, restart (or exit 124); auto: 5x the "
                  "longest interval seen, at least 60 s; 0 or off: none (the default)");
@@ -164,11 +166,11 @@ void declareOutputAndProgramFlags(FlagDeclarer& declare, RawFlags& raw) {
                  "bind each worker to the CPUs near its GPU (local rank N: GPU N): node, socket, exclusive or "
                  "core-complex, as torchrun");
   declare.flag("standalone", raw.standalone, "single-node job on localhost with a free port and a random run id");
-  declare.flag("module", raw.module, "PROGRAM is a Python module (python -m)", "-m");
-  declare.flag("no-python", raw.noPython, "execute PROGRAM directly, even if it ends in .py");
-  declare.flag("run-path", raw.runPath,
+  declare.flag(flag_name::kModule, raw.module, "PROGRAM is a Python module (python -m)", "-m");
+  declare.flag(flag_name::kNoPython, raw.noPython, "execute PROGRAM directly, even if it ends in .py");
+  declare.flag(flag_name::kRunPath, raw.runPath,
                "PROGRAM is a Python script whatever its name (torchrun's --run-path; run with python -u)");
-  declare.flag("pass-local-rank", raw.passLocalRank,
+  declare.flag(flag_name::kPassLocalRank, raw.passLocalRank,
                "pass --local_rank=N as the program's first argument, as DeepSpeed does (the default under "
                "--num_gpus/--num_nodes)");
   declare.flag("no-local-rank", raw.noLocalRank, "DeepSpeed's: do not pass --local_rank=N (LOCAL_RANK is set anyway)");
@@ -176,7 +178,7 @@ void declareOutputAndProgramFlags(FlagDeclarer& declare, RawFlags& raw) {
                "mpirun's: accepted; pltrun never limits a node's workers to its cores (-np beyond the hosts' slots "
                "is still refused)");
   declare.valued("bind-to", raw.bindTo, "mpirun's: only none is accepted (for CPU binding see --numa-binding)");
-  declare.flag("no-agent-store", raw.noAgentStore,
+  declare.flag(flag_name::kNoAgentStore, raw.noAgentStore,
                "rank 0 hosts the workers' TCPStore (torchrun's static behaviour) instead of pltrun");
 }
 
@@ -205,7 +207,8 @@ void declareRemoteFlags(FlagDeclarer& declare, RawFlags& raw) {
   declare.valued("network-interface", raw.networkInterface, "the driver's interface the hosts reach it on");
   declare.valued("remote-pltrun", raw.remotePltrun, "pltrun's path on the hosts (default: this binary's path)");
   declare.app()
-      .add_flag("--exit-with-parent", raw.exitWithParent, "internal: stop when the parent process ends")
+      .add_flag(flag_name::longFlag(flag_name::kExitWithParent), raw.exitWithParent,
+                "internal: stop when the parent process ends")
       ->group("");
 }
 

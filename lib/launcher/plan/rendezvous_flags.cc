@@ -23,6 +23,18 @@ constexpr const char* kConfKeys =
     "with etcd also protocol, "
     "cacert, cert, key, etcd_prefix, user, password_file";
 
+// The --rdzv-conf keys that applyConfItem reads and rendezvousConfText writes, spelled once.
+constexpr const char* kJoinTimeoutKey = "join_timeout";
+constexpr const char* kLastCallTimeoutKey = "last_call_timeout";
+constexpr const char* kCloseTimeoutKey = "close_timeout";
+constexpr const char* kKeepAliveIntervalKey = "keep_alive_interval";
+constexpr const char* kKeepAliveMaxAttemptKey = "keep_alive_max_attempt";
+constexpr const char* kReadTimeoutKey = "read_timeout";
+constexpr const char* kSecretFileKey = "secret_file";
+constexpr const char* kIsHostKey = "is_host";
+constexpr const char* kExpectedHostsKey = "expected_hosts";
+constexpr const char* kNodeNameKey = "node_name";
+
 // A host name or IPv4 address: letters, digits, '.', '-', '_'.
 bool isPlainHost(std::string_view host) {
   return !host.empty() && std::all_of(host.begin(), host.end(), isNameCharacter);
@@ -124,29 +136,29 @@ void applyConfItem(const std::string& item, RendezvousSettings& settings) {
   if (key.empty()) throwInvalidFlag(kConfFlag, item, "the key before '=' is missing; expected KEY=VALUE");
   if (value.empty()) throwInvalidFlag(kConfFlag, item, key + " needs a value; expected KEY=VALUE");
 
-  if (key == "join_timeout" || key == "timeout") {
+  if (key == kJoinTimeoutKey || key == "timeout") {
     settings.joinTimeout = positiveSeconds(item, key, value);
-  } else if (key == "last_call_timeout") {
+  } else if (key == kLastCallTimeoutKey) {
     settings.lastCallTimeout = positiveSeconds(item, key, value);
-  } else if (key == "close_timeout") {
+  } else if (key == kCloseTimeoutKey) {
     settings.closeTimeout = positiveSeconds(item, key, value);
-  } else if (key == "keep_alive_interval" || key == "heartbeat_timeout") {
+  } else if (key == kKeepAliveIntervalKey || key == "heartbeat_timeout") {
     settings.keepAliveInterval = positiveSeconds(item, key, value);
-  } else if (key == "read_timeout") {
+  } else if (key == kReadTimeoutKey) {
     settings.readTimeout = positiveSeconds(item, key, value);
-  } else if (key == "keep_alive_max_attempt") {
+  } else if (key == kKeepAliveMaxAttemptKey) {
     auto attempts = parseInteger(value);
     if (!attempts || *attempts < 1 || *attempts > 1'000'000) {
       throwInvalidFlag(kConfFlag, item, key + " expects a positive integer, like 3");
     }
     settings.keepAliveMaxAttempt = static_cast<int>(*attempts);
-  } else if (key == "secret_file") {
+  } else if (key == kSecretFileKey) {
     settings.secretFile = std::string(value);  // read (and its permissions checked) when the agent starts
-  } else if (key == "is_host") {
+  } else if (key == kIsHostKey) {
     settings.isHost = parseBoolean(item, key, value);
-  } else if (key == "expected_hosts") {
+  } else if (key == kExpectedHostsKey) {
     settings.expectedHosts = parseExpectedHosts(item, value);
-  } else if (key == "node_name") {
+  } else if (key == kNodeNameKey) {
     if (!isNodeName(value)) throwInvalidFlag(kConfFlag, item, "node_name expects a host name, like gpu-07");
     settings.nodeName = std::string(value);
   } else if (applyEtcdConfItem(item, key, value, settings.etcd)) {
@@ -187,7 +199,7 @@ std::vector<std::string> rendezvousConfItems(const std::string& text) {
     if (item.empty()) continue;  // "a=1,", ",a=1" and "a=1,,b=2" are fine
     const bool continuesList =
         !items.empty() && item.find('=') == std::string::npos &&
-        trimSpaces(std::string_view(items.back()).substr(0, items.back().find('='))) == "expected_hosts";
+        trimSpaces(std::string_view(items.back()).substr(0, items.back().find('='))) == kExpectedHostsKey;
     if (continuesList) {
       items.back() += "," + item;
     } else {
@@ -293,6 +305,23 @@ void applySecretFileDefault(const Environment& env, RendezvousSettings& settings
 
 void applyRendezvousConf(const std::string& text, RendezvousSettings& settings) {
   for (const std::string& item : rendezvousConfItems(text)) applyConfItem(item, settings);
+}
+
+std::string rendezvousConfText(const RendezvousSettings& settings) {
+  std::vector<std::string> items;
+  const auto add = [&items](const char* key, const std::string& value) { items.push_back(key + ("=" + value)); };
+  if (settings.isHost) add(kIsHostKey, *settings.isHost ? "1" : "0");
+  if (!settings.secretFile.empty()) add(kSecretFileKey, settings.secretFile);
+  add(kJoinTimeoutKey, secondsFlagText(settings.joinTimeout));
+  add(kLastCallTimeoutKey, secondsFlagText(settings.lastCallTimeout));
+  add(kCloseTimeoutKey, secondsFlagText(settings.closeTimeout));
+  add(kKeepAliveIntervalKey, secondsFlagText(settings.keepAliveInterval));
+  add(kKeepAliveMaxAttemptKey, std::to_string(settings.keepAliveMaxAttempt));
+  add(kReadTimeoutKey, secondsFlagText(settings.readTimeout));
+  if (!settings.nodeName.empty()) add(kNodeNameKey, settings.nodeName);
+  // Last: the names' commas continue its list (rendezvousConfItems).
+  if (!settings.expectedHosts.empty()) add(kExpectedHostsKey, joinText(settings.expectedHosts, ","));
+  return joinText(items, ",");
 }
 
 }  // namespace pltrun

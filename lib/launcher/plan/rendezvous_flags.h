@@ -57,6 +57,14 @@ std::vector<EtcdSettings::Member> parseEtcdMembers(const std::string& flag, cons
 /// prefix starting with /), user, password_file. Any other key is an error listing the accepted ones.
 void applyRendezvousConf(const std::string& text, RendezvousSettings& settings);
 
+/// The c10d keys of `settings` as --rdzv-conf text that applyRendezvousConf reads back to the
+/// same values (how the driver configures its agents): is_host (when decided), secret_file
+/// (when given), the five times in seconds with milliseconds kept, keep_alive_max_attempt,
+/// then node_name and expected_hosts (when given). Values are written as they are: a
+/// secret_file with a ',' or with blanks at either end, or a name with ',', '[' or ']', would
+/// not read back (host names cannot hold them: parseHostList refuses them).
+std::string rendezvousConfText(const RendezvousSettings& settings);
+
 /// No secret_file given: $PLTRUN_SECRET_FILE's, as the agents and `pltrun status` both take it.
 void applySecretFileDefault(const Environment& env, RendezvousSettings& settings);
 

@@ -14,6 +14,18 @@ bool escapedInDoubleQuotes(char c) { return std::string_view("\"\\$`").find(c) !
 
 }  // namespace
 
+bool appendDoubleQuoted(std::string_view text, size_t& at, std::string& word) {
+  for (; at < text.size(); ++at) {
+    if (text[at] == '"') {
+      ++at;
+      return true;
+    }
+    if (text[at] == '\\' && at + 1 < text.size() && escapedInDoubleQuotes(text[at + 1])) ++at;
+    word += text[at];
+  }
+  return false;
+}
+
 std::vector<std::string> splitShellWords(const std::string& text, const std::string& what) {
   const auto fail = [&](const std::string& problem) {
     throw Error(ErrorCode::InvalidArgument, what + ": '" + text + "': " + problem);
@@ -36,11 +48,9 @@ std::vector<std::string> splitShellWords(const std::string& text, const std::str
       word.append(text, at + 1, close - at - 1);
       at = close;
     } else if (c == '"') {
-      for (++at; at < text.size() && text[at] != '"'; ++at) {
-        if (text[at] == '\\' && at + 1 < text.size() && escapedInDoubleQuotes(text[at + 1])) ++at;
-        word += text[at];
-      }
-      if (at >= text.size()) fail("a \" quote is not closed");
+      ++at;
+      if (!appendDoubleQuoted(text, at, word)) fail("a \" quote is not closed");
+      --at;  // the loop steps past the closing quote
     } else if (c == '\\') {
       if (at + 1 >= text.size()) fail("it ends in a lone backslash");
       word += text[++at];
@@ -50,6 +60,29 @@ std::vector<std::string> splitShellWords(const std::string& text, const std::str
   }
   if (inWord) words.push_back(std::move(word));
   return words;
+}
+
+std::string shellQuote(const std::string& text) {
+  if (!text.empty() &&
+      text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-./:=@,+%") ==
+          std::string::npos) {
+    return text;
+  }
+  std::string quoted = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      quoted += "'\\''";
+    } else {
+      quoted += c;
+    }
+  }
+  return quoted + "'";
+}
+
+std::string shellCommandLine(const std::vector<std::string>& words) {
+  std::string line;
+  for (const std::string& word : words) line += (line.empty() ? "" : " ") + shellQuote(word);
+  return line;
 }
 
 }  // namespace pltrun

@@ -1,7 +1,6 @@
 #include "launcher/plan/stall_timeout.h"
 
 #include "launcher/plan/text_parsing.h"
-#include "rendezvous/store/seconds_text.h"
 
 namespace pltrun {
 
@@ -16,7 +15,7 @@ std::optional<StallTimeout> parseStallTimeout(const std::string& flag, const std
 }
 
 std::string stallTimeoutText(const StallTimeout& timeout) {
-  return timeout.automatic ? "auto" : rdzv::secondsText(timeout.fixed, 3);
+  return timeout.automatic ? "auto" : secondsFlagText(timeout.fixed);
 }
 
 }  // namespace pltrun

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "rendezvous/store/seconds_text.h"
+
 namespace pltrun {
 
 bool isNameCharacter(char c) {
@@ -52,6 +54,8 @@ std::optional<std::chrono::milliseconds> parseSeconds(std::string_view text) {
   if (seconds > 1e7) return std::nullopt;
   return std::chrono::milliseconds(std::llround(seconds * 1000));
 }
+
+std::string secondsFlagText(std::chrono::milliseconds duration) { return rdzv::secondsText(duration, 3); }
 
 long long parseIntegerFlag(const std::string& flag, const std::string& value, long long low, long long high,
                            const std::string& accepted) {

@@ -40,6 +40,10 @@ std::optional<long long> parseInteger(std::string_view text);
 /// nan, at most 1e7) as milliseconds, rounded to the nearest; nothing for anything else.
 std::optional<std::chrono::milliseconds> parseSeconds(std::string_view text);
 
+/// `duration` as text that parseSeconds reads back to the same milliseconds ("2.500"): how
+/// one pltrun writes a time on another's command line (the driver's agents).
+std::string secondsFlagText(std::chrono::milliseconds duration);
+
 /// `value` of `flag` as an integer in low..high (spaces around it allowed); throws the
 /// flag's error, ending with `accepted`, otherwise.
 long long parseIntegerFlag(const std::string& flag, const std::string& value, long long low, long long high,

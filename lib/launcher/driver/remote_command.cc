@@ -1,0 +1,50 @@
+#include "launcher/driver/remote_command.h"
+
+#include "launcher/plan/shell_words.h"
+
+namespace pltrun {
+
+namespace {
+
+// Transports that join their arguments into one command line for a shell on the far side.
+bool runsRemoteShell(const std::string& program) {
+  const std::string name = program.substr(program.rfind('/') + 1);
+  return name == "ssh" || name == "pdsh" || name == "rsh" || name == "oarsh";
+}
+
+}  // namespace
+
+std::vector<std::string> remoteArgv(const RemoteLaunchSettings& remote, const std::string& host,
+                                    const std::vector<std::string>& command) {
+  std::vector<std::string> argv;
+  if (remote.remoteCommand.empty()) {
+    argv = {"ssh", "-o", "BatchMode=yes"};
+    if (remote.sshPort) argv.insert(argv.end(), {"-p", std::to_string(*remote.sshPort)});
+    if (!remote.sshIdentity.empty()) argv.insert(argv.end(), {"-i", remote.sshIdentity});
+    argv.insert(argv.end(), {"--", host, shellCommandLine(command)});  // never an option, whatever its name
+    return argv;
+  }
+  bool placed = false;
+  for (std::string word : splitShellWords(remote.remoteCommand, "--remote-command")) {
+    if (word == "{cmd}") {
+      argv.push_back(shellCommandLine(command));
+      placed = true;
+      continue;
+    }
+    for (size_t at = word.find("{host}"); at != std::string::npos; at = word.find("{host}", at + host.size())) {
+      word.replace(at, 6, host);
+    }
+    argv.push_back(word);
+  }
+  if (placed) return argv;
+  // ssh and pdsh hand the far side's shell one command line; kubectl exec, docker exec and
+  // the like execute their arguments as they are.
+  if (!argv.empty() && runsRemoteShell(argv.front())) {
+    argv.push_back(shellCommandLine(command));
+  } else {
+    argv.insert(argv.end(), command.begin(), command.end());
+  }
+  return argv;
+}
+
+}  // namespace pltrun

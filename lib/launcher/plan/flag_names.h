@@ -1,0 +1,40 @@
+#pragma once
+// The long names of the flags one pltrun writes on another's command line: the driver
+// starts every host's agent with them (driver/agent_command_line.h). flag_declarations.cc
+// declares these flags by the same constants, so the writer cannot spell a flag the parser
+// does not know. Dashed, without the leading "--" (the parser also takes '_' for '-').
+
+#include <string>
+
+namespace pltrun::flag_name {
+
+// The rendezvous and the job.
+inline constexpr char kExitWithParent[] = "exit-with-parent";
+inline constexpr char kNnodes[] = "nnodes";
+inline constexpr char kNodeRank[] = "node-rank";
+inline constexpr char kRdzvBackend[] = "rdzv-backend";
+inline constexpr char kRdzvEndpoint[] = "rdzv-endpoint";
+inline constexpr char kRdzvId[] = "rdzv-id";
+inline constexpr char kRdzvConf[] = "rdzv-conf";
+inline constexpr char kMaxRestarts[] = "max-restarts";
+inline constexpr char kTermTimeout[] = "term-timeout";
+inline constexpr char kStallTimeout[] = "stall-timeout";
+inline constexpr char kRole[] = "role";
+// The workers.
+inline constexpr char kDevices[] = "devices";
+inline constexpr char kNprocPerNode[] = "nproc-per-node";
+// Output and the program.
+inline constexpr char kLogDir[] = "log-dir";
+inline constexpr char kNoPrefix[] = "no-prefix";
+inline constexpr char kQuiet[] = "quiet";
+inline constexpr char kVerbose[] = "verbose";
+inline constexpr char kPassLocalRank[] = "pass-local-rank";
+inline constexpr char kNoAgentStore[] = "no-agent-store";
+inline constexpr char kModule[] = "module";
+inline constexpr char kNoPython[] = "no-python";
+inline constexpr char kRunPath[] = "run-path";
+
+/// `name` as it is written on a command line: "--nnodes".
+inline std::string longFlag(const char* name) { return std::string("--") + name; }
+
+}  // namespace pltrun::flag_name
