@@ -1,5 +1,6 @@
 #pragma once
-// The single-node launcher: from a validated LaunchConfig to a supervised worker group.
+// The launcher: from a validated LaunchConfig to the mode that runs it (a static job on this
+// node, an elastic agent, or the multi-host driver).
 
 #include "launcher/plan/launch_config.h"
 

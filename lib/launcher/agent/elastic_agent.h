@@ -1,5 +1,5 @@
 #pragma once
-// One node of an elastic multi-node job (--rdzv-backend c10d): meets the other agents in
+// One node of an elastic multi-node job (--rdzv-backend c10d or etcd): meets the other agents in
 // rendezvous rounds, runs this node's workers for each round, and re-forms the job when a
 // worker fails anywhere, an agent is lost, or a node joins; ends when every node's workers
 // have succeeded, when --max-restarts is spent, or when too few nodes come.

@@ -56,7 +56,7 @@ struct EtcdSettings {
   }
 };
 
-/// The c10d rendezvous (elastic multi-node jobs); used when backend == C10d and maxNodes > 1.
+/// The rendezvous of elastic multi-node jobs (c10d or etcd); static for a job of fixed nodes.
 /// Times come from --rdzv-conf (seconds there, decimals allowed); the defaults are torchrun's.
 struct RendezvousSettings {
   RendezvousBackend backend = RendezvousBackend::Static;

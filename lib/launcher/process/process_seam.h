@@ -1,7 +1,7 @@
 #pragma once
 // The seam between a worker group and the processes it runs. The group only starts a
 // process, waits for its end and signals its process group; behind these two interfaces
-// the launcher runs real children (WorkerProcess, Boost.Process) and the unit tests run
+// the launcher runs real children (WorkerProcess, started with clone) and the unit tests run
 // fakes they end, and watch being signalled, by hand, so the group's stop, grace period
 // and root cause are tested without forking anything.
 
@@ -22,7 +22,7 @@ namespace pltrun {
 /// What to start: the program, its arguments, its environment and its standard input.
 struct ProcessLaunch {
   std::string executable;
-  std::vector<std::string> argv;         ///< argv[0] included (Boost.Process passes `executable` as argv[0])
+  std::vector<std::string> argv;         ///< argv[0] included, as the program sees it
   std::vector<std::string> environment;  ///< "KEY=VALUE" entries
   /// What the process reads on stdin, then end of file (a secret handed to a remote
   /// agent without putting it in argv); empty: stdin is /dev/null. At most 64 KiB.

@@ -1,5 +1,5 @@
 #pragma once
-// Which samples each rank reads, so data follows the world size (seeds 000, 002, 003):
+// Which samples each rank reads, so data follows the world size:
 // every rank gets an equal share (padded by wrapping around, as torch's
 // DistributedSampler and Clara's Horovod sharding do, or with the tail dropped), the
 // order is shuffled globally each epoch from a shared seed (every rank computes the same
