@@ -42,14 +42,17 @@ int unixDatagramQueueLimit() {
 }
 
 HeartbeatReader::HeartbeatReader(boost::asio::io_context& context, std::unique_ptr<Timer> windowTimer, size_t sockets)
-    : windowTimer_(std::move(windowTimer)),
-      readiness_(context, newReadinessSet()),
-      slots_(sockets),
-      queueLimit_(unixDatagramQueueLimit()) {}
+    : windowTimer_(std::move(windowTimer)), readiness_(context), slots_(sockets) {}
 
 HeartbeatReader::~HeartbeatReader() { windowTimer_->cancel(); }
 
 void HeartbeatReader::bind(size_t index, const std::string& path) {
+  if (!readiness_.is_open()) {
+    // Made with the first socket: a run whose workers get none (a plain single-node run)
+    // pays nothing for heartbeats at launch.
+    readiness_.assign(newReadinessSet());
+    queueLimit_ = unixDatagramQueueLimit();
+  }
   auto socket = std::make_unique<HeartbeatSocket>(path);
   epoll_event event{};
   event.data.u64 = index;  // not yet armed: start() does that
@@ -61,6 +64,7 @@ void HeartbeatReader::bind(size_t index, const std::string& path) {
 
 void HeartbeatReader::start(OnBeat onBeat) {
   onBeat_ = std::move(onBeat);
+  if (!readiness_.is_open()) return;  // no socket was bound
   for (size_t index = 0; index < slots_.size(); ++index) {
     if (slots_[index].socket) watch(index);
   }

@@ -72,13 +72,13 @@ class HeartbeatReader {
   int read(size_t index);
 
   std::unique_ptr<Timer> windowTimer_;
-  boost::asio::posix::stream_descriptor readiness_;  ///< the epoll instance
+  boost::asio::posix::stream_descriptor readiness_;  ///< the epoll instance, once a socket is bound
   bool waitingForReadiness_ = false;
   std::vector<Slot> slots_;
   OnBeat onBeat_;
   bool windowOpen_ = false;
   std::chrono::milliseconds window_{2};
-  const int queueLimit_;
+  int queueLimit_ = 10;                                         ///< read with the first socket
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  ///< for callbacks already queued
 };
 
