@@ -106,12 +106,15 @@ void HeartbeatReader::takeReadySockets() {
   for (int i = 0; i < ready; ++i) {
     // One-shot: the socket is out of the set now, until watch() arms it again.
     const size_t index = events[i].data.u64;
-    const auto previous = slots_[index].lastRead;
+    Slot& slot = slots_[index];
+    const auto previous = slot.lastRead;
     read(index);
     // A worker that beats once a step is watched again at once: one wake-up a beat. One that
-    // beat again within a window's length rests, and is read with the others in batches.
-    const bool beatingFast = previous && *slots_[index].lastRead - *previous < kLongestReadWindow;
-    if (beatingFast) {
+    // beat again within a window's length rests, and is read with the others in batches;
+    // unless it floods, until its beats come further apart than the shortest window.
+    const auto gap = previous ? *slot.lastRead - *previous : std::chrono::steady_clock::duration::max();
+    if (slot.flooding && gap >= kShortestReadWindow) slot.flooding = false;
+    if (gap < kLongestReadWindow && !slot.flooding) {
       rest(index);
     } else {
       watch(index);
@@ -140,7 +143,11 @@ void HeartbeatReader::endWindow() {
     if (!slots_[index].resting) continue;
     const int datagrams = read(index);
     fullest = std::max(fullest, datagrams);
-    if (datagrams == 0) {
+    // Empty: watched until its next beat. Full: its sender may be waiting for room (a
+    // blocking socket beating faster than the shortest window drains), so it floods: it is
+    // served as each datagram comes, as before batching, until its beats slow down.
+    if (datagrams >= queueLimit_) slots_[index].flooding = true;
+    if (datagrams == 0 || slots_[index].flooding) {
       slots_[index].resting = false;
       watch(index);
     }

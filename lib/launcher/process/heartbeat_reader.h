@@ -60,6 +60,7 @@ class HeartbeatReader {
     std::unique_ptr<HeartbeatSocket> socket;
     bool resting = false;  ///< out of the readiness set; read when the window ends
     std::optional<std::chrono::steady_clock::time_point> lastRead;  ///< that found a datagram
+    bool flooding = false;  ///< a window found its queue full: read as each datagram comes
   };
 
   void watch(size_t index);
