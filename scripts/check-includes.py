@@ -4,7 +4,7 @@ sources may include its own headers and those of the folders below it, never one
 and no mode of the launcher includes another.
 
 A quoted include names a header by its path from an include root ("launcher/plan/x.h",
-"rendezvous/store/x.h", "pltrun/x.h", "version/version.h") or, for a header beside the
+"rendezvous/store/x.h", "pltrun/x.h", "base/x.h", "version/version.h") or, for a header beside the
 file, by its bare name. Angle-bracket includes (the system's and the libraries') are not
 checked. Usage: scripts/check-includes.py   (from the repository root; exit 1 on a breach)
 """
@@ -13,27 +13,40 @@ import re
 import sys
 
 # What each folder may include besides itself, lowest layer first (docs/ARCHITECTURE.md).
-# "pltrun/" is the client's public headers; "pltrun/error.h" alone is lib/base, the base every
-# layer may use (Error, ErrorCode), the store's included.
-BASE = ["pltrun/error.h"]
+# "pltrun/" is the client's public headers; "pltrun/error.h" and "base/" are lib/base, the base
+# every layer may use (Error, ErrorCode; the text helpers, the stored integers), the store's
+# included.
+BASE = ["pltrun/error.h", "base/"]
+CLIENT = BASE + ["pltrun/"]
+PLAN = CLIENT + ["launcher/plan/"]
+OUTPUT = PLAN + ["launcher/output/", "version/"]
+PROCESS = OUTPUT + ["launcher/process/"]
+GROUP = PROCESS + ["launcher/stall/", "launcher/placement/", "launcher/group/"]
+NET = PLAN + ["launcher/command_line/", "rendezvous/store/", "rendezvous/etcd/"]
 ALLOWED = {
+    "lib/base": [],
     "rendezvous/store": BASE,
-    "lib/client": ["pltrun/", "rendezvous/store/"],
-    "rendezvous/elastic": ["pltrun/", "rendezvous/store/"],
-    "rendezvous/etcd": ["pltrun/", "rendezvous/store/"],
+    "lib/client": CLIENT + ["rendezvous/store/"],
+    "rendezvous/elastic": CLIENT,
+    "rendezvous/etcd": CLIENT,
     "lib/version": [],
-    "lib/launcher/plan": ["pltrun/", "rendezvous/store/", "version/"],
-    "lib/launcher/process": ["launcher/plan/", "pltrun/", "rendezvous/store/", "version/"],
-    "lib/launcher/net": ["launcher/plan/", "pltrun/", "rendezvous/store/", "rendezvous/etcd/"],
-    "lib/launcher/single_node": ["launcher/plan/", "launcher/process/", "pltrun/"],
-    "lib/launcher/agent": ["launcher/plan/", "launcher/process/", "launcher/net/", "pltrun/", "rendezvous/"],
-    "lib/launcher/driver": ["launcher/plan/", "launcher/process/", "launcher/net/", "pltrun/", "rendezvous/store/",
-                            "rendezvous/elastic/store_layout.h"],
-    "lib/launcher/status": ["launcher/plan/", "launcher/net/", "pltrun/", "rendezvous/"],
+    "lib/launcher/plan": CLIENT,
+    "lib/launcher/command_line": PLAN + ["version/"],
+    "lib/launcher/placement": PLAN,
+    "lib/launcher/output": OUTPUT,
+    "lib/launcher/process": PROCESS,
+    "lib/launcher/stall": PROCESS,
+    "lib/launcher/group": GROUP,
+    "lib/launcher/net": NET,
+    "lib/launcher/static_job": GROUP + ["launcher/net/"],
+    "lib/launcher/agent": GROUP + NET + ["launcher/net/", "rendezvous/"],
+    "lib/launcher/driver": GROUP + NET + ["launcher/net/", "rendezvous/elastic/store_layout.h"],
+    "lib/launcher/status": NET + ["launcher/net/", "rendezvous/"],
 }
 # The folder's own headers, as they are named from an include root.
 OWN = {folder: folder.removeprefix("lib/") + "/" for folder in ALLOWED}
 OWN["lib/client"] = "pltrun/"
+OWN["lib/base"] = "base/"
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 

@@ -5,12 +5,12 @@
 #include <cstdio>
 #include <variant>
 
+#include "launcher/command_line/command_line.h"
 #include "launcher/launcher.h"
-#include "launcher/plan/command_line.h"
-#include "launcher/process/console_writer.h"
+#include "launcher/output/console_writer.h"
+#include "launcher/output/launcher_log.h"
 #include "launcher/process/descendant_sweep.h"
 #include "launcher/process/descriptor_slots.h"
-#include "launcher/process/launcher_log.h"
 #include "launcher/process/signal_receiver.h"
 #include "launcher/status/status_command.h"
 #include "pltrun/error.h"

@@ -6,23 +6,16 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include <memory>
 #include <optional>
 #include <set>
 
 #include "launcher/agent/elastic_agent.h"
+#include "launcher/command_line/torchrun_flags.h"
 #include "launcher/driver/remote_launch.h"
-#include "launcher/net/attempt_store.h"
 #include "launcher/net/host_identity.h"
+#include "launcher/placement/gpu_inventory.h"
 #include "launcher/plan/exported_variables.h"
-#include "launcher/plan/gpu_inventory.h"
-#include "launcher/plan/torchrun_flags.h"
-#include "launcher/process/attempt_plan.h"
-#include "launcher/process/file_timer_server.h"
-#include "launcher/process/orphan_guard.h"
-#include "launcher/process/run_directory.h"
-#include "launcher/process/run_events.h"
-#include "launcher/single_node/supervisor.h"
+#include "launcher/static_job/static_job.h"
 #include "pltrun/error.h"
 
 namespace pltrun {
@@ -50,79 +43,6 @@ int usableCpuCount() {
   if (const std::set<int> cpus = usableCpus(); !cpus.empty()) return static_cast<int>(cpus.size());
   long online = sysconf(_SC_NPROCESSORS_ONLN);
   return online > 0 ? static_cast<int>(online) : 1;
-}
-
-// A static job's attempts. With the agent store (single node), the launcher hosts the
-// workers' store, new for every attempt (attempt_store.h): no worker opens a port, nothing
-// collides on MASTER_PORT, and no attempt sees another's keys. Otherwise rank 0's worker
-// hosts it, as under torchrun, on a port no earlier attempt used unless --master-port
-// fixes it.
-class StaticAttempts {
- public:
-  explicit StaticAttempts(const RunPlan& plan)
-      : plan_(plan),
-        workersStore_(plan.config.agentStore && plan.config.nnodes == 1 ? AttemptStore::Host::Launcher
-                                                                        : AttemptStore::Host::RankZeroWorker,
-                      plan.config.masterAddr, plan.config.masterPort) {}
-
-  std::vector<WorkerSpec> workersOf(int attempt) {
-    NodePlacement node = staticPlacement(plan_.config);
-    node.useAgentStore = workersStore_.hostedHere();
-    node.masterPort = workersStore_.openNext();
-    return workerSpecsFor(plan_, attempt, node);
-  }
-
- private:
-  const RunPlan& plan_;
-  AttemptStore workersStore_;
-};
-
-// A static job on this node: its run directory, the supervision files where something
-// reads them, and the supervisor's attempts.
-int runStaticJob(const LaunchConfig& config, const Environment& inherited, const ProgramCommand& command,
-                 const WorkerLayout& layout, const std::string& runId) {
-  // Several nodes of one static job share the run id ("none" by default): each keeps its
-  // logs apart as an elastic agent does, by host and pid (several "nodes" may run on one
-  // machine into one --log-dir, and a rerun must not write over the last run's logs).
-  const RunDirectory directory(config, runId,
-                               config.nnodes > 1 ? localHostName() + "_" + std::to_string(getpid()) : "");
-  OrphanGuard guard;  // before any worker exists
-  boost::asio::io_context context;
-
-  if (setsOmpNumThreads(inherited, layout.workerCount)) {
-    spdlog::info("OMP_NUM_THREADS=1 for each of the {} workers so they do not overload the CPUs; set it to tune",
-                 layout.workerCount);
-  }
-  if (directory.keepsLogs()) spdlog::info("worker logs go to {}", directory.root().string());
-
-  // Heartbeat sockets only where something reads them: on one node that is --stall-timeout
-  // (they cost about 0.6 ms of a 4-worker launch); an elastic agent's also feed pltrun status.
-  std::optional<SupervisionFiles> supervision;
-  if (config.stallTimeout || config.fileTimer) supervision.emplace(config.stallTimeout.has_value());
-  std::unique_ptr<FileTimerServer> fileTimer =
-      supervision ? serveFileTimer(config, context, supervision->timerFifoPath()) : nullptr;
-  const RunPlan plan{config,
-                     inherited,
-                     directory,
-                     command,
-                     layout,
-                     runId,
-                     localHostName(),
-                     supervision ? &*supervision : nullptr,
-                     fileTimer ? fileTimer->path() : ""};
-  StaticAttempts attempts(plan);
-  SupervisorOptions options;
-  options.maxRestarts = config.maxRestarts;
-  options.termTimeout = config.termTimeout;
-  options.host = plan.host;
-  options.reportPath = directory.failureReportPath();
-  options.slurmSignalReach = config.slurmSignalReach;
-  options.stallTimeout = config.stallTimeout;
-  options.stackSignal = supervision ? supervision->stackSignal() : 0;
-  options.fileTimer = fileTimer.get();
-  options.eventLogPath = directory.eventLogPath();
-  options.runStarted = runStartedFields(config, runId, directory.root().string(), plan.host, layout.workerCount);
-  return Supervisor(context, options, guard).run([&attempts](int attempt) { return attempts.workersOf(attempt); });
 }
 
 // --numa-binding: each local rank's CPUs, near the GPU it uses (the workers' GPU N for

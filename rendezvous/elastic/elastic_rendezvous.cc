@@ -10,7 +10,6 @@
 #include "pltrun/error.h"
 #include "rendezvous/elastic/expected_nodes.h"
 #include "rendezvous/elastic/store_json.h"
-#include "rendezvous/store/store_table.h"
 
 namespace pltrun::rdzv {
 

@@ -4,10 +4,10 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "base/printable_key.h"
+#include "base/terminal_text.h"
 #include "pltrun/error.h"
 #include "rendezvous/elastic/store_json.h"
-#include "rendezvous/store/store_table.h"
-#include "rendezvous/store/terminal_text.h"
 
 namespace pltrun::rdzv {
 

@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <thread>
 
+#include "base/printable_key.h"
+#include "base/seconds_text.h"
 #include "pltrun/error.h"
-#include "rendezvous/store/seconds_text.h"
-#include "rendezvous/store/store_table.h"
 
 namespace pltrun::rdzv {
 

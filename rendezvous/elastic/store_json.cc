@@ -2,7 +2,7 @@
 
 #include <charconv>
 
-#include "rendezvous/store/store_table.h"
+#include "base/printable_key.h"
 
 namespace pltrun::rdzv {
 

@@ -3,10 +3,10 @@
 #include <boost/asio/ssl/context.hpp>
 #include <nlohmann/json.hpp>
 
+#include "base/host_port_text.h"
 #include "pltrun/error.h"
 #include "rendezvous/etcd/etcd_connection.h"
 #include "rendezvous/etcd/etcd_tls.h"
-#include "rendezvous/store/host_port_text.h"
 
 namespace pltrun::etcd {
 
@@ -157,6 +157,6 @@ void EtcdClient::revokeLease(std::int64_t lease) { call("/v3/lease/revoke", leas
 
 std::string EtcdClient::currentEndpoint() const { return endpointText(options_.endpoints[current_]); }
 
-std::string endpointText(const EtcdEndpoint& endpoint) { return rdzv::hostPortText(endpoint.host, endpoint.port); }
+std::string endpointText(const EtcdEndpoint& endpoint) { return hostPortText(endpoint.host, endpoint.port); }
 
 }  // namespace pltrun::etcd

@@ -5,8 +5,8 @@
 #include <random>
 #include <thread>
 
+#include "base/stored_integer.h"
 #include "pltrun/error.h"
-#include "rendezvous/store/store_table.h"
 
 namespace pltrun::etcd {
 
@@ -118,11 +118,11 @@ std::int64_t EtcdStore::add(const std::string& key, std::int64_t delta) {
     // so that polling agents do not write (each write a raft entry racing the real adds).
     if (delta == 0) {
       if (const std::optional<KeyValue> now = client().get(etcdKey(key))) {
-        return rdzv::addToStoredInteger(key, &now->value, 0);
+        return addToStoredInteger(key, &now->value, 0);
       }
     }
     update(etcdKey(key), [&](const std::string* value) {
-      result = rdzv::addToStoredInteger(key, value, delta);
+      result = addToStoredInteger(key, value, delta);
       return std::to_string(result);
     });
   } catch (const std::invalid_argument& notInteger) {

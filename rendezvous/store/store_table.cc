@@ -7,24 +7,9 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "rendezvous/store/terminal_text.h"
+#include "base/terminal_text.h"
 
 namespace pltrun::rdzv {
-
-std::string printableKey(const std::string& key) {
-  constexpr size_t kShown = 80;
-  std::string text = "'";
-  for (size_t i = 0; i < key.size() && text.size() < kShown; ++i) {
-    const auto byte = static_cast<unsigned char>(key[i]);
-    if (byte >= 0x20 && byte < 0x7F && byte != '\\' && byte != '\'') {
-      text += static_cast<char>(byte);
-    } else {
-      appendByteEscape(text, byte);
-    }
-  }
-  text += text.size() >= kShown ? "'..." : "'";
-  return text;
-}
 
 void StoreTable::checkValueSize(const std::string& key, std::uint64_t size) const {
   if (size > limits_.maxValueSize) {
@@ -134,19 +119,6 @@ std::int64_t StoreTable::add(const std::string& key, std::int64_t delta) {
   const std::int64_t result = addToStoredInteger(key, found != entries_.end() ? &found->second.value : nullptr, delta);
   store(key, std::to_string(result), 0);
   return result;
-}
-
-std::int64_t addToStoredInteger(const std::string& key, const std::string* current, std::int64_t delta) {
-  std::int64_t value = 0;
-  if (current) {
-    auto [end, error] = std::from_chars(current->data(), current->data() + current->size(), value);
-    if (error != std::errc() || end != current->data() + current->size()) {
-      throw std::invalid_argument("the value of key " + printableKey(key) +
-                                  " is not an integer, so it cannot be added to");
-    }
-  }
-  // Two's-complement wrap-around, as torch's int64 arithmetic does, without UB.
-  return static_cast<std::int64_t>(static_cast<std::uint64_t>(value) + static_cast<std::uint64_t>(delta));
 }
 
 void StoreTable::append(const std::string& key, const std::string& suffix) {

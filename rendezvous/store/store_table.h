@@ -17,6 +17,9 @@
 #include <unordered_set>
 #include <vector>
 
+#include "base/printable_key.h"
+#include "base/stored_integer.h"
+
 namespace pltrun::rdzv {
 
 /// What the whole table may hold; unlimited by default (the in-memory store).
@@ -30,16 +33,6 @@ struct TableLimits {
 struct TableFull : std::length_error {
   using std::length_error::length_error;
 };
-
-/// `key` as it may appear in a log line or error: printable ASCII kept, anything else
-/// (control characters, ANSI escapes, bytes of binary keys) as \xNN, at most 80 characters.
-std::string printableKey(const std::string& key);
-
-/// ADD's arithmetic, as torch's: the decimal text `current` holds at `key` (nullptr: a
-/// missing key, 0) plus `delta`, wrapping around as int64 two's complement. Throws
-/// std::invalid_argument naming the key when `current` is not an integer. Every Store that
-/// keeps values as text (this table, EtcdStore) adds with it.
-std::int64_t addToStoredInteger(const std::string& key, const std::string* current, std::int64_t delta);
 
 class StoreTable {
  public:

@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <string>
 
-#include "launcher/process/error_file.h"
+#include "launcher/group/error_file.h"
 #include "pltrun/error.h"
 #include "rendezvous/elastic/expected_nodes.h"
 #include "rendezvous/elastic/node_assignment.h"

@@ -9,8 +9,8 @@
 #include <variant>
 #include <vector>
 
-#include "launcher/plan/command_line.h"
-#include "launcher/plan/rendezvous_flags.h"
+#include "launcher/command_line/command_line.h"
+#include "launcher/command_line/rendezvous_flags.h"
 
 using namespace pltrun;
 

@@ -2,7 +2,7 @@
 // flags, PET_* defaults, and the rule that nothing from PROGRAM on is read as a flag. The
 // environment and the files are the parser's arguments: every test gives its own.
 
-#include "launcher/plan/command_line.h"
+#include "launcher/command_line/command_line.h"
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -12,9 +12,9 @@
 #include <variant>
 #include <vector>
 
-#include "launcher/plan/site_config.h"
-#include "launcher/plan/torchrun_flags.h"
-#include "launcher/plan/worker_layout.h"
+#include "launcher/command_line/site_config.h"
+#include "launcher/command_line/torchrun_flags.h"
+#include "launcher/placement/worker_layout.h"
 #include "pltrun/error.h"
 #include "scoped_env.h"
 

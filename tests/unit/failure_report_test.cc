@@ -1,6 +1,6 @@
 // readErrorFile (torch's @record format), the human-readable failure report and its JSON.
 
-#include "launcher/process/failure_report.h"
+#include "launcher/group/failure_report.h"
 
 #include <signal.h>
 #include <stdlib.h>

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "launcher/group/worker_group.h"
 #include "launcher/process/process_runtime.h"
-#include "launcher/process/worker_group.h"
 
 namespace pltrun::fake {
 

@@ -8,7 +8,7 @@
 #include <variant>
 #include <vector>
 
-#include "launcher/plan/command_line.h"
+#include "launcher/command_line/command_line.h"
 #include "launcher/plan/device_selection.h"
 #include "pltrun/error.h"
 

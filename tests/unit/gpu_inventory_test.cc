@@ -1,7 +1,7 @@
 // visibleGpuIds reads CUDA_VISIBLE_DEVICES the way CUDA does; physicalGpuCount honours
 // PLTRUN_FAKE_GPUS.
 
-#include "launcher/plan/gpu_inventory.h"
+#include "launcher/placement/gpu_inventory.h"
 
 #include <catch2/catch.hpp>
 #include <optional>

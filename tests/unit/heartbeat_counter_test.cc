@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/process/heartbeat_socket.h"
+#include "launcher/stall/heartbeat_socket.h"
 
 using pltrun::heartbeatCounter;
 

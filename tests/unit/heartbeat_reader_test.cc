@@ -2,7 +2,7 @@
 // sockets' queues get, and none is lost between a read that found a socket empty and the
 // next watch. Real sockets in a temporary directory, a real event loop and clock.
 
-#include "launcher/process/heartbeat_reader.h"
+#include "launcher/stall/heartbeat_reader.h"
 
 #include <stdlib.h>
 #include <sys/socket.h>

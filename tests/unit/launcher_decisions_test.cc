@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "launcher/agent/agent_decisions.h"
-#include "launcher/single_node/supervisor.h"
+#include "launcher/static_job/supervisor.h"
 
 using namespace pltrun;
 using Reason = rdzv::RoundEnd::Reason;

@@ -1,7 +1,7 @@
 // LinePrefixer: whole lines only, one prefix per line or progress-bar segment, however the
 // bytes are split into chunks.
 
-#include "launcher/process/line_prefixer.h"
+#include "launcher/output/line_prefixer.h"
 
 #include <catch2/catch.hpp>
 #include <random>

@@ -1,7 +1,7 @@
 // ProgressTracker: which workers count as stalled under a fixed --stall-timeout and under
 // `auto`, with the times passed in (no clock).
 
-#include "launcher/process/progress_tracker.h"
+#include "launcher/stall/progress_tracker.h"
 
 #include <catch2/catch.hpp>
 #include <chrono>

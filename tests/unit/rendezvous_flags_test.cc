@@ -1,7 +1,7 @@
 // The rendezvous flags' parsers: --rdzv-endpoint's forms, --nnodes ranges, --rdzv-backend
 // and every --rdzv-conf key.
 
-#include "launcher/plan/rendezvous_flags.h"
+#include "launcher/command_line/rendezvous_flags.h"
 
 #include <catch2/catch.hpp>
 #include <chrono>

@@ -1,12 +1,12 @@
 // Slurm: the hostlist grammar against examples of what Slurm prints, the variables srun sets,
 // and the flags they stand in for.
 
-#include "launcher/plan/slurm.h"
+#include "launcher/command_line/slurm.h"
 
 #include <array>
 #include <catch2/catch.hpp>
 
-#include "launcher/plan/command_line.h"
+#include "launcher/command_line/command_line.h"
 #include "launcher/plan/slurm_signals.h"
 #include "pltrun/error.h"
 

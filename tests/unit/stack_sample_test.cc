@@ -1,7 +1,7 @@
 // Stack samples: where a stalled worker's main thread is, read from Python's faulthandler
 // dump and from eu-stack's, and whether it waits in a collective.
 
-#include "launcher/process/stack_sample.h"
+#include "launcher/stall/stack_sample.h"
 
 #include <catch2/catch.hpp>
 #include <string>

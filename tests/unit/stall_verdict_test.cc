@@ -2,14 +2,14 @@
 // and the one line that says why; StallReport: that verdict as the console's summary and
 // as JSON (failure.json, events.jsonl).
 
-#include "launcher/process/stall_verdict.h"
+#include "launcher/stall/stall_verdict.h"
 
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
-#include "launcher/process/failure_report.h"
-#include "launcher/process/stall_report.h"
+#include "launcher/group/failure_report.h"
+#include "launcher/stall/stall_report.h"
 
 using Catch::Matchers::Contains;
 using pltrun::formatFailureReport;

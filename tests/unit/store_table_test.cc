@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-using pltrun::rdzv::printableKey;
+using pltrun::printableKey;
 using pltrun::rdzv::StoreTable;
 using pltrun::rdzv::TableFull;
 using pltrun::rdzv::TableLimits;

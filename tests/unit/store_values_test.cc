@@ -7,16 +7,16 @@
 #include <string>
 #include <vector>
 
+#include "base/terminal_text.h"
 #include "pltrun/error.h"
 #include "rendezvous/elastic/node_assignment.h"
 #include "rendezvous/elastic/round_end.h"
-#include "rendezvous/store/terminal_text.h"
 
 using Catch::Matchers::Contains;
 using pltrun::Error;
 using pltrun::ErrorCode;
+using pltrun::terminalSafe;
 using pltrun::rdzv::RoundEnd;
-using pltrun::rdzv::terminalSafe;
 
 namespace {
 

@@ -3,7 +3,7 @@
 // test scripts its workers as they start (fake::FakeProcessStarter::onStart); the stop
 // signal is a real one sent to this process, which the supervisor's GroupRunner catches.
 
-#include "launcher/single_node/supervisor.h"
+#include "launcher/static_job/supervisor.h"
 
 #include <signal.h>
 #include <unistd.h>

@@ -3,7 +3,7 @@
 // and their repetition, the failure stop delay, stop() and kill(), and the drain timeout.
 // Signals reach the group through handleSignal, as GroupRunner passes them on.
 
-#include "launcher/process/worker_group.h"
+#include "launcher/group/worker_group.h"
 
 #include <signal.h>
 
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "fake_process_runtime.h"
-#include "launcher/process/console_writer.h"
+#include "launcher/output/console_writer.h"
 #include "launcher/process/orphan_guard.h"
 
 using namespace pltrun;

@@ -1,6 +1,6 @@
 // resolveWorkerLayout: --nproc-per-node and --devices, parsed, against given GPUs and CPUs.
 
-#include "launcher/plan/worker_layout.h"
+#include "launcher/placement/worker_layout.h"
 
 #include <catch2/catch.hpp>
 #include <optional>

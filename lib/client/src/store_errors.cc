@@ -1,6 +1,6 @@
 #include "store_errors.h"
 
-#include "rendezvous/store/seconds_text.h"
+#include "base/seconds_text.h"
 
 namespace pltrun::detail {
 
@@ -16,7 +16,7 @@ std::string describeKeys(const std::vector<std::string>& keys) {
 }
 
 Error waitTimeout(const std::vector<std::string>& keys, const std::string& store, std::chrono::milliseconds waited) {
-  return Error(ErrorCode::Timeout, "timed out after " + rdzv::secondsText(waited) + " s waiting for " +
+  return Error(ErrorCode::Timeout, "timed out after " + secondsText(waited) + " s waiting for " +
                                        (keys.size() == 1 ? "key " : "keys ") + describeKeys(keys) + " in " + store);
 }
 

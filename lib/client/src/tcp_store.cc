@@ -5,8 +5,8 @@
 #include <random>
 #include <thread>
 
+#include "base/seconds_text.h"
 #include "pltrun/error.h"
-#include "rendezvous/store/seconds_text.h"
 #include "rendezvous/store/store_auth.h"
 #include "rendezvous/store/store_protocol.h"
 #include "socket_stream.h"
@@ -76,7 +76,7 @@ struct TcpStore::Impl {
       const auto now = Clock::now();
       if (now >= deadline) {
         throw Error(ErrorCode::Network, "cannot connect to the store at " + endpoint() + " after " +
-                                            rdzv::secondsText(now - start) + " s: " + why +
+                                            secondsText(now - start) + " s: " + why +
                                             " (is the store running and the address reachable?)");
       }
       if (options.betweenAttempts)

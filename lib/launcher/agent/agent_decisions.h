@@ -7,7 +7,7 @@
 #include <chrono>
 #include <optional>
 
-#include "launcher/process/worker_group.h"
+#include "launcher/group/worker_group.h"
 #include "rendezvous/elastic/round_end.h"
 
 namespace pltrun {

@@ -3,12 +3,12 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include "base/host_port_text.h"
+#include "base/seconds_text.h"
+#include "launcher/group/run_events.h"
 #include "launcher/net/etcd_access.h"
 #include "launcher/net/host_identity.h"
-#include "launcher/process/run_events.h"
 #include "pltrun/error.h"
-#include "rendezvous/store/host_port_text.h"
-#include "rendezvous/store/seconds_text.h"
 #include "rendezvous/store/secret_file.h"
 
 namespace pltrun {
@@ -86,7 +86,7 @@ void AgentSession::connect() {
                     ":0: only the agent that hosts the store can pick its port; give the other agents the port the "
                     "host printed");
   }
-  storeName = "the store at " + rdzv::hostPortText(settings.endpointHost, storeOptions.port);
+  storeName = "the store at " + hostPortText(settings.endpointHost, storeOptions.port);
   storeOptions.connectTimeout = settings.readTimeout;
   storeOptions.timeout = settings.readTimeout;
   if (hosted) {
@@ -126,9 +126,9 @@ void AgentSession::requireTcpStore(TcpStore& store) const {
     const std::string how = error.code() == ErrorCode::Protocol  ? "its reply to a PING is not a TCPStore's"
                             : error.code() == ErrorCode::Timeout ? "it accepted the connection but did not answer a "
                                                                    "PING within " +
-                                                                       rdzv::secondsText(kProbeReplyTimeout) + " s"
+                                                                       secondsText(kProbeReplyTimeout) + " s"
                                                                  : "it closed the connection at a PING";
-    throw Error(ErrorCode::Network, rdzv::hostPortText(settings.endpointHost, storeOptions.port) +
+    throw Error(ErrorCode::Network, hostPortText(settings.endpointHost, storeOptions.port) +
                                         " answered but is not a TCPStore: " + how +
                                         "; check that --rdzv-endpoint names the port the hosting agent printed");
   }
@@ -143,7 +143,7 @@ TcpStoreOptions AgentSession::waitingForTheStore() {
   options.timeout = std::min(options.timeout, kProbeReplyTimeout);  // the probe's PING, and no request after
   if (hosted) return options;                                       // our own store: up already
   spdlog::info("waiting up to {} s for {} (the agent on the endpoint's host starts it); Ctrl-C stops",
-               rdzv::secondsText(options.connectTimeout), storeName);
+               secondsText(options.connectTimeout), storeName);
   options.betweenAttempts = [this, next = kReportEvery](std::chrono::milliseconds waited) mutable {
     if (auto signal = runner.pendingStopSignal()) throw StoppedBySignal(*signal, "while waiting for " + storeName);
     if (waited < next) return;

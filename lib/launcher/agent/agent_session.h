@@ -11,17 +11,17 @@
 #include <string>
 
 #include "launcher/agent/elastic_agent.h"
+#include "launcher/group/file_timer_server.h"
+#include "launcher/group/group_runner.h"
+#include "launcher/group/supervision_files.h"
+#include "launcher/group/worker_group.h"
 #include "launcher/net/attempt_store.h"
 #include "launcher/net/peer_link.h"
 #include "launcher/net/rendezvous_host.h"
-#include "launcher/process/event_log.h"
-#include "launcher/process/file_timer_server.h"
-#include "launcher/process/group_runner.h"
+#include "launcher/output/event_log.h"
+#include "launcher/output/run_directory.h"
 #include "launcher/process/orphan_guard.h"
 #include "launcher/process/process_runtime.h"
-#include "launcher/process/run_directory.h"
-#include "launcher/process/supervision_files.h"
-#include "launcher/process/worker_group.h"
 #include "pltrun/tcp_store.h"
 #include "rendezvous/elastic/elastic_rendezvous.h"
 

@@ -6,10 +6,10 @@
 
 #include <string>
 
+#include "launcher/placement/worker_layout.h"
 #include "launcher/plan/launch_config.h"
 #include "launcher/plan/program_command.h"
 #include "launcher/plan/worker_env.h"
-#include "launcher/plan/worker_layout.h"
 
 namespace pltrun {
 

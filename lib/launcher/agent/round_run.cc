@@ -5,11 +5,10 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "base/host_port_text.h"
 #include "launcher/plan/text_parsing.h"
 #include "pltrun/error.h"
 #include "rendezvous/elastic/store_json.h"
-#include "rendezvous/store/host_port_text.h"
-#include "rendezvous/store/store_table.h"
 
 namespace pltrun {
 
@@ -249,7 +248,7 @@ void RoundRun::linkToPeer() {
       [this, host = peer.host](const std::string& why) { onPeerLost(host, why); },
       [host = peer.host, addr = peer.addr, port = peer.linkPort](const std::string& why) {
         spdlog::warn("cannot link to node {} at {} ({}); its loss is noticed by its heartbeats and lease only", host,
-                     rdzv::hostPortText(addr, port), why);
+                     hostPortText(addr, port), why);
       });
 }
 

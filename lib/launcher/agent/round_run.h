@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "launcher/agent/agent_session.h"
-#include "launcher/process/attempt_plan.h"
+#include "launcher/group/attempt_plan.h"
 #include "rendezvous/elastic/round_watcher.h"
 
 namespace pltrun {

@@ -1,8 +1,8 @@
 #include "launcher/driver/agent_command_line.h"
 
+#include "launcher/command_line/flag_names.h"
+#include "launcher/command_line/rendezvous_flags.h"
 #include "launcher/driver/agent_stdin.h"
-#include "launcher/plan/flag_names.h"
-#include "launcher/plan/rendezvous_flags.h"
 #include "launcher/plan/text_parsing.h"
 
 // Every flag is written by the name flag_declarations.cc declares it with.

@@ -5,19 +5,19 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include "launcher/command_line/rendezvous_flags.h"
 #include "launcher/driver/agent_command_line.h"
 #include "launcher/driver/agent_stdin.h"
 #include "launcher/driver/forwarded_environment.h"
 #include "launcher/driver/remote_command.h"
 #include "launcher/driver/start_progress.h"
+#include "launcher/group/group_runner.h"
+#include "launcher/group/worker_group.h"
 #include "launcher/net/host_identity.h"
 #include "launcher/net/rendezvous_host.h"
 #include "launcher/plan/program_command.h"
-#include "launcher/plan/rendezvous_flags.h"
 #include "launcher/plan/text_parsing.h"
-#include "launcher/process/group_runner.h"
 #include "launcher/process/orphan_guard.h"
-#include "launcher/process/worker_group.h"
 #include "pltrun/error.h"
 #include "rendezvous/store/secret_file.h"
 #include "rendezvous/store/store_auth.h"

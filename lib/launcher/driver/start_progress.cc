@@ -4,10 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/seconds_text.h"
 #include "launcher/plan/text_parsing.h"
 #include "pltrun/error.h"
 #include "rendezvous/elastic/store_layout.h"
-#include "rendezvous/store/seconds_text.h"
 
 namespace pltrun {
 namespace {
@@ -32,7 +32,7 @@ AgentStartProgress::AgentStartProgress(boost::asio::io_context& context, TcpStor
 void AgentStartProgress::start() {
   started_ = std::chrono::steady_clock::now();
   spdlog::info("waiting up to {} s (join_timeout) for {} to start (one agent per host: {}) and meet; Ctrl-C stops",
-               rdzv::secondsText(joinTimeout_), countedNoun(static_cast<long long>(hostCount_), "agent"), hostNames_);
+               secondsText(joinTimeout_), countedNoun(static_cast<long long>(hostCount_), "agent"), hostNames_);
   arm();
 }
 
@@ -60,8 +60,8 @@ bool AgentStartProgress::report() {
       const nlohmann::json names = nlohmann::json::parse(store_->get(keys_ + rdzv::layout::missing(0)), nullptr, false);
       if (names.is_array() && !names.empty()) missing = "; not yet: " + names.dump();
     }
-    spdlog::info("still waiting for the agents after {} s: {} of {} joined{}", rdzv::secondsText(waited), joined,
-                 hostCount_, missing);
+    spdlog::info("still waiting for the agents after {} s: {} of {} joined{}", secondsText(waited), joined, hostCount_,
+                 missing);
   } catch (const Error& error) {
     spdlog::debug("could not read the agents' progress: {}", error.what());
   }

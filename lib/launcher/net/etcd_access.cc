@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "launcher/plan/rendezvous_flags.h"
+#include "launcher/command_line/rendezvous_flags.h"
 #include "pltrun/error.h"
 #include "rendezvous/store/secret_file.h"
 

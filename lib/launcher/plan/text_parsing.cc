@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "rendezvous/store/seconds_text.h"
+#include "base/seconds_text.h"
 
 namespace pltrun {
 
@@ -55,7 +55,7 @@ std::optional<std::chrono::milliseconds> parseSeconds(std::string_view text) {
   return std::chrono::milliseconds(std::llround(seconds * 1000));
 }
 
-std::string secondsFlagText(std::chrono::milliseconds duration) { return rdzv::secondsText(duration, 3); }
+std::string secondsFlagText(std::chrono::milliseconds duration) { return secondsText(duration, 3); }
 
 long long parseIntegerFlag(const std::string& flag, const std::string& value, long long low, long long high,
                            const std::string& accepted) {

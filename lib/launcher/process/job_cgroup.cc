@@ -12,8 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "launcher/output/private_file.h"
 #include "launcher/process/cgroup_paths.h"
-#include "launcher/process/private_file.h"
 
 namespace pltrun {
 namespace {

@@ -5,12 +5,12 @@
 #include <set>
 #include <sstream>
 
+#include "base/printable_key.h"
 #include "pltrun/error.h"
 #include "rendezvous/elastic/expected_nodes.h"
 #include "rendezvous/elastic/node_assignment.h"
 #include "rendezvous/elastic/node_state.h"
 #include "rendezvous/elastic/store_layout.h"
-#include "rendezvous/store/store_table.h"
 
 namespace pltrun {
 
@@ -354,7 +354,7 @@ std::string renderStatusText(const JobStatus& status) {
     text += "  (the round claims more than " + std::to_string(kMaxStatusSlots) + " nodes; the first " +
             std::to_string(kMaxStatusSlots) + " are shown)\n";
   for (const std::string& key : status.malformedKeys) {
-    text += "  the store holds a value at " + rdzv::printableKey(key) +
+    text += "  the store holds a value at " + printableKey(key) +
             " that is not pltrun's: the job's state cannot be told from it\n";
   }
   return text;

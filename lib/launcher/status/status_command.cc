@@ -10,20 +10,20 @@
 #include <set>
 #include <thread>
 
+#include "base/host_port_text.h"
+#include "base/seconds_text.h"
+#include "base/terminal_text.h"
+#include "launcher/command_line/rendezvous_flags.h"
+#include "launcher/command_line/site_config.h"
 #include "launcher/net/etcd_access.h"
 #include "launcher/plan/launch_config.h"
-#include "launcher/plan/rendezvous_flags.h"
-#include "launcher/plan/site_config.h"
 #include "launcher/status/heartbeat_tracker.h"
 #include "launcher/status/job_keys.h"
 #include "pltrun/error.h"
 #include "pltrun/tcp_store.h"
 #include "rendezvous/elastic/elastic_rendezvous.h"
 #include "rendezvous/etcd/etcd_client.h"
-#include "rendezvous/store/host_port_text.h"
-#include "rendezvous/store/seconds_text.h"
 #include "rendezvous/store/secret_file.h"
-#include "rendezvous/store/terminal_text.h"
 
 namespace pltrun {
 
@@ -114,7 +114,7 @@ JobSource openTcpStore(const StatusOptions& options, const RendezvousSettings& s
   storeOptions.timeout = std::min(settings.readTimeout, std::chrono::duration_cast<std::chrono::milliseconds>(
                                                             std::chrono::duration<double>(options.timeoutSeconds)));
   JobSource source;
-  source.endpoint = rdzv::hostPortText(endpoint.host, endpoint.port);
+  source.endpoint = hostPortText(endpoint.host, endpoint.port);
   source.name = "the store at " + source.endpoint;
   source.lostHint = "the job has ended, or its first node is gone";
   try {
@@ -171,8 +171,8 @@ template <typename Reader>
 Reader untilDeadline(Reader read, HeartbeatTracker::Clock::time_point deadline, double seconds) {
   return [read = std::move(read), deadline, seconds](const auto& names) {
     if (HeartbeatTracker::Clock::now() >= deadline) {
-      throw Error(ErrorCode::Timeout, "no whole answer within " +
-                                          rdzv::secondsText(std::chrono::duration<double>(seconds)) + " s (--timeout)");
+      throw Error(ErrorCode::Timeout,
+                  "no whole answer within " + secondsText(std::chrono::duration<double>(seconds)) + " s (--timeout)");
     }
     return read(names);
   };
@@ -211,7 +211,7 @@ void show(const JobStatus& status, const StatusOptions& options, bool redraw) {
   // Host names and messages come from the store: valid UTF-8 in JSON, harmless on a terminal.
   std::string text = options.json
                          ? statusJson(status).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
-                         : rdzv::terminalSafe(renderStatusText(status));
+                         : terminalSafe(renderStatusText(status));
   if (redraw && isatty(STDOUT_FILENO)) text = "\033[H\033[2J" + text;
   std::fputs(text.c_str(), stdout);
   std::fflush(stdout);

@@ -1,0 +1,144 @@
+#include "launcher/group/attempt_plan.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "launcher/plan/line_prefix_template.h"
+#include "launcher/plan/text_parsing.h"
+
+namespace pltrun {
+namespace fs = std::filesystem;
+
+namespace {
+
+// The attempt's filtered copies (--duplicate-*-filters), shared by every worker's streams.
+struct FilteredCopies {
+  std::shared_ptr<FilteredCopy> out, err;
+};
+
+FilteredCopies filteredCopiesFor(const RunPlan& plan, int attempt) {
+  FilteredCopies copies;
+  if (!plan.directory.keepsLogs()) return copies;
+  const fs::path attemptDirectory = plan.directory.workerDirectory(attempt, 0).parent_path();
+  if (!plan.config.duplicateStdoutFilters.empty()) {
+    copies.out = std::make_shared<FilteredCopy>((attemptDirectory / "filtered_stdout.log").string(),
+                                                plan.config.duplicateStdoutFilters);
+  }
+  if (!plan.config.duplicateStderrFilters.empty()) {
+    copies.err = std::make_shared<FilteredCopy>((attemptDirectory / "filtered_stderr.log").string(),
+                                                plan.config.duplicateStderrFilters);
+  }
+  return copies;
+}
+
+// Console and log-file routing of one worker's streams, per -r, -t and --local-ranks-filter.
+std::pair<OutputRoute, OutputRoute> outputRoutes(const RunPlan& plan, int attempt, int localRank,
+                                                 const FilteredCopies& copies) {
+  const LaunchConfig& config = plan.config;
+  bool shown = !config.localRanksFilter ||
+               std::count(config.localRanksFilter->begin(), config.localRanksFilter->end(), localRank) > 0;
+  // --tee copies a stream to the console as well as its file, even where --redirects sends
+  // it to the file alone (torchrun: `--redirects 3 --tee 3` still shows the output).
+  const unsigned redirected = config.redirects.forLocalRank(localRank) & ~config.tee.forLocalRank(localRank);
+  OutputRoute out, err;
+  out.toConsole = shown && !(redirected & kStdoutBit);
+  err.toConsole = shown && !(redirected & kStderrBit);
+  err.consoleIsStderr = true;
+  err.keepTail = true;
+  if (plan.directory.keepsLogs()) {
+    const fs::path workerDirectory = plan.directory.workerDirectory(attempt, localRank);
+    out.logPath = (workerDirectory / "stdout.log").string();
+    err.logPath = (workerDirectory / "stderr.log").string();
+  }
+  out.filteredCopy = copies.out;
+  err.filteredCopy = copies.err;
+  return {out, err};
+}
+
+// "[rank 3] ", torchrun's TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE where set, none with --no-prefix.
+std::string consolePrefix(const LaunchConfig& config, int rank, int localRank) {
+  if (!config.prefixOutput) return "";
+  if (config.linePrefixTemplate)
+    return expandLinePrefixTemplate(*config.linePrefixTemplate, config.role, rank, localRank);
+  return "[rank " + std::to_string(rank) + "] ";
+}
+
+WorkerPlacement placementFor(const RunPlan& plan, int attempt, const NodePlacement& node) {
+  const LaunchConfig& config = plan.config;
+  WorkerPlacement placement;
+  placement.localWorldSize = plan.layout.workerCount;
+  placement.nodeRank = node.nodeRank;
+  placement.nnodes = node.nnodes;
+  placement.worldSize = node.worldSize;
+  placement.firstRank = node.firstRank;
+  placement.role = config.role;
+  placement.masterAddr = node.masterAddr;
+  placement.useAgentStore = node.useAgentStore;
+  placement.masterPort = node.masterPort;
+  placement.restartCount = attempt;
+  placement.maxRestarts = config.maxRestarts;
+  placement.runId = plan.runId;
+  placement.cudaVisibleDevices = plan.layout.cudaVisibleDevices;
+  placement.virtualLocalRank = config.virtualLocalRank;
+  return placement;
+}
+
+}  // namespace
+
+NodePlacement staticPlacement(const LaunchConfig& config) {
+  NodePlacement node;
+  node.nodeRank = config.nodeRank;
+  node.nnodes = config.nnodes;
+  node.masterAddr = config.masterAddr;
+  return node;
+}
+
+std::vector<WorkerSpec> workerSpecsFor(const RunPlan& plan, int attempt, const NodePlacement& node) {
+  WorkerPlacement placement = placementFor(plan, attempt, node);
+  const int workers = plan.layout.workerCount;
+  const int firstRank = node.firstRank >= 0 ? node.firstRank : node.nodeRank * workers;
+  const int worldSize = node.worldSize > 0 ? node.worldSize : workers * node.nnodes;
+  spdlog::info("run {}{}: starting {} (ranks {}-{} of {}) on {}, master {}:{}", plan.runId,
+               attempt > 0 ? " attempt " + std::to_string(attempt) : "", countedNoun(workers, "worker"), firstRank,
+               firstRank + workers - 1, worldSize, plan.host, placement.masterAddr, placement.masterPort);
+  std::vector<WorkerSpec> specs;
+  const FilteredCopies copies = filteredCopiesFor(plan, attempt);
+  for (int localRank = 0; localRank < workers; ++localRank) {
+    placement.localRank = localRank;
+    placement.errorFile = plan.directory.errorFile(attempt, localRank);
+    placement.timerFile = plan.timerFile;
+    if (plan.supervision != nullptr) {
+      placement.heartbeatPath = plan.supervision->heartbeatPath(attempt, localRank);
+      placement.stackFile = plan.supervision->stackFile(attempt, localRank);
+      placement.stackSignal = plan.supervision->stackSignal();
+      placement.pythonHookDirectory = plan.supervision->pythonHookDirectory();
+    }
+    fs::remove(placement.errorFile);  // never report a previous run's error
+
+    WorkerSpec spec;
+    spec.rank = firstRank + localRank;
+    spec.localRank = localRank;
+    spec.errorFile = placement.errorFile;
+    spec.heartbeatPath = placement.heartbeatPath;
+    spec.stackFile = placement.stackSignal != 0 ? placement.stackFile : "";
+    spec.consolePrefix = consolePrefix(plan.config, spec.rank, localRank);
+    std::tie(spec.stdoutRoute, spec.stderrRoute) = outputRoutes(plan, attempt, localRank, copies);
+    spec.launch.executable = plan.command.executable;
+    spec.launch.argv = plan.command.argv;
+    if (plan.config.localRankArgument) {
+      // DeepSpeed's: before the program's own arguments, after the script (or module) name.
+      const auto programArgs = static_cast<std::ptrdiff_t>(plan.config.programArgs.size());
+      spec.launch.argv.insert(spec.launch.argv.end() - programArgs, "--local_rank=" + std::to_string(localRank));
+    }
+    if (!plan.layout.workerCpus.empty()) spec.launch.cpus = plan.layout.workerCpus.at(localRank);
+    for (const auto& [name, value] : buildWorkerEnv(plan.inherited, placement)) {
+      spec.launch.environment.push_back(name + "=" + value);
+    }
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+}  // namespace pltrun

@@ -1,0 +1,102 @@
+#include "launcher/output/private_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "launcher/output/console_writer.h"
+#include "pltrun/error.h"
+
+namespace pltrun {
+
+namespace {
+
+[[noreturn]] void refuse(const std::string& path, const std::string& why) {
+  throw Error(ErrorCode::System, "cannot write " + path + ": " + why);
+}
+
+}  // namespace
+
+int openPrivateFile(const std::string& path, WriteMode mode) {
+  // No O_TRUNC here: what is found is checked before anything in it is lost.
+  const int flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (mode == WriteMode::Append ? O_APPEND : 0);
+  const int fd = open(path.c_str(), flags, 0600);
+  if (fd < 0) {
+    if (errno == ELOOP) refuse(path, "it is a symbolic link (remove it, or use another --log-dir)");
+    refuse(path, strerror(errno));
+  }
+  struct stat status {};
+  if (fstat(fd, &status) != 0 || !S_ISREG(status.st_mode) || status.st_uid != geteuid()) {
+    close(fd);
+    refuse(path, "it exists and is not a regular file of this user (remove it, or use another --log-dir)");
+  }
+  if (mode == WriteMode::Truncate && ftruncate(fd, 0) != 0) {
+    const std::string why = strerror(errno);
+    close(fd);
+    refuse(path, why);
+  }
+  return fd;
+}
+
+bool writePrivateFile(const std::string& path, const std::string& text) {
+  int fd = -1;
+  try {
+    fd = openPrivateFile(path, WriteMode::Truncate);
+  } catch (const Error&) {
+    return false;
+  }
+  const bool written = writeAll(fd, text.data(), text.size());
+  const int saved = errno;
+  close(fd);
+  errno = saved;
+  return written;
+}
+
+void createPrivateDirectories(const std::string& path) {
+  const std::filesystem::path target(path);
+  if (target.has_parent_path() && target.parent_path() != target) {
+    struct stat parent {};
+    if (lstat(target.parent_path().c_str(), &parent) != 0) createPrivateDirectories(target.parent_path().string());
+  }
+  if (mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
+    throw Error(ErrorCode::System, "cannot create directory " + path + ": " + strerror(errno));
+  }
+  struct stat status {};
+  if (lstat(path.c_str(), &status) != 0 || !S_ISDIR(status.st_mode) || status.st_uid != geteuid()) {
+    throw Error(ErrorCode::System, "cannot use " + path +
+                                       ": it is a symbolic link, or not a directory of this user (another user's run "
+                                       "with the same id?); use another --rdzv-id or --log-dir");
+  }
+  // One that was there already (made by hand, or by an older run with a wider umask) is
+  // made private too: what pltrun writes in it is not for other users.
+  if ((status.st_mode & 077) != 0 && chmod(path.c_str(), 0700) != 0) {
+    throw Error(ErrorCode::System, "cannot make " + path + " private (chmod 0700): " + strerror(errno));
+  }
+}
+
+std::optional<std::string> readRegularFile(const std::string& path, size_t limit) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat status {};
+  std::optional<std::string> text;
+  if (fstat(fd, &status) == 0 && S_ISREG(status.st_mode) && static_cast<size_t>(status.st_size) <= limit) {
+    text.emplace();
+    char chunk[16 * 1024];
+    for (ssize_t got; (got = read(fd, chunk, sizeof chunk)) != 0;) {
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0 || text->size() + static_cast<size_t>(got) > limit) {
+        text.reset();  // an error, or it grew past the limit while read
+        break;
+      }
+      text->append(chunk, static_cast<size_t>(got));
+    }
+  }
+  close(fd);
+  return text;
+}
+
+}  // namespace pltrun

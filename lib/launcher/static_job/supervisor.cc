@@ -1,0 +1,74 @@
+#include "launcher/static_job/supervisor.h"
+
+#include <spdlog/spdlog.h>
+
+#include "launcher/group/group_runner.h"
+#include "launcher/group/run_events.h"
+#include "launcher/plan/text_parsing.h"
+
+namespace pltrun {
+
+Supervisor::Supervisor(boost::asio::io_context& context, SupervisorOptions options, OrphanGuard& guard,
+                       ProcessRuntime runtime)
+    : context_(context),
+      options_(std::move(options)),
+      guard_(guard),
+      runtime_(runtime),
+      events_(options_.eventLogPath) {}
+
+int Supervisor::run(const AttemptPlanner& planAttempt) {
+  GroupRunner runner(context_);
+  runner.listen({}, slurmSignalsReachWorkers(options_.slurmSignalReach, guard_.cgroupProcsFd() >= 0));
+  const auto started = std::chrono::steady_clock::now();
+  events_.write("run_started", options_.runStarted);
+  for (int attempt = 0;; ++attempt) {
+    GroupSettings settings;
+    settings.attempt = attempt;
+    settings.termTimeout = options_.termTimeout;
+    settings.host = options_.host;
+    settings.stallTimeout = options_.stallTimeout;
+    settings.stackSignal = options_.stackSignal;
+    recordWorkerEvents(settings, events_, {{"attempt", attempt}});
+    WorkerGroup group(context_, runner.console(), guard_, settings, runtime_);
+    const std::vector<WorkerSpec> specs = planAttempt(attempt);
+    if (options_.fileTimer != nullptr) options_.fileTimer->serve(&group);
+    GroupOutcome outcome = runner.run(group, specs);
+    if (options_.fileTimer != nullptr) options_.fileTimer->serve(nullptr);
+    const AfterAttempt next = decideAfterAttempt(outcome, attempt, options_.maxRestarts);
+    if (next.action == AfterAttempt::Action::Restart) {
+      events_.write(
+          "restart",
+          {{"attempt", attempt + 1}, {"rank", outcome.rootCause->rank}, {"reason", outcome.rootCause->describe()}});
+      spdlog::warn("restarting the worker group ({} of {} restarts) after rank {} {}", attempt + 1,
+                   options_.maxRestarts, outcome.rootCause->rank, outcome.rootCause->describe());
+      continue;
+    }
+    if (next.reportFailure) printFailureReport(*outcome.rootCause, outcome.others, options_.reportPath);
+    events_.write("job_finished", {{"status", next.status}, {"attempts", attempt + 1}});
+    if (outcome.kind == GroupOutcome::Kind::Succeeded) {
+      std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - started;
+      spdlog::info(
+          "{} succeeded in {:.2f} s{}",
+          specs.size() == 1 ? "the worker" : "all " + countedNoun(static_cast<long long>(specs.size()), "worker"),
+          elapsed.count(), attempt > 0 ? " after " + std::to_string(attempt) + " restart(s)" : "");
+    } else if (outcome.kind == GroupOutcome::Kind::Interrupted) {
+      spdlog::warn("stopped by {}", signalName(outcome.interruptSignal));
+    }
+    return next.status;
+  }
+}
+
+AfterAttempt decideAfterAttempt(const GroupOutcome& outcome, int attempt, int maxRestarts) {
+  switch (outcome.kind) {
+    case GroupOutcome::Kind::Succeeded:
+      return AfterAttempt{AfterAttempt::Action::Finish, 0, false};
+    case GroupOutcome::Kind::Interrupted:
+      return AfterAttempt{AfterAttempt::Action::Finish, 128 + outcome.interruptSignal, outcome.rootCause.has_value()};
+    case GroupOutcome::Kind::Failed:
+      break;
+  }
+  if (attempt < maxRestarts) return AfterAttempt{AfterAttempt::Action::Restart, 0, false};
+  return AfterAttempt{AfterAttempt::Action::Finish, outcome.rootCause->shellStatus(), true};
+}
+
+}  // namespace pltrun
