@@ -23,13 +23,15 @@
 # first agent starts with --rdzv-endpoint 127.0.0.1:0 and hosts the store; the others get
 # the port it prints (no fixed ports).
 #
-# With --backend etcd, every part runs on a real etcd member this script starts on loopback
-# (free ports, data in the results directory), and (b) kills node rank 0's agent, the one
+# With --backend etcd, every part runs on a real etcd cluster this script starts on loopback
+# (--etcd-members of them, 3 by default; free ports, data in the results directory), and (b) kills node rank 0's agent, the one
 # a c10d job cannot lose when it hosts the store.
 #
 #   scripts/bench-elastic.sh [--repeat 10] [--rdzv-repeat 5] [--participants "64 512 4096"]
-#                            [--only a,b,b2,c] [--backend c10d|etcd] [--build-dir DIR] [--no-build]
+#                            [--only a,b,b2,c] [--backend c10d|etcd] [--etcd-members 3]
+#                            [--build-dir DIR] [--no-build]
 #
+# RDZV_BENCH_FLAGS="--poll-ms 2000" passes more flags to rendezvous_bench (see its --help).
 # Builds Release into build-bench/ (or --build-dir), prints a table of medians (min, max),
 # and leaves each run's files in a fresh temporary directory (named at the end). Exit
 # status: 0 when every measurement ran and checked out (goals met or not), 1 otherwise.
@@ -43,6 +45,7 @@ only="a,b,b2,c"
 build_dir=$PWD/build-bench
 build=1
 backend=c10d
+etcd_members=3
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --repeat) repeat=${2:?--repeat needs a value}; shift 2 ;;
@@ -52,11 +55,12 @@ while [[ $# -gt 0 ]]; do
     --build-dir) build_dir=$(realpath -m "${2:?--build-dir needs a value}"); shift 2 ;;
     --no-build) build=0; shift ;;
     --backend) backend=${2:?--backend needs a value}; shift 2 ;;
+    --etcd-members) etcd_members=${2:?--etcd-members needs a value}; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "bench-elastic.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-for value in "$repeat" "$rdzv_repeat" $participants; do
+for value in "$repeat" "$rdzv_repeat" "$etcd_members" $participants; do
   [[ $value =~ ^[1-9][0-9]*$ ]] || { echo "bench-elastic.sh: '$value' is not a positive whole number (see --help)" >&2; exit 2; }
 done
 for part in ${only//,/ }; do
@@ -93,10 +97,10 @@ stop_agents() {
   agents=()
   wrappers=()
 }
-etcd_pid=""
+etcd_pids=()
 stop_all() {
   stop_agents
-  if [[ -n $etcd_pid ]]; then kill -TERM "$etcd_pid" 2>/dev/null || true; wait "$etcd_pid" 2>/dev/null || true; fi
+  for pid in "${etcd_pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
 }
 trap stop_all EXIT
 trap 'exit 130' INT
@@ -106,19 +110,29 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-# --backend etcd: one member on loopback for the whole run; sets `etcd_endpoint`.
+# --backend etcd: a cluster of --etcd-members members (3 by default) on loopback for the whole
+# run; sets `etcd_endpoint` to their client addresses, comma-separated (the first is the one
+# clients try first).
 if [[ $backend == etcd ]]; then
-  client_port=$(free_port)
-  peer_port=$(free_port)
-  etcd --name bench --data-dir "$results/etcd" --listen-client-urls "http://127.0.0.1:$client_port" \
-       --advertise-client-urls "http://127.0.0.1:$client_port" --listen-peer-urls "http://127.0.0.1:$peer_port" \
-       --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
-       --initial-cluster "bench=http://127.0.0.1:$peer_port" >"$results/etcd.log" 2>&1 &
-  etcd_pid=$!
-  etcd_endpoint=127.0.0.1:$client_port
+  names=() client_ports=() peer_ports=() cluster=""
+  for (( member = 0; member < etcd_members; member++ )); do
+    names+=("bench$member"); client_ports+=("$(free_port)"); peer_ports+=("$(free_port)")
+    cluster+="${cluster:+,}bench$member=http://127.0.0.1:${peer_ports[member]}"
+  done
+  etcd_endpoint=""
+  for (( member = 0; member < etcd_members; member++ )); do
+    etcd --name "${names[member]}" --data-dir "$results/etcd$member" \
+         --listen-client-urls "http://127.0.0.1:${client_ports[member]}" \
+         --advertise-client-urls "http://127.0.0.1:${client_ports[member]}" \
+         --listen-peer-urls "http://127.0.0.1:${peer_ports[member]}" \
+         --initial-advertise-peer-urls "http://127.0.0.1:${peer_ports[member]}" \
+         --initial-cluster "$cluster" --initial-cluster-state new >"$results/etcd$member.log" 2>&1 &
+    etcd_pids+=($!)
+    etcd_endpoint+="${etcd_endpoint:+,}127.0.0.1:${client_ports[member]}"
+  done
   deadline=$(( $(now_ms) + 30000 ))
   until ETCDCTL_API=3 etcdctl --endpoints "$etcd_endpoint" endpoint health >/dev/null 2>&1; do
-    (( $(now_ms) < deadline )) || { echo "bench-elastic.sh: etcd did not start; see $results/etcd.log" >&2; exit 1; }
+    (( $(now_ms) < deadline )) || { echo "bench-elastic.sh: etcd did not start; see $results/etcd*.log" >&2; exit 1; }
     sleep 0.1
   done
 fi
@@ -272,6 +286,12 @@ done
 
 rdzv_raw=$results/rendezvous.jsonl
 : >"$rdzv_raw"
+raft_entries=$results/raft-entries.txt  # "PARTICIPANTS RUNS ENTRIES" per size, etcd only
+: >"$raft_entries"
+raft_entries_applied() {
+  python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())' \
+    "http://${etcd_endpoint%%,*}/metrics" | awk '/^etcd_server_proposals_applied_total / { printf "%d\n", $2 }'
+}
 failed=0
 if wants c; then
   read -ra sizes <<<"$participants"
@@ -279,15 +299,22 @@ if wants c; then
   note_load c
   store_flags=()
   [[ $backend == etcd ]] && store_flags=(--etcd "$etcd_endpoint")
-  "$rdzv_bench" --participants "$(IFS=,; echo "${sizes[*]}")" --repeat "$rdzv_repeat" "${store_flags[@]}" \
-    >"$rdzv_raw" 2>"$results/rendezvous.err" || failed=1
+  # One size at a time, so that etcd's count of raft entries applied (its first member's
+  # /metrics, etcd_server_proposals_applied_total) can be read around each.
+  for size in "${sizes[@]}"; do
+    [[ $backend == etcd ]] && applied_before=$(raft_entries_applied)
+    # shellcheck disable=SC2086  # RDZV_BENCH_FLAGS: more flags for rendezvous_bench, split on blanks
+    "$rdzv_bench" --participants "$size" --repeat "$rdzv_repeat" "${store_flags[@]}" ${RDZV_BENCH_FLAGS:-} \
+      >>"$rdzv_raw" 2>>"$results/rendezvous.err" || failed=1
+    [[ $backend == etcd ]] && echo "$size $rdzv_repeat $(( $(raft_entries_applied) - applied_before ))" >>"$raft_entries"
+  done
   [[ $failed == 0 ]] || echo "   rendezvous_bench FAILED: $(tr '\n' ' ' <"$results/rendezvous.err" | cut -c1-400)" >&2
 fi
 
-python3 - "$summary" "$rdzv_raw" "$(nproc)" "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo +dirty)" "$backend" <<'PY' || failed=1
+python3 - "$summary" "$rdzv_raw" "$(nproc)" "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo +dirty)" "$backend" "$raft_entries" "$etcd_members" <<'PY' || failed=1
 import json, statistics, sys
 
-summary, rdzv_raw, cpus, commit, backend = sys.argv[1:6]
+summary, rdzv_raw, cpus, commit, backend, raft_entries, etcd_members = sys.argv[1:8]
 runs, failures, loads = {}, [], []
 for line in open(summary):
     kind, rep, status, rest = (line.rstrip("\n").split(" ", 3) + [""])[:4]
@@ -311,7 +338,8 @@ def row(name, values, goal_ms, unit="ms", scale=1.0, digits=1):
     print(f"{name:<58} {med:>10.{digits}f} {lo:>9.{digits}f} {hi:>9.{digits}f} {len(values):>4}  {goal:<11} {verdict}")
 
 print()
-print(f"elastic jobs on {backend}, loopback, {cpus} CPUs, commit {commit}; median (min, max) of the runs that completed")
+where = f"etcd, {etcd_members} member(s)" if backend == "etcd" else backend
+print(f"elastic jobs on {where}, loopback, {cpus} CPUs, commit {commit}; median (min, max) of the runs that completed")
 if loads:
     print("1-minute load average as each part started: " + ", ".join(loads))
 print(f"{'measurement':<58} {'median':>10} {'min':>9} {'max':>9} {'runs':>4}  goal")
@@ -332,7 +360,8 @@ for line in open(rdzv_raw):
     rdzv.setdefault(r["participants"], []).append(r)
 for p in sorted(rdzv):
     rs = rdzv[p]
-    row(f"(c) rendezvous of {p} participants (s)", [r["rendezvous_s"] for r in rs], 3 if p == 4096 else 0, "s", digits=3)
+    goal = (5 if p == 4096 else 1 if p == 512 else 0) if backend == "etcd" else (3 if p == 4096 else 0)
+    row(f"(c) rendezvous of {p} participants (s)", [r["rendezvous_s"] for r in rs], goal, "s", digits=3)
 if rdzv:
     print()
     print("(c) medians per size: phases from the start barrier (ms): last slot taken and described / round marked")
@@ -349,6 +378,10 @@ if rdzv:
               f"({m(lambda r: r['ops'].get('wait_timed_out', {}).get('calls', 0) / p):4.2f} poll timeouts each); "
               f"CPU {m(lambda r: r['process_cpu_s']):6.2f} s" +
               (f", store {m(lambda r: r['store_thread_cpu_s']):6.2f} s" if backend == "c10d" else ""))
+for line in open(raft_entries):
+    p, repeats, entries = line.split()
+    print(f"    {int(p):>5}: {int(entries) / int(repeats):9.0f} raft entries applied per rendezvous "
+          f"({int(entries) / int(repeats) / int(p):.1f} per participant; etcd_server_proposals_applied_total)")
 for f in failures:
     print(f"FAILED: {f}")
 sys.exit(1 if failures else 0)

@@ -178,7 +178,7 @@ std::optional<RoundInfo> ElasticRendezvous::tryRound(int round, std::optional<in
   sawJobOpen_ = true;
   // The notice first: from our first write on, our death ends this round for the others.
   store_.setCloseNotice(key(layout::end(round)), lostNotice());
-  const int slot = static_cast<int>(store_.add(key(layout::count(round)), 1));
+  const int slot = static_cast<int>(store_.increment(key(layout::count(round))));
   store_.set(key(layout::slot(round, slot)), toJson(self_).dump());
   if (slot > options_.maxNodes) {
     store_.setCloseNotice("", "");  // not a member: our death changes nothing for them

@@ -1,5 +1,6 @@
 #include "rendezvous/etcd/etcd_client.h"
 
+#include <algorithm>
 #include <boost/asio/ssl/context.hpp>
 #include <nlohmann/json.hpp>
 
@@ -135,6 +136,30 @@ TxnResult EtcdClient::create(const std::string& key, const std::string& value, s
 TxnResult EtcdClient::swap(const std::string& key, std::int64_t modRevision, const std::string& value,
                            std::int64_t lease) {
   return parseTxn(call("/v3/kv/txn", swapTxnRequest(key, modRevision, value, lease)));
+}
+
+TxnResult EtcdClient::increment(const std::string& key) {
+  return parseTxn(call("/v3/kv/txn", incrementTxnRequest(key)));
+}
+
+void EtcdClient::putAll(const std::vector<std::string>& keys, const std::vector<std::string>& values) {
+  for (size_t first = 0; first < keys.size(); first += kMaxTxnOps) {
+    const size_t last = std::min(keys.size(), first + kMaxTxnOps);
+    const std::vector<std::string> someKeys(keys.begin() + first, keys.begin() + last);
+    const std::vector<std::string> someValues(values.begin() + first, values.begin() + last);
+    parseTxn(call("/v3/kv/txn", putAllTxnRequest(someKeys, someValues)));
+  }
+}
+
+RangeAllResult EtcdClient::rangeAll(const std::vector<std::string>& keys) {
+  RangeAllResult all;
+  for (size_t first = 0; first < keys.size(); first += kMaxTxnOps) {
+    const std::vector<std::string> some(keys.begin() + first, keys.begin() + std::min(keys.size(), first + kMaxTxnOps));
+    RangeAllResult read = parseRangeAll(call("/v3/kv/txn", rangeAllTxnRequest(some)), some.size());
+    all.revision = first == 0 ? read.revision : std::min(all.revision, read.revision);
+    for (auto& kv : read.kvs) all.kvs.push_back(std::move(kv));
+  }
+  return all;
 }
 
 std::int64_t EtcdClient::erase(const std::string& key) {

@@ -49,6 +49,14 @@ class EtcdClient {
   TxnResult create(const std::string& key, const std::string& value, std::int64_t lease = 0);
   /// Puts only if the key was last modified at `modRevision`. succeeded false: kvs holds what is there.
   TxnResult swap(const std::string& key, std::int64_t modRevision, const std::string& value, std::int64_t lease = 0);
+  /// Adds one to the counter at `key` if it is one (succeeded: prevKv is the entry before);
+  /// otherwise kvs holds what is there (nothing: a missing key).
+  TxnResult increment(const std::string& key);
+  /// Puts every key, kMaxTxnOps to a transaction.
+  void putAll(const std::vector<std::string>& keys, const std::vector<std::string>& values);
+  /// Reads every key, kMaxTxnOps to a transaction; revision: the oldest of those reads (a
+  /// watch from the next one misses no change since).
+  RangeAllResult rangeAll(const std::vector<std::string>& keys);
   std::int64_t erase(const std::string& key);
   std::int64_t erasePrefix(const std::string& prefix);
 

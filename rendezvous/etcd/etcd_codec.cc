@@ -108,6 +108,12 @@ json putOf(std::string_view key, std::string_view value, std::int64_t lease) {
   return put;
 }
 
+json putWithPrevious(std::string_view key, std::string_view value) {
+  json put = putOf(key, value, 0);
+  put["prev_kv"] = true;
+  return put;
+}
+
 std::string txnRequest(json compare, std::string_view key, std::string_view value, std::int64_t lease) {
   json request = {{"compare", json::array({std::move(compare)})},
                   {"success", json::array({json{{"request_put", putOf(key, value, lease)}}})},
@@ -181,6 +187,33 @@ std::string swapTxnRequest(std::string_view key, std::int64_t modRevision, std::
   return txnRequest(std::move(compare), key, value, lease);
 }
 
+std::string storedValue(const KeyValue& kv) {
+  return kv.value == kCounterMarker ? std::to_string(kv.version) : kv.value;
+}
+
+std::string incrementTxnRequest(std::string_view key) {
+  json compare = {
+      {"key", base64Encode(key)}, {"result", "EQUAL"}, {"target", "VALUE"}, {"value", base64Encode(kCounterMarker)}};
+  json request = {{"compare", json::array({std::move(compare)})},
+                  {"success", json::array({json{{"request_put", putWithPrevious(key, kCounterMarker)}}})},
+                  {"failure", json::array({rangeOf(key)})}};
+  return request.dump();
+}
+
+std::string putAllTxnRequest(const std::vector<std::string>& keys, const std::vector<std::string>& values) {
+  json success = json::array();
+  for (size_t index = 0; index < keys.size(); ++index) {
+    success.push_back(json{{"request_put", putOf(keys[index], values[index], 0)}});
+  }
+  return json{{"success", std::move(success)}}.dump();
+}
+
+std::string rangeAllTxnRequest(const std::vector<std::string>& keys) {
+  json success = json::array();
+  for (const std::string& key : keys) success.push_back(rangeOf(key));
+  return json{{"success", std::move(success)}}.dump();
+}
+
 std::string leaseGrantRequest(std::int64_t ttlSeconds) { return json{{"TTL", std::to_string(ttlSeconds)}}.dump(); }
 
 std::string leaseIdRequest(std::int64_t lease) { return json{{"ID", std::to_string(lease)}}.dump(); }
@@ -215,7 +248,28 @@ TxnResult parseTxn(std::string_view body) {
     for (const json& response : *responses) {
       const auto range = response.find("response_range");
       if (range != response.end() && range->is_object()) result.kvs = keyValues(*range);
+      const auto put = response.find("response_put");
+      if (put != response.end() && put->is_object() && put->contains("prev_kv")) {
+        result.prevKv = keyValueOf(put->at("prev_kv"));
+      }
     }
+  }
+  return result;
+}
+
+RangeAllResult parseRangeAll(std::string_view body, size_t count) {
+  const json parsed = parseObject(body);
+  RangeAllResult result;
+  result.revision = headerRevision(parsed, body);
+  const auto responses = parsed.find("responses");
+  if (count > 0 && (responses == parsed.end() || !responses->is_array() || responses->size() != count)) {
+    malformed("not one answer per key read", body);
+  }
+  for (size_t index = 0; index < count; ++index) {
+    const auto range = responses->at(index).find("response_range");
+    if (range == responses->at(index).end() || !range->is_object()) malformed("an answer that is not a read", body);
+    std::vector<KeyValue> kvs = keyValues(*range);
+    result.kvs.push_back(kvs.empty() ? std::nullopt : std::optional<KeyValue>(std::move(kvs.front())));
   }
   return result;
 }

@@ -37,8 +37,27 @@ struct RangeResult {
 struct TxnResult {
   std::int64_t revision = 0;
   bool succeeded = false;
-  std::vector<KeyValue> kvs;  ///< what the branch's range request read (the failure branch reads the key)
+  std::vector<KeyValue> kvs;       ///< what the branch's range request read (the failure branch reads the key)
+  std::optional<KeyValue> prevKv;  ///< what the branch's put replaced, where it asked (incrementTxnRequest)
 };
+
+/// The answer to a read of several keys at once: each key's entry (none: missing), in order.
+struct RangeAllResult {
+  std::int64_t revision = 0;
+  std::vector<std::optional<KeyValue>> kvs;
+};
+
+/// The most operations etcd takes in one transaction (its --max-txn-ops, 128 by default).
+constexpr size_t kMaxTxnOps = 128;
+
+/// What etcd holds at a counter that only increments have written. Its count is the key's
+/// version: an increment puts this same value again, which no other writer's put can make
+/// fail, so hundreds of agents taking slots at once cost one raft entry each instead of a
+/// compare-and-set race on one key. A NUL first: no value pltrun or torch writes.
+inline const std::string kCounterMarker{"\0pltrun counter", 15};
+
+/// What `kv` holds as a Store reads it: a counter's count in decimal, else the value.
+std::string storedValue(const KeyValue& kv);
 
 struct LeaseGrant {
   std::int64_t id = 0;
@@ -80,6 +99,13 @@ std::string createTxnRequest(std::string_view key, std::string_view value, std::
 /// exist); otherwise reads it. Compare-and-set without a race.
 std::string swapTxnRequest(std::string_view key, std::int64_t modRevision, std::string_view value,
                            std::int64_t lease = 0);
+/// Puts kCounterMarker at `key` if it holds it already (the answer's prevKv is the entry
+/// before, whose version + 1 is the count now); otherwise reads the key.
+std::string incrementTxnRequest(std::string_view key);
+/// Puts every key (at most kMaxTxnOps) in one transaction.
+std::string putAllTxnRequest(const std::vector<std::string>& keys, const std::vector<std::string>& values);
+/// Reads every key (at most kMaxTxnOps) in one transaction: a read, no raft entry.
+std::string rangeAllTxnRequest(const std::vector<std::string>& keys);
 std::string leaseGrantRequest(std::int64_t ttlSeconds);
 std::string leaseIdRequest(std::int64_t lease);
 /// Opens a watch of [key, rangeEnd) (a single key when rangeEnd is empty) from
@@ -91,6 +117,8 @@ std::optional<GatewayError> gatewayError(std::string_view body);
 std::int64_t parseRevision(std::string_view body);  ///< put and delete answers: the new revision
 RangeResult parseRange(std::string_view body);
 TxnResult parseTxn(std::string_view body);
+/// The answer to rangeAllTxnRequest for `count` keys.
+RangeAllResult parseRangeAll(std::string_view body, size_t count);
 LeaseGrant parseLeaseGrant(std::string_view body);
 /// A keep-alive answer: the lease's remaining TTL in seconds; 0 when it has expired.
 std::int64_t parseKeepAlive(std::string_view body);

@@ -1,5 +1,6 @@
 #include "rendezvous/etcd/etcd_store.h"
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <random>
@@ -94,7 +95,7 @@ void EtcdStore::set(const std::string& key, const std::string& value) { client()
 std::string EtcdStore::get(const std::string& key, Duration timeout) {
   const auto deadline = Clock::now() + timeout;
   for (;;) {
-    if (std::optional<KeyValue> found = client().get(etcdKey(key))) return found->value;
+    if (std::optional<KeyValue> found = client().get(etcdKey(key))) return storedValue(*found);
     wait({key}, std::chrono::ceil<Duration>(deadline - Clock::now()));  // ceil: never short of the timeout
   }
 }
@@ -103,7 +104,8 @@ std::string EtcdStore::update(const std::string& key, const std::function<std::s
   std::optional<KeyValue> now = client().get(key);
   ContentionBackoff backoff;
   for (;;) {
-    const std::string next = change(now ? &now->value : nullptr);
+    const std::string current = now ? storedValue(*now) : "";
+    const std::string next = change(now ? &current : nullptr);
     TxnResult result = now ? client().swap(key, now->modRevision, next) : client().create(key, next);
     if (result.succeeded) return next;
     now = foundInstead(result);
@@ -114,11 +116,19 @@ std::string EtcdStore::update(const std::string& key, const std::function<std::s
 std::int64_t EtcdStore::add(const std::string& key, std::int64_t delta) {
   std::int64_t result = 0;
   try {
-    // add(key, 0) is how the rounds read a counter: a read, unless the key must be created,
-    // so that polling agents do not write (each write a raft entry racing the real adds).
+    // add(key, 0) is how the rounds read a counter: a read, and a missing counter is created
+    // once (whoever loses that race reads what the winner wrote), so that hundreds of agents
+    // reading at once do not write (each write a raft entry racing the others).
     if (delta == 0) {
-      if (const std::optional<KeyValue> now = client().get(etcdKey(key))) {
-        return addToStoredInteger(key, &now->value, 0);
+      std::optional<KeyValue> now = client().get(etcdKey(key));
+      if (!now) {
+        TxnResult created = client().create(etcdKey(key), "0");
+        if (created.succeeded) return 0;
+        now = foundInstead(created);
+      }
+      if (now) {
+        const std::string count = storedValue(*now);
+        return addToStoredInteger(key, &count, 0);
       }
     }
     update(etcdKey(key), [&](const std::string* value) {
@@ -141,7 +151,7 @@ std::string EtcdStore::compareSet(const std::string& key, const std::string& exp
   ContentionBackoff backoff;
   for (;;) {
     if (!now && !expected.empty()) return expected;
-    if (now && now->value != expected) return now->value;
+    if (now && storedValue(*now) != expected) return storedValue(*now);
     TxnResult result = now ? client().swap(full, now->modRevision, desired) : client().create(full, desired);
     if (result.succeeded) return desired;
     now = foundInstead(result);
@@ -150,8 +160,8 @@ std::string EtcdStore::compareSet(const std::string& key, const std::string& exp
 }
 
 bool EtcdStore::check(const std::vector<std::string>& keys) {
-  for (const std::string& key : keys) {
-    if (!client().get(etcdKey(key))) return false;
+  for (const std::optional<KeyValue>& kv : client().rangeAll(etcdKeys(keys)).kvs) {
+    if (!kv) return false;
   }
   return true;
 }
@@ -160,20 +170,20 @@ bool EtcdStore::check(const std::vector<std::string>& keys) {
 // revision of that read on, so that no write in between is missed.
 void EtcdStore::wait(const std::vector<std::string>& keys, Duration timeout) {
   const auto deadline = Clock::now() + timeout;
+  const std::vector<std::string> full = etcdKeys(keys);
   for (;;) {
-    std::int64_t revision = 0;
+    const RangeAllResult read = client().rangeAll(full);
     std::string first, last;
-    for (const std::string& key : keys) {
-      const RangeResult read = client().range(etcdKey(key));
-      revision = std::max(revision, read.revision);
-      if (!read.kvs.empty()) continue;
-      if (first.empty() || etcdKey(key) < first) first = etcdKey(key);
-      if (last.empty() || etcdKey(key) > last) last = etcdKey(key);
+    for (size_t index = 0; index < full.size(); ++index) {
+      if (read.kvs[index]) continue;
+      if (first.empty() || full[index] < first) first = full[index];
+      if (last.empty() || full[index] > last) last = full[index];
     }
     if (first.empty()) return;
     const auto left = std::chrono::duration_cast<Duration>(deadline - Clock::now());
-    const WatchMessage changed =
-        left.count() > 0 ? client().watch(first, first == last ? "" : last + '\0', revision + 1, left) : WatchMessage{};
+    const WatchMessage changed = left.count() > 0
+                                     ? client().watch(first, first == last ? "" : last + '\0', read.revision + 1, left)
+                                     : WatchMessage{};
     if (changed.events.empty() && !changed.canceled && Clock::now() >= deadline) {
       throw Error(ErrorCode::Timeout, "etcd: timed out after " + std::to_string(timeout.count()) + " ms waiting for " +
                                           keyList(keys) + " (under " + options_.keyPrefix + ")");
@@ -195,20 +205,26 @@ std::int64_t EtcdStore::numKeys() {
   return count;
 }
 
+// One read for every key (kMaxTxnOps to a transaction); a wait only while some are missing.
 std::vector<std::string> EtcdStore::multiGet(const std::vector<std::string>& keys, Duration timeout) {
   const auto deadline = Clock::now() + timeout;
-  std::vector<std::string> values;
-  values.reserve(keys.size());
-  for (const std::string& key : keys) {
-    values.push_back(get(key, std::max(Duration(0), std::chrono::ceil<Duration>(deadline - Clock::now()))));
+  const std::vector<std::string> full = etcdKeys(keys);
+  for (;;) {
+    const RangeAllResult read = client().rangeAll(full);
+    if (std::all_of(read.kvs.begin(), read.kvs.end(), [](const auto& kv) { return kv.has_value(); })) {
+      std::vector<std::string> values;
+      values.reserve(keys.size());
+      for (const std::optional<KeyValue>& kv : read.kvs) values.push_back(storedValue(*kv));
+      return values;
+    }
+    wait(keys, std::max(Duration(0), std::chrono::ceil<Duration>(deadline - Clock::now())));
   }
-  return values;
 }
 
 void EtcdStore::multiSet(const std::vector<std::string>& keys, const std::vector<std::string>& values) {
   if (keys.size() != values.size())
     throw Error(ErrorCode::InvalidArgument, "multiSet: keys and values differ in number");
-  for (size_t index = 0; index < keys.size(); ++index) set(keys[index], values[index]);
+  client().putAll(etcdKeys(keys), values);
 }
 
 void EtcdStore::setEphemeral(const std::string& key, const std::string& value) {
@@ -222,6 +238,25 @@ void EtcdStore::setCloseNotice(const std::string& key, const std::string& value)
   noticeTarget_ = key.empty() ? "" : etcdKey(key);
   noticeValue_ = key.empty() ? "" : value;
   client().put(noticeKey_, key.empty() ? "" : parkedNotice(noticeTarget_, noticeValue_), lease_->id());
+}
+
+// While the counter holds kCounterMarker, the put succeeds whatever else is written at the
+// same time; a missing counter is created (the few that race to create it retry the put).
+std::int64_t EtcdStore::increment(const std::string& key) {
+  const std::string full = etcdKey(key);
+  for (;;) {
+    TxnResult put = client().increment(full);
+    if (put.succeeded && put.prevKv) return put.prevKv->version + 1;
+    if (!put.kvs.empty()) return add(key, 1);  // a counter written in decimal (add)
+    if (client().create(full, kCounterMarker).succeeded) return 1;
+  }
+}
+
+std::vector<std::string> EtcdStore::etcdKeys(const std::vector<std::string>& keys) const {
+  std::vector<std::string> full;
+  full.reserve(keys.size());
+  for (const std::string& key : keys) full.push_back(etcdKey(key));
+  return full;
 }
 
 }  // namespace pltrun::etcd

@@ -55,12 +55,16 @@ class EtcdStore : public Store {
   void multiSet(const std::vector<std::string>& keys, const std::vector<std::string>& values) override;
   void setEphemeral(const std::string& key, const std::string& value) override;
   void setCloseNotice(const std::string& key, const std::string& value) override;
+  /// One put that never loses a race while the counter holds kCounterMarker (its count is
+  /// the key's version); a counter that add() wrote in decimal is added to as add does.
+  std::int64_t increment(const std::string& key) override;
 
  private:
   EtcdStore(EtcdStoreOptions options, std::shared_ptr<EtcdLease> lease);
   /// The etcd client, once this process's lease is known to be alive.
   EtcdClient& client();
   std::string etcdKey(const std::string& key) const { return options_.keyPrefix + key; }
+  std::vector<std::string> etcdKeys(const std::vector<std::string>& keys) const;
   /// Changes the value at `key` by `change` (missing: from empty) until no other writer
   /// raced it; returns the value written.
   std::string update(const std::string& key, const std::function<std::string(const std::string*)>& change);

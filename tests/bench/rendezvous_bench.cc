@@ -2,14 +2,14 @@
 // the code pltrun's agents run) takes to form a job of P nodes against one store. Run by
 // scripts/bench-elastic.sh; prints one JSON line per run on stdout.
 //
-//   rendezvous_bench [--participants 64,512,4096] [--repeat 3] [--port P | --etcd HOST:PORT]
+//   rendezvous_bench [--participants 64,512,4096] [--repeat 3] [--port P | --etcd HOST:PORT[,HOST:PORT...]]
 //                    [--local-world-size 8] [--stack-kib 256] [--poll-ms 500]
 //
 // Each participant is a light-weight agent: a thread with its own TcpStore connection that
 // calls ElasticRendezvous(...).join(-1, nullopt, {}) with minNodes = maxNodes = P and a
 // descriptor of its own (agent id, host bench-N, addr 127.x.y.z, localWorldSize 8). The
 // store is a StoreServer on a thread of this process (the way an agent hosts it), or,
-// with --port, a running pltrun-store on 127.0.0.1:P, or, with --etcd, an etcd member: then
+// with --port, a running pltrun-store on 127.0.0.1:P, or, with --etcd, an etcd cluster: then
 // each participant is an EtcdStore client of its own (one connection, watches on others),
 // all on one lease, as the clients of one agent are.
 //
@@ -62,8 +62,8 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   std::vector<int> participants{64, 512, 4096};
   int repeat = 3;
-  int port = 0;                                    ///< 0: a StoreServer on a thread of this process
-  std::optional<pltrun::etcd::EtcdEndpoint> etcd;  ///< set: the participants meet at this etcd member
+  int port = 0;                                  ///< 0: a StoreServer on a thread of this process
+  std::vector<pltrun::etcd::EtcdEndpoint> etcd;  ///< set: the participants meet in this etcd cluster
   int localWorldSize = 8;
   size_t stackKib = 256;
   int pollMs = 500;  ///< ElasticRendezvousOptions::pollInterval (the agent's default)
@@ -72,7 +72,7 @@ struct Options {
 [[noreturn]] void usageError(const std::string& message) { bench::usageError("rendezvous_bench", message); }
 
 constexpr const char* kHelp =
-    "usage: rendezvous_bench [--participants 64,512,4096] [--repeat 3] [--port P | --etcd HOST:PORT]\n"
+    "usage: rendezvous_bench [--participants 64,512,4096] [--repeat 3] [--port P | --etcd HOST:PORT[,...]]\n"
     "                        [--local-world-size 8] [--stack-kib 256] [--poll-ms 500]\n"
     "Forms one elastic rendezvous round of P participants (threads, one store connection each)\n"
     "against a store on a thread of this process, a pltrun-store on 127.0.0.1:P (--port), or etcd.\n"
@@ -100,10 +100,16 @@ Options parseOptions(int argc, char** argv) {
     } else if (flag == "--port") {
       options.port = static_cast<int>(parseInteger(flag, value, 1, 65535));
     } else if (flag == "--etcd") {
-      const size_t colon = value.rfind(':');
-      if (colon == std::string::npos) usageError("--etcd expects HOST:PORT, not '" + value + "'");
-      options.etcd = pltrun::etcd::EtcdEndpoint{
-          value.substr(0, colon), static_cast<int>(parseInteger(flag, value.substr(colon + 1), 1, 65535))};
+      // The cluster's members, HOST:PORT,HOST:PORT,...: each client tries them in this order.
+      for (size_t start = 0; start <= value.size();) {
+        const size_t comma = std::min(value.find(',', start), value.size());
+        const std::string member = value.substr(start, comma - start);
+        const size_t colon = member.rfind(':');
+        if (colon == std::string::npos) usageError("--etcd expects HOST:PORT[,HOST:PORT...], not '" + value + "'");
+        options.etcd.push_back(pltrun::etcd::EtcdEndpoint{
+            member.substr(0, colon), static_cast<int>(parseInteger(flag, member.substr(colon + 1), 1, 65535))});
+        start = comma + 1;
+      }
     } else if (flag == "--local-world-size") {
       options.localWorldSize = static_cast<int>(parseInteger(flag, value, 1, 1024));
     } else if (flag == "--stack-kib") {
@@ -158,6 +164,7 @@ enum Op {
   kSet,
   kGet,
   kAdd,
+  kIncrement,
   kCompareSet,
   kCheck,
   kWait,
@@ -168,9 +175,9 @@ enum Op {
   kOther,
   kOps
 };
-constexpr std::array<const char*, kOps> kOpNames = {
-    "set",       "get",       "add",          "compare_set", "check", "wait", "wait_timed_out",
-    "multi_get", "multi_set", "close_notice", "other"};
+constexpr std::array<const char*, kOps> kOpNames = {"set",         "get",       "add",          "increment",
+                                                    "compare_set", "check",     "wait",         "wait_timed_out",
+                                                    "multi_get",   "multi_set", "close_notice", "other"};
 
 // Times every participant shares: when the phases of the rendezvous ended.
 struct Phases {
@@ -212,6 +219,12 @@ class CountingStore : public pltrun::Store {
     auto started = nowNs();
     auto value = inner_->add(key, delta);
     count(kAdd, started);
+    return value;
+  }
+  std::int64_t increment(const std::string& key) override {
+    auto started = nowNs();
+    auto value = inner_->increment(key);
+    count(kIncrement, started);
     return value;
   }
   std::string compareSet(const std::string& key, const std::string& expected, const std::string& desired) override {
@@ -598,7 +611,8 @@ int main(int argc, char** argv) {
   const std::uint64_t limit = pltrun::rdzv::raiseOpenFileLimit();
   // A client descriptor per participant, and a server one with the store in this process.
   // On etcd: a connection per participant, and one more for each watch it waits on.
-  const std::uint64_t needed = static_cast<std::uint64_t>(most) * (options.port == 0 || options.etcd ? 2 : 1) + 64;
+  const std::uint64_t needed =
+      static_cast<std::uint64_t>(most) * (options.port == 0 || !options.etcd.empty() ? 2 : 1) + 64;
   if (limit != 0 && limit < needed) {
     std::fprintf(stderr,
                  "rendezvous_bench: the open-file limit is %llu (hard limit included); %d participants need %llu\n",
@@ -610,9 +624,9 @@ int main(int argc, char** argv) {
   int port = options.port;
   ServerCpu serverCpu;
   std::unique_ptr<pltrun::etcd::EtcdStore> etcd;
-  if (options.etcd) {
+  if (!options.etcd.empty()) {
     pltrun::etcd::EtcdStoreOptions etcdOptions;
-    etcdOptions.client.endpoints = {*options.etcd};
+    etcdOptions.client.endpoints = options.etcd;
     etcdOptions.client.timeout = std::chrono::seconds(60);  // a thousand clients at once on 2 cores
     etcdOptions.keyPrefix = "/pltrun-bench/";
     etcdOptions.timeout = std::chrono::seconds(120);

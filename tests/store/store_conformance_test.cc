@@ -3,8 +3,10 @@
 // client against PyTorch's own TCPStore server. etcd_tests compiles this file again with
 // STORE_FIXTURES naming etcd/etcd_store_fixture.h and STORES = EtcdFixture (real etcd).
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <numeric>
 #include <thread>
 
 #include "pltrun/error.h"
@@ -178,6 +180,46 @@ TEMPLATE_TEST_CASE("many clients adding at once lose no update", "[store][confor
   }
   for (auto& thread : threads) thread.join();
   CHECK(clients[0]->add(key, 0) == kClients * kAdds);
+}
+
+TEMPLATE_TEST_CASE("increment numbers the clients that take a number at once, 1 to N", "[store][conformance]", STORES) {
+  TestType fixture;
+  const std::string key = uniqueKey("slots");
+  constexpr int kClients = 8, kTakes = 25;
+  std::vector<std::unique_ptr<Store>> clients;
+  for (int i = 0; i < kClients; ++i) clients.push_back(fixture.client());
+  std::vector<std::vector<std::int64_t>> taken(kClients);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kClients; ++i) {
+    threads.emplace_back([&, i] {
+      for (int take = 0; take < kTakes; ++take) taken[i].push_back(clients[i]->increment(key));
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  std::vector<std::int64_t> all;
+  for (const auto& some : taken) all.insert(all.end(), some.begin(), some.end());
+  std::sort(all.begin(), all.end());
+  std::vector<std::int64_t> expected(kClients * kTakes);
+  std::iota(expected.begin(), expected.end(), 1);
+  CHECK(all == expected);  // every number once: none lost, none given twice
+  // The counter reads back as any counter does.
+  CHECK(clients[0]->add(key, 0) == kClients * kTakes);
+  CHECK(clients[0]->get(key, 5s) == std::to_string(kClients * kTakes));
+  CHECK(clients[0]->multiGet({key}, 5s) == std::vector<std::string>{std::to_string(kClients * kTakes)});
+  CHECK(clients[0]->compareSet(key, "7", "x") == std::to_string(kClients * kTakes));
+}
+
+TEMPLATE_TEST_CASE("increment and add count on one counter together", "[store][conformance]", STORES) {
+  TestType fixture;
+  auto store = fixture.client();
+  const std::string key = uniqueKey("mixed");
+  CHECK(store->increment(key) == 1);
+  CHECK(store->increment(key) == 2);
+  CHECK(store->add(key, 3) == 5);
+  CHECK(store->increment(key) == 6);
+  CHECK(store->get(key, 5s) == "6");
+  CHECK(store->deleteKey(key));
+  CHECK(store->increment(key) == 1);  // a counter deleted starts again
 }
 
 TEMPLATE_TEST_CASE("ephemeral keys vanish when their client goes", "[store][conformance]", STORES) {

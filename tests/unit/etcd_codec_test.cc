@@ -130,6 +130,50 @@ TEST_CASE("etcd codec: answers as etcd 3.4 writes them", "[etcd_codec]") {
   CHECK_FALSE(gatewayError("{" + header + "}"));
 }
 
+TEST_CASE("etcd codec: a counter kept in the key's version, and reads and writes of many keys at once",
+          "[etcd_codec]") {
+  // An increment compares the value with the marker (no revision: no other put makes it
+  // fail) and puts the marker again, asking for the entry it replaces.
+  const json increment = json::parse(incrementTxnRequest("c"));
+  CHECK(increment["compare"][0] ==
+        json{{"key", "Yw=="}, {"result", "EQUAL"}, {"target", "VALUE"}, {"value", base64Encode(kCounterMarker)}});
+  CHECK(increment["success"][0]["request_put"] ==
+        json{{"key", "Yw=="}, {"value", base64Encode(kCounterMarker)}, {"prev_kv", true}});
+  CHECK(increment["failure"][0]["request_range"]["key"] == "Yw==");
+  const std::string header = R"("header":{"revision":"9"})";
+  const TxnResult taken = parseTxn(
+      "{" + header +
+      R"(,"succeeded":true,"responses":[{"response_put":{"header":{"revision":"9"},"prev_kv":{"key":"Yw==","version":"4","value":")" +
+      base64Encode(kCounterMarker) + R"("}}}]})");
+  REQUIRE(taken.prevKv);
+  CHECK(taken.prevKv->version == 4);
+
+  KeyValue counter;
+  counter.value = kCounterMarker;
+  counter.version = 5;
+  CHECK(storedValue(counter) == "5");
+  KeyValue plain;
+  plain.value = "5x";
+  plain.version = 9;
+  CHECK(storedValue(plain) == "5x");
+
+  const json puts = json::parse(putAllTxnRequest({"a", "b"}, {"1", ""}));
+  CHECK_FALSE(puts.contains("compare"));
+  CHECK(puts["success"] == json::array({json{{"request_put", {{"key", "YQ=="}, {"value", "MQ=="}}}},
+                                        json{{"request_put", {{"key", "Yg=="}, {"value", ""}}}}}));
+  CHECK(json::parse(rangeAllTxnRequest({"a", "b"}))["success"][1] == json{{"request_range", {{"key", "Yg=="}}}});
+  const RangeAllResult read = parseRangeAll(
+      "{" + header +
+          R"(,"succeeded":true,"responses":[{"response_range":{"kvs":[{"key":"YQ==","value":"MQ=="}],"count":"1"}},{"response_range":{}}]})",
+      2);
+  CHECK(read.revision == 9);
+  REQUIRE(read.kvs.size() == 2);
+  REQUIRE(read.kvs[0]);
+  CHECK(read.kvs[0]->value == "1");
+  CHECK_FALSE(read.kvs[1]);
+  CHECK_THROWS_AS(parseRangeAll("{" + header + R"(,"responses":[]})", 2), Error);  // not one answer per key
+}
+
 TEST_CASE("etcd codec: a malformed answer is a one-line protocol error, never a crash", "[etcd_codec]") {
   for (const std::string bad : {"", "not json", "[]", "{}", R"({"header":{"revision":"x7"}})",
                                 R"({"header":{},"kvs":[{"key":"!!"}]})", R"({"header":{},"kvs":"no"})"}) {

@@ -15,6 +15,8 @@ std::vector<std::string> PrefixStore::prefixed(const std::vector<std::string>& k
 void PrefixStore::set(const std::string& key, const std::string& value) { store_->set(prefixed(key), value); }
 std::string PrefixStore::get(const std::string& key, Duration timeout) { return store_->get(prefixed(key), timeout); }
 std::int64_t PrefixStore::add(const std::string& key, std::int64_t delta) { return store_->add(prefixed(key), delta); }
+
+std::int64_t PrefixStore::increment(const std::string& key) { return store_->increment(prefixed(key)); }
 std::string PrefixStore::compareSet(const std::string& key, const std::string& expected, const std::string& desired) {
   return store_->compareSet(prefixed(key), expected, desired);
 }

@@ -146,7 +146,7 @@ JobSource openEtcd(const StatusOptions& options, RendezvousSettings settings) {
   source.read = [client = source.etcd.get(), prefix](const std::string& name) -> std::optional<std::string> {
     std::optional<etcd::KeyValue> found = client->get(prefix + name);
     if (!found) return std::nullopt;
-    return found->value;
+    return etcd::storedValue(*found);  // a counter reads as its count
   };
   // A poll of the heartbeats: one range request for the keys under the prefix they share
   // (readHeartbeats asks for "rR/beat/1", "rR/beat/2", ...).
@@ -157,7 +157,7 @@ JobSource openEtcd(const StatusOptions& options, RendezvousSettings settings) {
     const std::set<std::string> wanted(names.begin(), names.end());
     for (const etcd::KeyValue& kv : client->getPrefix(prefix + common).kvs) {
       const std::string name = kv.key.substr(prefix.size());
-      if (wanted.count(name) != 0) keys[name] = kv.value;
+      if (wanted.count(name) != 0) keys[name] = etcd::storedValue(kv);
     }
     return keys;
   };

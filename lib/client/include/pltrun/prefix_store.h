@@ -27,6 +27,7 @@ class PrefixStore : public Store {
   void setEphemeral(const std::string& key, const std::string& value) override;
   /// The notice's key is prefixed; an empty key (clear) is passed on as it is.
   void setCloseNotice(const std::string& key, const std::string& value) override;
+  std::int64_t increment(const std::string& key) override;
 
   using Store::get;
   using Store::wait;

@@ -52,6 +52,11 @@ class Store {
   /// `key` learn at once that this client is gone, however it went). One per client: a
   /// later call replaces it, an empty key clears it.
   virtual void setCloseNotice(const std::string& key, const std::string& value) = 0;
+  /// pltrun extension: add(key, 1), for a counter many clients take numbers from at once
+  /// (an elastic round's slots). A backend may do it without contention: on etcd it is one
+  /// put that never loses a race, where add is a compare-and-set that hundreds lose. The
+  /// counter reads back as add(key, 0) and get(key) read any counter, on every backend.
+  virtual std::int64_t increment(const std::string& key) { return add(key, 1); }
 
   /// The timeout used by the overloads without one.
   Duration timeout() const { return timeout_; }
