@@ -182,6 +182,4 @@ void EtcdClient::revokeLease(std::int64_t lease) { call("/v3/lease/revoke", leas
 
 std::string EtcdClient::currentEndpoint() const { return endpointText(options_.endpoints[current_]); }
 
-std::string endpointText(const EtcdEndpoint& endpoint) { return hostPortText(endpoint.host, endpoint.port); }
-
 }  // namespace pltrun::etcd

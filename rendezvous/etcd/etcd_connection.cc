@@ -25,7 +25,7 @@ using tcp = asio::ip::tcp;
 }  // namespace
 
 struct EtcdConnection::Impl {
-  Impl(const EtcdEndpoint& endpoint, const EtcdClientOptions& given, asio::ssl::context* tlsContext,
+  Impl(const Endpoint& endpoint, const EtcdClientOptions& given, asio::ssl::context* tlsContext,
        std::chrono::milliseconds timeout)
       : options(given), host(endpointText(endpoint)) {  // host is also the Host header, IPv6 in brackets
     if (tlsContext) {
@@ -182,7 +182,7 @@ struct EtcdConnection::Impl {
   std::string token;  ///< sent as Authorization when not empty
 };
 
-EtcdConnection::EtcdConnection(const EtcdEndpoint& endpoint, const EtcdClientOptions& options,
+EtcdConnection::EtcdConnection(const Endpoint& endpoint, const EtcdClientOptions& options,
                                boost::asio::ssl::context* tls, std::chrono::milliseconds timeout)
     : impl_(std::make_unique<Impl>(endpoint, options, tls, timeout)) {}
 

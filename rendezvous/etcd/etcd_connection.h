@@ -28,7 +28,7 @@ class EtcdConnection {
   /// Connects within `timeout`, and with `tls` (null: plain http) shakes hands within it
   /// too, checking that the member's certificate names endpoint.host. Throws EndpointFailed.
   /// `options` must outlive the connection.
-  EtcdConnection(const EtcdEndpoint& endpoint, const EtcdClientOptions& options, boost::asio::ssl::context* tls,
+  EtcdConnection(const Endpoint& endpoint, const EtcdClientOptions& options, boost::asio::ssl::context* tls,
                  std::chrono::milliseconds timeout);
   ~EtcdConnection();
   EtcdConnection(const EtcdConnection&) = delete;

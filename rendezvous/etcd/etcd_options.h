@@ -6,15 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "base/endpoint.h"
+
 namespace pltrun::etcd {
 
-struct EtcdEndpoint {
-  std::string host;  ///< a name or an address; IPv6 without brackets
-  int port = 2379;
-};
-
 struct EtcdClientOptions {
-  std::vector<EtcdEndpoint> endpoints;
+  std::vector<Endpoint> endpoints;
   /// One request, connecting included, on one endpoint.
   std::chrono::milliseconds timeout{5000};
   /// etcd's authentication: a token is asked for with these, and asked again when it lapses.
@@ -26,8 +23,5 @@ struct EtcdClientOptions {
   bool https = false;
   std::string caFile, certFile, keyFile;
 };
-
-/// "host:port", with brackets around an IPv6 address.
-std::string endpointText(const EtcdEndpoint& endpoint);
 
 }  // namespace pltrun::etcd

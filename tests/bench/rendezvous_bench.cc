@@ -62,8 +62,8 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   std::vector<int> participants{64, 512, 4096};
   int repeat = 3;
-  int port = 0;                                  ///< 0: a StoreServer on a thread of this process
-  std::vector<pltrun::etcd::EtcdEndpoint> etcd;  ///< set: the participants meet in this etcd cluster
+  int port = 0;                        ///< 0: a StoreServer on a thread of this process
+  std::vector<pltrun::Endpoint> etcd;  ///< set: the participants meet in this etcd cluster
   int localWorldSize = 8;
   size_t stackKib = 256;
   int pollMs = 500;  ///< ElasticRendezvousOptions::pollInterval (the agent's default)
@@ -106,7 +106,7 @@ Options parseOptions(int argc, char** argv) {
         const std::string member = value.substr(start, comma - start);
         const size_t colon = member.rfind(':');
         if (colon == std::string::npos) usageError("--etcd expects HOST:PORT[,HOST:PORT...], not '" + value + "'");
-        options.etcd.push_back(pltrun::etcd::EtcdEndpoint{
+        options.etcd.push_back(pltrun::Endpoint{
             member.substr(0, colon), static_cast<int>(parseInteger(flag, member.substr(colon + 1), 1, 65535))});
         start = comma + 1;
       }

@@ -19,7 +19,7 @@ using etcd::EtcdClientOptions;
 
 namespace {
 
-EtcdClientOptions optionsFor(std::vector<etcd::EtcdEndpoint> endpoints, std::chrono::milliseconds timeout = 2s) {
+EtcdClientOptions optionsFor(std::vector<pltrun::Endpoint> endpoints, std::chrono::milliseconds timeout = 2s) {
   EtcdClientOptions options;
   options.endpoints = std::move(endpoints);
   options.timeout = timeout;

@@ -92,11 +92,11 @@ void EtcdCluster::start(int index) {
 
 std::string EtcdCluster::clientUrl(int port) const {
   const std::string scheme = options_.certFile.empty() ? "http://" : "https://";
-  return scheme + endpointText(etcd::EtcdEndpoint{options_.address, port});
+  return scheme + endpointText(pltrun::Endpoint{options_.address, port});
 }
 
 std::string EtcdCluster::peerUrl(int port) const {
-  return "http://" + endpointText(etcd::EtcdEndpoint{options_.address, port});
+  return "http://" + endpointText(pltrun::Endpoint{options_.address, port});
 }
 
 etcd::EtcdClientOptions EtcdCluster::clientOptions() const {
@@ -143,23 +143,23 @@ bool EtcdCluster::answers(int index, std::string& why) const {
 
 std::string EtcdCluster::endpointsText() const {
   std::string text;
-  for (const etcd::EtcdEndpoint& member : endpoints()) text += (text.empty() ? "" : ",") + endpointText(member);
+  for (const pltrun::Endpoint& member : endpoints()) text += (text.empty() ? "" : ",") + endpointText(member);
   return text;
 }
 
-std::vector<etcd::EtcdEndpoint> EtcdCluster::endpoints() const {
-  std::vector<etcd::EtcdEndpoint> all;
+std::vector<pltrun::Endpoint> EtcdCluster::endpoints() const {
+  std::vector<pltrun::Endpoint> all;
   for (int index = 0; index < size(); ++index) all.push_back(endpoint(index));
   return all;
 }
 
-etcd::EtcdEndpoint EtcdCluster::endpoint(int member) const {
-  return etcd::EtcdEndpoint{options_.address, members_.at(member).clientPort};
+pltrun::Endpoint EtcdCluster::endpoint(int member) const {
+  return pltrun::Endpoint{options_.address, members_.at(member).clientPort};
 }
 
 int EtcdCluster::memberAt(const std::string& text) const {
   for (int index = 0; index < size(); ++index) {
-    if (etcd::endpointText(endpoint(index)) == text) return index;
+    if (endpointText(endpoint(index)) == text) return index;
   }
   return -1;
 }

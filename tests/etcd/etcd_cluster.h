@@ -38,12 +38,12 @@ class EtcdCluster {
   EtcdCluster(const EtcdCluster&) = delete;
   EtcdCluster& operator=(const EtcdCluster&) = delete;
 
-  std::vector<etcd::EtcdEndpoint> endpoints() const;
+  std::vector<pltrun::Endpoint> endpoints() const;
   /// "HOST:PORT,...", every member: what --rdzv-endpoint takes.
   std::string endpointsText() const;
   /// options.client with every member's endpoint.
   etcd::EtcdClientOptions clientOptions() const;
-  etcd::EtcdEndpoint endpoint(int member) const;
+  pltrun::Endpoint endpoint(int member) const;
   int size() const { return static_cast<int>(members_.size()); }
   /// The member whose client endpoint is `text` ("ADDRESS:PORT"); -1 if none.
   int memberAt(const std::string& text) const;

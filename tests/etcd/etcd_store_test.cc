@@ -24,7 +24,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-etcd::EtcdStoreOptions storeOptions(std::vector<etcd::EtcdEndpoint> endpoints, const std::string& prefix) {
+etcd::EtcdStoreOptions storeOptions(std::vector<pltrun::Endpoint> endpoints, const std::string& prefix) {
   etcd::EtcdStoreOptions options;
   options.client.endpoints = std::move(endpoints);
   options.client.timeout = 2s;
@@ -34,8 +34,8 @@ etcd::EtcdStoreOptions storeOptions(std::vector<etcd::EtcdEndpoint> endpoints, c
 }
 
 // Runs `etcdctl ARGS...` against `endpoint`; its status.
-int etcdctl(const etcd::EtcdEndpoint& endpoint, std::vector<std::string> args) {
-  std::vector<std::string> argv = {"/usr/bin/etcdctl", "--endpoints", etcd::endpointText(endpoint)};
+int etcdctl(const pltrun::Endpoint& endpoint, std::vector<std::string> args) {
+  std::vector<std::string> argv = {"/usr/bin/etcdctl", "--endpoints", endpointText(endpoint)};
   argv.insert(argv.end(), args.begin(), args.end());
   ChildProcess command(argv, {"ETCDCTL_API=3"});
   Finished done = command.wait(20s);
@@ -64,7 +64,7 @@ TEST_CASE("etcd store: a watch goes on at another member from the revision it ha
   const etcd::WatchMessage message = watcher.watch("/w/key", "", seen + 1, 10s);
   REQUIRE(!message.events.empty());
   CHECK(message.events.front().kv.value == "first");  // from the revision given: nothing skipped
-  CHECK(watcher.currentEndpoint() != etcd::endpointText(cluster.endpoint(member)));
+  CHECK(watcher.currentEndpoint() != endpointText(cluster.endpoint(member)));
 }
 
 TEST_CASE("etcd store: a process killed without a word has its close notice fired once its lease expires", "[etcd]") {
@@ -121,7 +121,7 @@ TEST_CASE("etcd store: with one member of 3 killed, every operation goes on", "[
 TEST_CASE("etcd store: with authentication on, the user's password works and a wrong one is one clear error",
           "[etcd]") {
   EtcdCluster cluster(1);
-  const etcd::EtcdEndpoint endpoint = cluster.endpoint(0);
+  const pltrun::Endpoint endpoint = cluster.endpoint(0);
   REQUIRE(etcdctl(endpoint, {"user", "add", "root:s3cret-pw"}) == 0);
   REQUIRE(etcdctl(endpoint, {"auth", "enable"}) == 0);
   etcd::EtcdStoreOptions options = storeOptions({endpoint}, "/auth/");

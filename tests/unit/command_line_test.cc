@@ -407,7 +407,7 @@ TEST_CASE("flag --rdzv-backend etcd: the members and etcd's keys", "[command_lin
                    "etcd_prefix=/jobs,user=u,password_file=/pw", "p"});
   CHECK(config.rdzv.backend == RendezvousBackend::Etcd);
   REQUIRE(config.rdzv.etcd.members.size() == 3);
-  CHECK(config.rdzv.etcd.members[1] == pltrun::EtcdSettings::Member{"e2", 2379});
+  CHECK(config.rdzv.etcd.members[1] == pltrun::Endpoint{"e2", 2379});
   CHECK(config.rdzv.endpointHost == "e1");
   CHECK(config.rdzv.etcd.prefix == "/jobs/");
   CHECK(config.rdzv.etcd.user == "u");

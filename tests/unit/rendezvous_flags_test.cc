@@ -187,11 +187,11 @@ TEST_CASE("parseEtcdMembers: comma-separated members, 2379 by default", "[rendez
   auto members = [](const std::string& text) { return pltrun::parseEtcdMembers("--rdzv-endpoint", text); };
   const auto three = members("n1:2379, n2:12379,[::1]:2381,");
   REQUIRE(three.size() == 3);
-  CHECK(three[0] == EtcdSettings::Member{"n1", 2379});
-  CHECK(three[1] == EtcdSettings::Member{"n2", 12379});
-  CHECK(three[2] == EtcdSettings::Member{"::1", 2381});
-  CHECK(members("etcd.example") == std::vector<EtcdSettings::Member>{{"etcd.example", 2379}});
-  CHECK(members("::1") == std::vector<EtcdSettings::Member>{{"::1", 2379}});
+  CHECK(three[0] == pltrun::Endpoint{"n1", 2379});
+  CHECK(three[1] == pltrun::Endpoint{"n2", 12379});
+  CHECK(three[2] == pltrun::Endpoint{"::1", 2381});
+  CHECK(members("etcd.example") == std::vector<pltrun::Endpoint>{{"etcd.example", 2379}});
+  CHECK(members("::1") == std::vector<pltrun::Endpoint>{{"::1", 2379}});
   requireInvalid([&] { members(","); }, {"--rdzv-endpoint", "etcd members"});
   requireInvalid([&] { members("n1:0"); }, {"--rdzv-endpoint", "'n1:0'", "client port"});
   requireInvalid([&] { members("n1:2379,n 2"); }, {"--rdzv-endpoint", "not a host name"});

@@ -251,8 +251,6 @@ Endpoint parseEndpoint(const std::string& flag, const std::string& text, int def
   return endpoint;
 }
 
-std::string endpointText(const Endpoint& endpoint) { return hostPortText(endpoint.host, endpoint.port); }
-
 NodeRange parseNodeRange(const std::string& flag, const std::string& text) {
   constexpr const char* kAccepted = "expected a node count like 2, or MIN:MAX like 1:4 (1..100000)";
   auto parts = splitText(text, ':');
@@ -283,8 +281,8 @@ RendezvousBackend parseRendezvousBackend(const std::string& flag, const std::str
   throwInvalidFlag(flag, text, "expected static, c10d or etcd");
 }
 
-std::vector<EtcdSettings::Member> parseEtcdMembers(const std::string& flag, const std::string& text) {
-  std::vector<EtcdSettings::Member> members;
+std::vector<Endpoint> parseEtcdMembers(const std::string& flag, const std::string& text) {
+  std::vector<Endpoint> members;
   for (std::string_view piece : splitText(text, ',')) {
     if (trimSpaces(piece).empty()) continue;  // a trailing comma
     const Endpoint endpoint = parseEndpoint(flag, std::string(piece), kDefaultEtcdPort);

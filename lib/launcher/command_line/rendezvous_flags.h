@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/endpoint.h"
 #include "launcher/plan/launch_config.h"
 #include "launcher/plan/worker_env.h"
 
@@ -16,20 +17,11 @@ constexpr int kDefaultRendezvousPort = 29400;
 /// etcd's default client port.
 constexpr int kDefaultEtcdPort = 2379;
 
-/// A parsed --rdzv-endpoint.
-struct Endpoint {
-  std::string host;  ///< a name or an address; IPv6 without brackets
-  int port = 0;      ///< 0..65535, or the default when the text names none
-};
-
 /// `host`, `host:port`, `[v6addr]:port`, `[v6addr]` or a bare IPv6 address like `::1` (more
 /// than one colon and no brackets: the whole text is the host, and there is no port).
 /// `defaultPort` is returned when the text has no port (any int; -1 lets a caller tell).
 /// Spaces around the text are ignored. `flag` names the flag in errors.
 Endpoint parseEndpoint(const std::string& flag, const std::string& text, int defaultPort);
-
-/// `endpoint` as flag text that parseEndpoint reads back: HOST:PORT, [IPv6]:PORT.
-std::string endpointText(const Endpoint& endpoint);
 
 /// A parsed --nnodes.
 struct NodeRange {
@@ -45,7 +37,7 @@ RendezvousBackend parseRendezvousBackend(const std::string& flag, const std::str
 
 /// The etcd members of --rdzv-endpoint: "HOST[:PORT],HOST[:PORT],..." (each in
 /// parseEndpoint's forms, the port 2379 when none is given).
-std::vector<EtcdSettings::Member> parseEtcdMembers(const std::string& flag, const std::string& text);
+std::vector<Endpoint> parseEtcdMembers(const std::string& flag, const std::string& text);
 
 /// --rdzv-conf: comma-separated KEY=VALUE pairs applied on top of `settings` (keys not named
 /// keep their value; empty items, as after a trailing comma, are skipped; a repeated key:

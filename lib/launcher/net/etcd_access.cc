@@ -24,7 +24,7 @@ std::chrono::seconds leaseTimeToLive(const RendezvousSettings& settings) {
 
 std::string etcdMembersText(const EtcdSettings& etcd) {
   std::string text;
-  for (const EtcdSettings::Member& member : etcd.members) {
+  for (const Endpoint& member : etcd.members) {
     text += (text.empty() ? "" : ",") + endpointText(Endpoint{member.host, member.port});
   }
   return text;
@@ -32,9 +32,7 @@ std::string etcdMembersText(const EtcdSettings& etcd) {
 
 etcd::EtcdClientOptions etcdClientOptions(const RendezvousSettings& settings) {
   etcd::EtcdClientOptions client;
-  for (const EtcdSettings::Member& member : settings.etcd.members) {
-    client.endpoints.push_back(etcd::EtcdEndpoint{member.host, member.port});
-  }
+  client.endpoints = settings.etcd.members;
   client.timeout = std::min(kLongestRequest, settings.readTimeout);
   client.https = settings.etcd.https;
   client.caFile = settings.etcd.caFile;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/endpoint.h"
 #include "launcher/plan/device_selection.h"
 #include "launcher/plan/host_list.h"
 #include "launcher/plan/numa_binding.h"
@@ -35,12 +36,7 @@ enum class RendezvousBackend {
 /// The etcd cluster of --rdzv-backend etcd: --rdzv-endpoint's comma-separated members and
 /// the --rdzv-conf keys protocol, cacert, cert, key, etcd_prefix, user, password_file.
 struct EtcdSettings {
-  struct Member {
-    std::string host;  ///< IPv6 without brackets
-    int port = 2379;
-    bool operator==(const Member& other) const { return host == other.host && port == other.port; }
-  };
-  std::vector<Member> members;
+  std::vector<Endpoint> members;
   bool https = false;    ///< protocol=https
   std::string caFile;    ///< cacert: verifies the members' certificates (https)
   std::string certFile;  ///< cert, key: this agent's client certificate (https)
