@@ -30,7 +30,7 @@ std::chrono::milliseconds fenceDeadline(const RendezvousSettings& settings) {
 
 }  // namespace
 
-AgentSession::AgentSession(const ElasticJob& job)
+AgentSession::AgentSession(const ResolvedJob& job)
     : job(job),
       settings(job.config.rdzv),
       host(localHostName()),
@@ -54,7 +54,7 @@ AgentSession::AgentSession(const ElasticJob& job)
   prepareWorkersStore(self);
 }
 
-AgentSession::AgentSession(const ElasticJob& job, std::unique_ptr<Store> givenStore,
+AgentSession::AgentSession(const ResolvedJob& job, std::unique_ptr<Store> givenStore,
                            std::function<std::unique_ptr<Store>()> connectWatcher, ProcessRuntime givenRuntime)
     : job(job),
       settings(job.config.rdzv),

@@ -33,11 +33,11 @@ struct Interrupted {};
 struct AgentSession {
   /// Hosts the rendezvous store if it is ours, connects to it (waiting up to read_timeout
   /// for its host to come up), and listens to signals. Throws Error with what to do.
-  explicit AgentSession(const ElasticJob& job);
+  explicit AgentSession(const ResolvedJob& job);
   /// For the unit tests: a session over `store` (an InMemoryStore; nothing hosted, nothing
   /// connected), whose round watchers use `connectWatcher()` and whose workers run on
   /// `runtime` (fakes).
-  AgentSession(const ElasticJob& job, std::unique_ptr<Store> store,
+  AgentSession(const ResolvedJob& job, std::unique_ptr<Store> store,
                std::function<std::unique_ptr<Store>()> connectWatcher, ProcessRuntime runtime);
 
   /// A connection for a round's watcher, whose replies must come well within the time
@@ -52,7 +52,7 @@ struct AgentSession {
   /// Whether the rendezvous is kept in etcd (no agent hosts it).
   bool onEtcd() const { return settings.backend == RendezvousBackend::Etcd; }
 
-  const ElasticJob& job;
+  const ResolvedJob& job;
   const RendezvousSettings& settings;
   const std::string host;
   const std::string agentId;

@@ -290,7 +290,7 @@ void ElasticAgent::announceStop(int signal) {
 
 }  // namespace
 
-int runElasticAgent(const ElasticJob& job) {
+int runElasticAgent(const ResolvedJob& job) {
   AgentSession session(job);
   return runElasticAgent(session);
 }

@@ -39,9 +39,7 @@ RoundReport RoundRun::run() {
   const std::optional<NodePlacement> placement = placeThisNode();
   if (!placement) return ended();
   const AgentSession& s = session_;
-  const RunPlan plan{s.job.config,  s.job.inherited, s.directory,
-                     s.job.command, s.job.layout,    s.job.runId,
-                     s.host,        &s.supervision,  s.fileTimer ? s.fileTimer->path() : ""};
+  const RunPlan plan{s.job, s.directory, s.host, &s.supervision, s.fileTimer ? s.fileTimer->path() : ""};
   const std::vector<WorkerSpec> specs = workerSpecsFor(plan, info_.round, *placement);
 
   GroupSettings settings = session_.groupSettings(info_.round);
