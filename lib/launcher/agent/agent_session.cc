@@ -239,13 +239,6 @@ std::unique_ptr<Store> AgentSession::connectWatcherStore() const {
 // interval and a stack dump of each other.
 constexpr std::chrono::milliseconds kUnexplainedStallGrace{3000};
 
-// The signal handler runs whenever the event loop does: while workers run, and between the
-// waits of a rendezvous.
-void AgentSession::pollEvents() {
-  runner.runPending();
-  if (interruptSignal != 0) throw Interrupted{};
-}
-
 GroupSettings AgentSession::groupSettings(int round) {
   GroupSettings group;
   group.attempt = round;

@@ -27,9 +27,6 @@
 
 namespace pltrun {
 
-/// Thrown by AgentSession::pollEvents: a stop signal arrived while no worker group ran.
-struct Interrupted {};
-
 struct AgentSession {
   /// Hosts the rendezvous store if it is ours, connects to it (waiting up to read_timeout
   /// for its host to come up), and listens to signals. Throws Error with what to do.
@@ -43,8 +40,6 @@ struct AgentSession {
   /// A connection for a round's watcher, whose replies must come well within the time
   /// the other nodes take to notice this node missing (see fenceDeadline).
   std::unique_ptr<Store> connectWatcherStore() const;
-  /// Runs the handlers that are ready now; throws Interrupted once a stop signal came.
-  void pollEvents();
   /// A worker group of `round`, whose workers' starts and ends go to the event log.
   GroupSettings groupSettings(int round);
   /// "; what to do" after the store at the endpoint failed the shared-secret handshake.
@@ -77,8 +72,6 @@ struct AgentSession {
   GroupRunner runner{context};
   /// etcd: where this agent's ring neighbour links to it each round (peer_link.h).
   std::unique_ptr<PeerLinkListener> links;
-  /// The first stop signal received (0: none); set by the round loop's signal observer.
-  int interruptSignal = 0;
   /// What the workers run on: real processes, or the unit tests' fakes.
   ProcessRuntime runtime = realProcessRuntime();
 

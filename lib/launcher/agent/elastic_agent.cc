@@ -5,6 +5,7 @@
 #include "launcher/agent/agent_decisions.h"
 #include "launcher/agent/agent_session.h"
 #include "launcher/agent/round_run.h"
+#include "launcher/agent/stop_request.h"
 #include "launcher/plan/slurm_signals.h"
 #include "launcher/plan/text_parsing.h"
 #include "pltrun/error.h"
@@ -21,6 +22,9 @@ using rdzv::RoundEnd;
 using rdzv::RoundInfo;
 using Reason = rdzv::RoundEnd::Reason;
 
+// Thrown by pollEvents: a stop signal arrived while no worker group ran.
+struct Interrupted {};
+
 // How one round ended for this agent: go on with the next, or end with a status.
 struct RoundResult {
   bool finished = false;
@@ -35,6 +39,7 @@ class ElasticAgent {
 
  private:
   int runRounds();
+  void pollEvents();
   bool storeStillAnswers() const;
   void logRoundStart(const RoundInfo& info);
   RoundResult runRound(const RoundInfo& info);
@@ -47,6 +52,7 @@ class ElasticAgent {
   void logRoundEnd(const RoundInfo& info, const RoundEnd& end);
 
   AgentSession& session_;
+  StopRequest stop_;                 ///< written by onSignal only
   std::optional<int> currentRound_;  ///< the round whose workers run now
   bool stopAnnounced_ = false;
 };
@@ -60,10 +66,14 @@ ElasticAgent::ElasticAgent(AgentSession& session) : session_(session) {
 // Stop signals stop the job on every node (the runner then passes them to the running
 // workers, if any); SIGUSR1/SIGUSR2 are only forwarded.
 void ElasticAgent::onSignal(int signal) {
-  if (isStopSignal(signal) && session_.interruptSignal == 0) {
-    session_.interruptSignal = signal;
-    announceStop(signal);
-  }
+  if (isStopSignal(signal) && stop_.record(signal)) announceStop(signal);
+}
+
+// The signal handler runs whenever the event loop does: while workers run, and between the
+// waits of a rendezvous.
+void ElasticAgent::pollEvents() {
+  session_.runner.runPending();
+  if (stop_.requested()) throw Interrupted{};
 }
 
 int ElasticAgent::run() {
@@ -123,7 +133,7 @@ int ElasticAgent::runRounds() {
   for (;;) {
     RoundInfo info;
     try {
-      info = session_.rendezvous->join(lastRound, expectedNodes, [this] { session_.pollEvents(); });
+      info = session_.rendezvous->join(lastRound, expectedNodes, [this] { pollEvents(); });
     } catch (const rdzv::JobClosed& closed) {
       return endOfClosedJob(closed);
     } catch (const Interrupted&) {
@@ -155,7 +165,7 @@ void ElasticAgent::logRoundStart(const RoundInfo& info) {
 }
 
 RoundResult ElasticAgent::runRound(const RoundInfo& info) {
-  RoundRun round(session_, info);
+  RoundRun round(session_, stop_, info);
   const RoundReport report = round.run();
   switch (report.kind) {
     case RoundReport::Kind::Interrupted:
@@ -216,7 +226,7 @@ RoundResult ElasticAgent::afterRound(const RoundInfo& info, const RoundEnd& end,
 // This agent was told to stop: the whole job stops, as torchrun's agents do when one of
 // them is interrupted (Ctrl-C on one node ends the job everywhere).
 RoundResult ElasticAgent::stopJob(const std::optional<GroupOutcome>& outcome) {
-  const int signal = stopSignal(session_.interruptSignal, outcome);
+  const int signal = stopSignal(stop_.signal(), outcome);
   announceStop(signal);
   if (outcome && outcome->rootCause) {
     printFailureReport(*outcome->rootCause, outcome->others, session_.directory.failureReportPath());

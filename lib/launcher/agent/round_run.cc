@@ -29,7 +29,8 @@ constexpr std::chrono::seconds kOtherNodesReadBudget{1};
 
 }  // namespace
 
-RoundRun::RoundRun(AgentSession& session, const rdzv::RoundInfo& info) : session_(session), info_(info) {}
+RoundRun::RoundRun(AgentSession& session, const StopRequest& stop, const rdzv::RoundInfo& info)
+    : session_(session), stop_(stop), info_(info) {}
 
 RoundRun::~RoundRun() {
   if (session_.fileTimer) session_.fileTimer->serve(nullptr);  // the group goes with this round
@@ -60,7 +61,7 @@ RoundReport RoundRun::run() {
   const GroupOutcome outcome = session_.runner.waitForGroup();
   progressTimer_.reset();
 
-  if (session_.interruptSignal != 0 || outcome.kind == GroupOutcome::Kind::Interrupted) {
+  if (stop_.requested() || outcome.kind == GroupOutcome::Kind::Interrupted) {
     return RoundReport{RoundReport::Kind::Interrupted, {}, false, "", outcome};
   }
   if (reportedHere_ && end_->final && outcome.rootCause) {
@@ -68,7 +69,7 @@ RoundReport RoundRun::run() {
   }
   if (!end_ && !storeLost_ && outcome.kind == GroupOutcome::Kind::Succeeded) {
     waitForOtherNodes();
-    if (session_.interruptSignal != 0) return RoundReport{RoundReport::Kind::Interrupted, {}, false, "", std::nullopt};
+    if (stop_.requested()) return RoundReport{RoundReport::Kind::Interrupted, {}, false, "", std::nullopt};
   }
   watcher_.reset();
   // The watcher's thread has ended: run what it posted while the group still exists.
@@ -295,7 +296,7 @@ void RoundRun::waitForOtherNodes() {
     });
   };
   reportProgress();
-  session_.runner.runUntil([&] { return end_ || storeLost_ || session_.interruptSignal != 0; });
+  session_.runner.runUntil([&] { return end_ || storeLost_ || stop_.requested(); });
   progress.cancel();
   session_.runner.runPending();
 }

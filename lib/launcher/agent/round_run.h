@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "launcher/agent/agent_session.h"
+#include "launcher/agent/stop_request.h"
 #include "launcher/group/attempt_plan.h"
 #include "rendezvous/elastic/round_watcher.h"
 
@@ -34,7 +35,8 @@ struct RoundReport {
 
 class RoundRun {
  public:
-  RoundRun(AgentSession& session, const rdzv::RoundInfo& info);
+  /// A round of `info`, which a signal in `stop` ends.
+  RoundRun(AgentSession& session, const StopRequest& stop, const rdzv::RoundInfo& info);
   ~RoundRun();
   RoundRun(const RoundRun&) = delete;
   RoundRun& operator=(const RoundRun&) = delete;
@@ -58,6 +60,7 @@ class RoundRun {
   RoundReport ended() const;
 
   AgentSession& session_;
+  const StopRequest& stop_;
   const rdzv::RoundInfo& info_;
   // Set from the group's and the watcher's callbacks, on the event loop's thread: the first
   // round end seen, or the store lost; whichever comes first settles the round.
