@@ -59,7 +59,7 @@ class Node {
   void script(Script script) {
     fakes_.starter.onStart = [this, script](FakeProcess& process) {
       const std::optional<ProcessEnd> end = script(roundOf(process));
-      if (end) boost::asio::post(session_->context, [&process, end] { process.endWith(*end); });
+      if (end) boost::asio::post(session_->workers().context(), [&process, end] { process.endWith(*end); });
     };
   }
 

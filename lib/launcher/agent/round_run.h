@@ -12,7 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "launcher/agent/agent_session.h"
+#include "launcher/agent/agent_workers.h"
+#include "launcher/agent/rendezvous_connection.h"
 #include "launcher/agent/stop_request.h"
 #include "launcher/group/attempt_plan.h"
 #include "rendezvous/elastic/round_watcher.h"
@@ -35,8 +36,10 @@ struct RoundReport {
 
 class RoundRun {
  public:
-  /// A round of `info`, which a signal in `stop` ends.
-  RoundRun(AgentSession& session, const StopRequest& stop, const rdzv::RoundInfo& info);
+  /// Round `info` of `job` on this node: its workers start in `workers`, it hears of the
+  /// other nodes through `connection`, and a signal in `stop` ends it.
+  RoundRun(const ResolvedJob& job, RendezvousConnection& connection, AgentWorkers& workers, const StopRequest& stop,
+           const rdzv::RoundInfo& info);
   ~RoundRun();
   RoundRun(const RoundRun&) = delete;
   RoundRun& operator=(const RoundRun&) = delete;
@@ -59,7 +62,9 @@ class RoundRun {
   void waitForOtherNodes();
   RoundReport ended() const;
 
-  AgentSession& session_;
+  const ResolvedJob& job_;
+  RendezvousConnection& connection_;
+  AgentWorkers& workers_;
   const StopRequest& stop_;
   const rdzv::RoundInfo& info_;
   // Set from the group's and the watcher's callbacks, on the event loop's thread: the first
