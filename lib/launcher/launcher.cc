@@ -96,9 +96,9 @@ int runOnThisNode(const LaunchConfig& config, const Environment& inherited) {
   if (elastic) {
     // torchrun's default id is "none": agents started without --rdzv-id still meet.
     return runElasticAgent(
-        ElasticJob{config, inherited, command, layout, config.runId.empty() ? "none" : config.runId});
+        ResolvedJob{config, inherited, command, layout, config.runId.empty() ? "none" : config.runId});
   }
-  return runStaticJob(config, inherited, command, layout, runId);
+  return runStaticJob(ResolvedJob{config, inherited, command, layout, runId});
 }
 
 }  // namespace

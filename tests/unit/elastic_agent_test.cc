@@ -50,8 +50,8 @@ class Node {
     config_.rdzv.localAddr = "127.0.0.1";  // no route lookup
     config_.maxRestarts = maxRestarts;
     layout_.workerCount = workers;
-    job_ = std::make_unique<ElasticJob>(
-        ElasticJob{config_, inherited_, ProgramCommand{"/bin/true", {"true"}}, layout_, "agent-test"});
+    job_ = std::make_unique<ResolvedJob>(
+        ResolvedJob{config_, inherited_, ProgramCommand{"/bin/true", {"true"}}, layout_, "agent-test"});
     session_ = std::make_unique<AgentSession>(
         *job_, table.connect(), [&table] { return std::unique_ptr<Store>(table.connect()); }, fakes_.runtime());
   }
@@ -59,7 +59,7 @@ class Node {
   void script(Script script) {
     fakes_.starter.onStart = [this, script](FakeProcess& process) {
       const std::optional<ProcessEnd> end = script(roundOf(process));
-      if (end) boost::asio::post(session_->context, [&process, end] { process.endWith(*end); });
+      if (end) boost::asio::post(session_->workers().context(), [&process, end] { process.endWith(*end); });
     };
   }
 
@@ -85,7 +85,7 @@ class Node {
   LaunchConfig config_;
   Environment inherited_;
   WorkerLayout layout_;
-  std::unique_ptr<ElasticJob> job_;
+  std::unique_ptr<ResolvedJob> job_;
   fake::FakeRuntime fakes_;
   std::unique_ptr<AgentSession> session_;
 };

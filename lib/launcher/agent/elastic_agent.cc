@@ -5,7 +5,7 @@
 #include "launcher/agent/agent_decisions.h"
 #include "launcher/agent/agent_session.h"
 #include "launcher/agent/round_run.h"
-#include "launcher/plan/slurm_signals.h"
+#include "launcher/agent/stop_request.h"
 #include "launcher/plan/text_parsing.h"
 #include "pltrun/error.h"
 #include "rendezvous/elastic/store_json.h"
@@ -21,6 +21,9 @@ using rdzv::RoundEnd;
 using rdzv::RoundInfo;
 using Reason = rdzv::RoundEnd::Reason;
 
+// Thrown by pollEvents: a stop signal arrived while no worker group ran.
+struct Interrupted {};
+
 // How one round ended for this agent: go on with the next, or end with a status.
 struct RoundResult {
   bool finished = false;
@@ -30,11 +33,12 @@ struct RoundResult {
 
 class ElasticAgent {
  public:
-  explicit ElasticAgent(AgentSession& session);
+  ElasticAgent(const ResolvedJob& job, RendezvousConnection& connection, AgentWorkers& workers);
   int run();
 
  private:
   int runRounds();
+  void pollEvents();
   bool storeStillAnswers() const;
   void logRoundStart(const RoundInfo& info);
   RoundResult runRound(const RoundInfo& info);
@@ -46,34 +50,41 @@ class ElasticAgent {
   void onSignal(int signal);
   void logRoundEnd(const RoundInfo& info, const RoundEnd& end);
 
-  AgentSession& session_;
+  const ResolvedJob& job_;
+  RendezvousConnection& connection_;
+  AgentWorkers& workers_;
+  StopRequest stop_;                 ///< written by onSignal only
   std::optional<int> currentRound_;  ///< the round whose workers run now
   bool stopAnnounced_ = false;
 };
 
-ElasticAgent::ElasticAgent(AgentSession& session) : session_(session) {
-  const bool slurmReachesWorkers =
-      slurmSignalsReachWorkers(session_.job.config.slurmSignalReach, session_.guard.cgroupProcsFd() >= 0);
-  session_.runner.listen([this](int signal) { onSignal(signal); }, slurmReachesWorkers);
+ElasticAgent::ElasticAgent(const ResolvedJob& job, RendezvousConnection& connection, AgentWorkers& workers)
+    : job_(job), connection_(connection), workers_(workers) {
+  workers_.listen([this](int signal) { onSignal(signal); });
 }
 
 // Stop signals stop the job on every node (the runner then passes them to the running
 // workers, if any); SIGUSR1/SIGUSR2 are only forwarded.
 void ElasticAgent::onSignal(int signal) {
-  if (isStopSignal(signal) && session_.interruptSignal == 0) {
-    session_.interruptSignal = signal;
-    announceStop(signal);
-  }
+  if (isStopSignal(signal) && stop_.record(signal)) announceStop(signal);
+}
+
+// The signal handler runs whenever the event loop does: while workers run, and between the
+// waits of a rendezvous.
+void ElasticAgent::pollEvents() {
+  workers_.runner().runPending();
+  if (stop_.requested()) throw Interrupted{};
 }
 
 int ElasticAgent::run() {
   // torchrun's default id is "none": said so, since "run none" alone reads like an error.
-  spdlog::info("run {}{}: joining an elastic job of {} node(s) through {} ({} here)", session_.job.runId,
-               session_.job.config.runId.empty() ? " (the default id; give every node the same --rdzv-id)" : "",
-               session_.settings.minNodes == session_.settings.maxNodes
-                   ? std::to_string(session_.settings.maxNodes)
-                   : std::to_string(session_.settings.minNodes) + " to " + std::to_string(session_.settings.maxNodes),
-               session_.storeName, countedNoun(session_.job.layout.workerCount, "worker"));
+  spdlog::info(
+      "run {}{}: joining an elastic job of {} node(s) through {} ({} here)", job_.runId,
+      job_.config.runId.empty() ? " (the default id; give every node the same --rdzv-id)" : "",
+      connection_.settings().minNodes == connection_.settings().maxNodes
+          ? std::to_string(connection_.settings().maxNodes)
+          : std::to_string(connection_.settings().minNodes) + " to " + std::to_string(connection_.settings().maxNodes),
+      connection_.storeName(), countedNoun(job_.layout.workerCount, "worker"));
   int status = 1;
   try {
     status = runRounds();
@@ -88,29 +99,29 @@ int ElasticAgent::run() {
       spdlog::error(
           "the rendezvous state of run {} in {} is not what pltrun writes ({}); is "
           "another job using the same --rdzv-id? This node stops",
-          session_.job.runId, session_.storeName, error.what());
+          job_.runId, connection_.storeName(), error.what());
     } else if (storeStillAnswers()) {
       spdlog::error(
           "the rendezvous store, {}, closed this agent's connection ({}) but still answers: it refused a request, "
           "most likely because it is full (its key or byte limit: --max-keys, --max-store-bytes; its log names "
           "the limit), so this node stops",
-          session_.storeName, error.what());
+          connection_.storeName(), error.what());
     } else {
-      spdlog::error("lost the rendezvous store, {} ({}); {}, so this node stops", session_.storeName, error.what(),
-                    session_.onEtcd() ? "check that a quorum of its members is up"
-                                      : "the agent that hosted it has ended or cannot be reached");
+      spdlog::error("lost the rendezvous store, {} ({}); {}, so this node stops", connection_.storeName(), error.what(),
+                    connection_.onEtcd() ? "check that a quorum of its members is up"
+                                         : "the agent that hosted it has ended or cannot be reached");
     }
   }
-  session_.events.write("job_finished", {{"status", status}});
+  workers_.events().write("job_finished", {{"status", status}});
   return status;
 }
 
 // Torch's protocol can refuse a write (a full store) only by closing the connection: a store
 // that answers a new one did not go away.
 bool ElasticAgent::storeStillAnswers() const {
-  if (session_.onEtcd()) return false;
+  if (connection_.onEtcd()) return false;
   try {
-    session_.connectWatcherStore()->check({"pltrun/probe"});
+    connection_.connectWatcherStore()->check({"pltrun/probe"});
     return true;
   } catch (const Error&) {
     return false;
@@ -123,7 +134,7 @@ int ElasticAgent::runRounds() {
   for (;;) {
     RoundInfo info;
     try {
-      info = session_.rendezvous->join(lastRound, expectedNodes, [this] { session_.pollEvents(); });
+      info = connection_.rendezvous().join(lastRound, expectedNodes, [this] { pollEvents(); });
     } catch (const rdzv::JobClosed& closed) {
       return endOfClosedJob(closed);
     } catch (const Interrupted&) {
@@ -134,7 +145,7 @@ int ElasticAgent::runRounds() {
     currentRound_ = info.round;
     RoundResult result = runRound(info);
     currentRound_.reset();
-    session_.workersStore->close();  // this round's stragglers lose it too
+    workers_.store().close();  // this round's stragglers lose it too
     if (result.finished) return result.status;
     expectedNodes = result.expectedNodes;
   }
@@ -143,19 +154,19 @@ int ElasticAgent::runRounds() {
 void ElasticAgent::logRoundStart(const RoundInfo& info) {
   const rdzv::NodeAssignment& place = info.assignment;
   spdlog::info("round {}: node rank {} of {} nodes, ranks {}-{} of {}, restart count {}, {} worker failure(s) so far",
-               info.round, place.nodeRank, place.nnodes, place.firstRank,
-               place.firstRank + session_.job.layout.workerCount - 1, place.worldSize, info.round, info.failures);
-  session_.events.write("rendezvous_complete", {{"round", info.round},
-                                                {"node_rank", place.nodeRank},
-                                                {"nnodes", place.nnodes},
-                                                {"world_size", place.worldSize},
-                                                {"first_rank", place.firstRank},
-                                                {"restart_count", info.round},
-                                                {"failures", info.failures}});
+               info.round, place.nodeRank, place.nnodes, place.firstRank, place.firstRank + job_.layout.workerCount - 1,
+               place.worldSize, info.round, info.failures);
+  workers_.events().write("rendezvous_complete", {{"round", info.round},
+                                                  {"node_rank", place.nodeRank},
+                                                  {"nnodes", place.nnodes},
+                                                  {"world_size", place.worldSize},
+                                                  {"first_rank", place.firstRank},
+                                                  {"restart_count", info.round},
+                                                  {"failures", info.failures}});
 }
 
 RoundResult ElasticAgent::runRound(const RoundInfo& info) {
-  RoundRun round(session_, info);
+  RoundRun round(job_, connection_, workers_, stop_, info);
   const RoundReport report = round.run();
   switch (report.kind) {
     case RoundReport::Kind::Interrupted:
@@ -164,7 +175,7 @@ RoundResult ElasticAgent::runRound(const RoundInfo& info) {
       spdlog::error(
           "lost the rendezvous store, {} ({}); this node's workers were killed at once, before the "
           "other nodes could re-form without it, and this node stops",
-          session_.storeName, report.storeLost);
+          connection_.storeName(), report.storeLost);
       return RoundResult{true, 1, std::nullopt};
     case RoundReport::Kind::Ended:
       break;
@@ -177,18 +188,19 @@ void ElasticAgent::logRoundEnd(const RoundInfo& info, const RoundEnd& end) {
                            {"reason", RoundEnd::reasonName(end.reason)},
                            {"host", end.host},
                            {"message", end.message}};
-  if (end.reason == Reason::NodeJoined) session_.events.write("node_joined", fields);
-  if (end.reason == Reason::NodeLost) session_.events.write("node_left", fields);
+  if (end.reason == Reason::NodeJoined) workers_.events().write("node_joined", fields);
+  if (end.reason == Reason::NodeLost) workers_.events().write("node_left", fields);
   if (!end.final && end.reason != Reason::Succeeded) {
     fields["failures"] = end.failures;
-    session_.events.write("restart", fields);
+    workers_.events().write("restart", fields);
   }
 }
 
 RoundResult ElasticAgent::afterRound(const RoundInfo& info, const RoundEnd& end, bool reportedHere) {
   logRoundEnd(info, end);
   const int nnodes = info.assignment.nnodes;
-  const AfterRound next = decideAfterRound(end, nnodes, session_.settings.maxNodes, session_.settings.closeTimeout);
+  const AfterRound next =
+      decideAfterRound(end, nnodes, connection_.settings().maxNodes, connection_.settings().closeTimeout);
   if (end.reason == Reason::Succeeded) {
     spdlog::info("all {} nodes succeeded", nnodes);
   } else if (end.final && end.reason == Reason::Stopped) {
@@ -197,8 +209,7 @@ RoundResult ElasticAgent::afterRound(const RoundInfo& info, const RoundEnd& end,
     spdlog::error("the job failed: {}", end.describe());
   }
   if (end.final && end.reason == Reason::WorkerFailed) {
-    spdlog::error("no restart left: {} worker failure(s), --max-restarts {}", end.failures,
-                  session_.job.config.maxRestarts);
+    spdlog::error("no restart left: {} worker failure(s), --max-restarts {}", end.failures, job_.config.maxRestarts);
   }
   if (next.finished) {
     leaveStore(info.round, nnodes - 1, next.exitBarrier);
@@ -206,7 +217,7 @@ RoundResult ElasticAgent::afterRound(const RoundInfo& info, const RoundEnd& end,
   }
   if (end.reason == Reason::WorkerFailed) {
     spdlog::warn("round {} ended: {}; restarting every node's workers ({} of {} restarts)", info.round, end.describe(),
-                 end.failures, session_.job.config.maxRestarts);
+                 end.failures, job_.config.maxRestarts);
   } else {
     spdlog::warn("round {} ended: {}; re-forming the job", info.round, end.describe());
   }
@@ -216,13 +227,13 @@ RoundResult ElasticAgent::afterRound(const RoundInfo& info, const RoundEnd& end,
 // This agent was told to stop: the whole job stops, as torchrun's agents do when one of
 // them is interrupted (Ctrl-C on one node ends the job everywhere).
 RoundResult ElasticAgent::stopJob(const std::optional<GroupOutcome>& outcome) {
-  const int signal = stopSignal(session_.interruptSignal, outcome);
+  const int signal = stopSignal(stop_.signal(), outcome);
   announceStop(signal);
   if (outcome && outcome->rootCause) {
-    printFailureReport(*outcome->rootCause, outcome->others, session_.directory.failureReportPath());
+    printFailureReport(*outcome->rootCause, outcome->others, workers_.directory().failureReportPath());
   }
   spdlog::warn("stopped by {}", signalName(signal));
-  if (std::optional<int> member = session_.rendezvous->lastMemberRound()) {
+  if (std::optional<int> member = connection_.rendezvous().lastMemberRound()) {
     leaveStore(*member, -1, kFailureExitBarrier);
   }
   return RoundResult{true, 128 + signal, std::nullopt};
@@ -233,8 +244,8 @@ int ElasticAgent::endOfClosedJob(const rdzv::JobClosed& closed) {
   const int status = closedJobStatus(end, closed.beforeJoining);
   if (end.reason == Reason::Succeeded) {
     if (closed.beforeJoining) {
-      spdlog::error("run {} has already finished in {}; give this job a new --rdzv-id", session_.job.runId,
-                    session_.storeName);
+      spdlog::error("run {} has already finished in {}; give this job a new --rdzv-id", job_.runId,
+                    connection_.storeName());
     } else {
       spdlog::info("the job has finished; nothing left to do on this node");
     }
@@ -248,7 +259,8 @@ int ElasticAgent::endOfClosedJob(const rdzv::JobClosed& closed) {
   } else {
     spdlog::error("the job is over: {}", end.describe());
   }
-  if (std::optional<int> member = session_.rendezvous->lastMemberRound()) leaveStore(*member, -1, kFailureExitBarrier);
+  if (std::optional<int> member = connection_.rendezvous().lastMemberRound())
+    leaveStore(*member, -1, kFailureExitBarrier);
   return status;
 }
 
@@ -257,11 +269,11 @@ int ElasticAgent::endOfClosedJob(const rdzv::JobClosed& closed) {
 // while it still reads why the job ended; every other agent says it leaves.
 void ElasticAgent::leaveStore(int round, int others, std::chrono::milliseconds hostWait) {
   try {
-    if (session_.hosted) {
-      if (others < 0) others = session_.rendezvous->membersOf(round) - 1;
-      session_.rendezvous->waitForOthersToLeave(round, others, hostWait);
+    if (connection_.hostsStore()) {
+      if (others < 0) others = connection_.rendezvous().membersOf(round) - 1;
+      connection_.rendezvous().waitForOthersToLeave(round, others, hostWait);
     } else {
-      session_.rendezvous->leave(round);
+      connection_.rendezvous().leave(round);
     }
   } catch (const Error&) {
     // The store is gone already: nobody is left to tell.
@@ -276,13 +288,13 @@ void ElasticAgent::announceStop(int signal) {
   stopAnnounced_ = true;
   RoundEnd stopped;
   stopped.reason = Reason::Stopped;
-  stopped.host = session_.host;
+  stopped.host = connection_.host();
   stopped.message = "received " + signalName(signal);
   stopped.status = 128 + signal;
   stopped.final = true;
   try {
-    session_.rendezvous->closeJob(stopped);
-    if (currentRound_) session_.rendezvous->endRound(*currentRound_, stopped);
+    connection_.rendezvous().closeJob(stopped);
+    if (currentRound_) connection_.rendezvous().endRound(*currentRound_, stopped);
   } catch (const Error& error) {
     spdlog::warn("could not tell the other nodes that this job stops: {}", error.what());
   }
@@ -290,11 +302,13 @@ void ElasticAgent::announceStop(int signal) {
 
 }  // namespace
 
-int runElasticAgent(const ElasticJob& job) {
+int runElasticAgent(const ResolvedJob& job) {
   AgentSession session(job);
   return runElasticAgent(session);
 }
 
-int runElasticAgent(AgentSession& session) { return ElasticAgent(session).run(); }
+int runElasticAgent(AgentSession& session) {
+  return ElasticAgent(session.job(), session.connection(), session.workers()).run();
+}
 
 }  // namespace pltrun

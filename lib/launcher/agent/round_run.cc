@@ -29,52 +29,46 @@ constexpr std::chrono::seconds kOtherNodesReadBudget{1};
 
 }  // namespace
 
-RoundRun::RoundRun(AgentSession& session, const rdzv::RoundInfo& info) : session_(session), info_(info) {}
+RoundRun::RoundRun(const ResolvedJob& job, RendezvousConnection& connection, AgentWorkers& workers,
+                   const StopRequest& stop, const rdzv::RoundInfo& info)
+    : job_(job), connection_(connection), workers_(workers), stop_(stop), info_(info) {}
 
-RoundRun::~RoundRun() {
-  if (session_.fileTimer) session_.fileTimer->serve(nullptr);  // the group goes with this round
-}
+RoundRun::~RoundRun() { workers_.releaseGroup(); }
 
 RoundReport RoundRun::run() {
   const std::optional<NodePlacement> placement = placeThisNode();
   if (!placement) return ended();
-  const AgentSession& s = session_;
-  const RunPlan plan{s.job.config,  s.job.inherited, s.directory,
-                     s.job.command, s.job.layout,    s.job.runId,
-                     s.host,        &s.supervision,  s.fileTimer ? s.fileTimer->path() : ""};
-  const std::vector<WorkerSpec> specs = workerSpecsFor(plan, info_.round, *placement);
+  const std::vector<WorkerSpec> specs = workerSpecsFor(workers_.plan(), info_.round, *placement);
 
-  GroupSettings settings = session_.groupSettings(info_.round);
+  GroupSettings settings = workers_.groupSettings(info_.round);
   settings.onRootCause = [this](const WorkerSpec& spec, pid_t pid, const RootCauseNotice& notice) {
     onRootCause(spec, pid, notice);
   };
   settings.otherNodesProgress = [this] { return otherNodesProgress(); };
-  group_ = std::make_unique<WorkerGroup>(session_.context, session_.runner.console(), session_.guard, settings,
-                                         session_.runtime);
-  if (session_.fileTimer) session_.fileTimer->serve(group_.get());
-  session_.runner.start(*group_, specs);
+  group_ = workers_.makeGroup(settings);
+  workers_.runner().start(*group_, specs);
   workersStarted_ = static_cast<int>(specs.size());
   publishState("running", workersStarted_);
   publishProgressEvery(kHeartbeatPublishInterval);
   watch();
   linkToPeer();
   forgetOldRound();
-  const GroupOutcome outcome = session_.runner.waitForGroup();
+  const GroupOutcome outcome = workers_.runner().waitForGroup();
   progressTimer_.reset();
 
-  if (session_.interruptSignal != 0 || outcome.kind == GroupOutcome::Kind::Interrupted) {
+  if (stop_.requested() || outcome.kind == GroupOutcome::Kind::Interrupted) {
     return RoundReport{RoundReport::Kind::Interrupted, {}, false, "", outcome};
   }
   if (reportedHere_ && end_->final && outcome.rootCause) {
-    printFailureReport(*outcome.rootCause, outcome.others, session_.directory.failureReportPath());
+    printFailureReport(*outcome.rootCause, outcome.others, workers_.directory().failureReportPath());
   }
   if (!end_ && !storeLost_ && outcome.kind == GroupOutcome::Kind::Succeeded) {
     waitForOtherNodes();
-    if (session_.interruptSignal != 0) return RoundReport{RoundReport::Kind::Interrupted, {}, false, "", std::nullopt};
+    if (stop_.requested()) return RoundReport{RoundReport::Kind::Interrupted, {}, false, "", std::nullopt};
   }
   watcher_.reset();
   // The watcher's thread has ended: run what it posted while the group still exists.
-  session_.runner.runPending();
+  workers_.runner().runPending();
   return ended();
 }
 
@@ -95,23 +89,23 @@ std::optional<NodePlacement> RoundRun::placeThisNode() {
   node.nnodes = assignment.nnodes;
   node.worldSize = assignment.worldSize;
   node.firstRank = assignment.firstRank;
-  node.useAgentStore = session_.workersStore->hostedHere();
+  node.useAgentStore = workers_.store().hostedHere();
   node.masterAddr = assignment.rank0Addr;
-  const std::string key = session_.rendezvous->key(rdzv::layout::masterPort(info_.round));
+  const std::string key = connection_.rendezvous().key(rdzv::layout::masterPort(info_.round));
   try {
     if (assignment.nodeRank == 0) {
-      node.masterPort = session_.workersStore->openNext();
-      session_.store->set(key, std::to_string(node.masterPort));
+      node.masterPort = workers_.store().openNext();
+      connection_.store().set(key, std::to_string(node.masterPort));
     } else {
       node.masterPort =
-          rdzv::storedDecimal(key, session_.store->get(key, session_.settings.closeTimeout), 1, 65535, "port");
+          rdzv::storedDecimal(key, connection_.store().get(key, connection_.settings().closeTimeout), 1, 65535, "port");
     }
   } catch (const Error& error) {
     RoundEnd failed;
     failed.reason = Reason::RendezvousFailed;
-    failed.host = session_.host;
+    failed.host = connection_.host();
     failed.message = std::string("no store port from rank 0's node: ") + error.what();
-    end_ = session_.rendezvous->endRound(info_.round, failed);
+    end_ = connection_.rendezvous().endRound(info_.round, failed);
     return std::nullopt;
   }
   return node;
@@ -121,7 +115,7 @@ std::optional<NodePlacement> RoundRun::placeThisNode() {
 void RoundRun::publishState(const std::string& state, int workersRunning,
                             const std::vector<rdzv::RankProgress>& ranks) {
   try {
-    session_.rendezvous->reportNodeState(info_, state, workersRunning, ranks);
+    connection_.rendezvous().reportNodeState(info_, state, workersRunning, ranks);
   } catch (const Error& error) {
     spdlog::debug("could not publish this node's state '{}': {}", state, error.what());
   }
@@ -130,7 +124,7 @@ void RoundRun::publishState(const std::string& state, int workersRunning,
 // While the workers run: their progress counters and heartbeat ages, so that `pltrun status`
 // shows each node's slowest rank. Workers that never sent a heartbeat cost the store nothing.
 void RoundRun::publishProgressEvery(std::chrono::seconds interval) {
-  if (!progressTimer_) progressTimer_ = std::make_unique<boost::asio::steady_timer>(session_.context);
+  if (!progressTimer_) progressTimer_ = std::make_unique<boost::asio::steady_timer>(workers_.context());
   progressTimer_->expires_after(interval);
   progressTimer_->async_wait([this, interval, alive = std::weak_ptr<bool>(alive_)](boost::system::error_code error) {
     if (error || !alive.lock() || !progressTimer_ || end_ || storeLost_) return;
@@ -151,7 +145,7 @@ void RoundRun::publishProgressEvery(std::chrono::seconds interval) {
 void RoundRun::forgetOldRound() {
   if (info_.assignment.nodeRank != 0 || info_.round < 2) return;
   try {
-    const int deleted = session_.rendezvous->forgetRound(info_.round - 2);
+    const int deleted = connection_.rendezvous().forgetRound(info_.round - 2);
     spdlog::debug("deleted the {} keys of round {}", deleted, info_.round - 2);
   } catch (const Error& error) {
     spdlog::debug("could not delete the keys of round {}: {}", info_.round - 2, error.what());
@@ -165,7 +159,7 @@ std::vector<RankEvidence> RoundRun::otherNodesProgress() {
   if (end_ || storeLost_) return ranks;
   try {
     const auto deadline = std::chrono::steady_clock::now() + kOtherNodesReadBudget;
-    for (const rdzv::NodeState& node : session_.rendezvous->readOtherNodesStates(info_, deadline)) {
+    for (const rdzv::NodeState& node : connection_.rendezvous().readOtherNodesStates(info_, deadline)) {
       for (const rdzv::RankProgress& progress : node.ranks) {
         RankEvidence rank;
         rank.rank = progress.rank;
@@ -187,14 +181,14 @@ std::vector<RankEvidence> RoundRun::otherNodesProgress() {
 void RoundRun::onRootCause(const WorkerSpec& spec, pid_t pid, const RootCauseNotice& notice) {
   if (end_ || storeLost_) return;
   RoundEnd failure;
-  failure.host = session_.host;
+  failure.host = connection_.host();
   failure.status = notice.status;
   failure.message = "rank " + std::to_string(spec.rank) + " (local rank " + std::to_string(spec.localRank) + ", pid " +
                     std::to_string(pid) + ") " + notice.what;
   try {
-    end_ = session_.rendezvous->reportWorkerFailure(info_.round, failure, session_.job.config.maxRestarts);
+    end_ = connection_.rendezvous().reportWorkerFailure(info_.round, failure, job_.config.maxRestarts);
     reportedHere_ =
-        end_->reason == Reason::WorkerFailed && end_->host == session_.host && end_->message == failure.message;
+        end_->reason == Reason::WorkerFailed && end_->host == connection_.host() && end_->message == failure.message;
   } catch (const Error& error) {
     storeLost_ = error.what();
   }
@@ -206,21 +200,21 @@ void RoundRun::onRootCause(const WorkerSpec& spec, pid_t pid, const RootCauseNot
 // re-form without this node any moment now).
 void RoundRun::watch() {
   rdzv::RoundWatcherSettings watchSettings;
-  watchSettings.keepAliveInterval = session_.settings.keepAliveInterval;
-  watchSettings.keepAliveMaxAttempt = session_.settings.keepAliveMaxAttempt;
+  watchSettings.keepAliveInterval = connection_.settings().keepAliveInterval;
+  watchSettings.keepAliveMaxAttempt = connection_.settings().keepAliveMaxAttempt;
   // etcd without a quorum re-forms nobody: the workers keep running until it is back.
-  if (session_.onEtcd()) watchSettings.outageTolerance = session_.settings.joinTimeout;
+  if (connection_.onEtcd()) watchSettings.outageTolerance = connection_.settings().joinTimeout;
   WorkerGroup& group = *group_;
   watcher_ = std::make_unique<rdzv::RoundWatcher>(
-      session_.connectWatcherStore(), *session_.rendezvous, info_, watchSettings,
+      connection_.connectWatcherStore(), connection_.rendezvous(), info_, watchSettings,
       [this, &group](const RoundEnd& end) {
-        boost::asio::post(session_.context, [this, &group, end] {
+        boost::asio::post(workers_.context(), [this, &group, end] {
           if (!end_) end_ = end;
           group.stop();
         });
       },
       [this, &group](const std::string& message) {
-        boost::asio::post(session_.context, [this, &group, message] {
+        boost::asio::post(workers_.context(), [this, &group, message] {
           storeLost_ = message;
           group.kill();
         });
@@ -232,11 +226,11 @@ void RoundRun::watch() {
 // made leaves the peer to the heartbeats and the lease.
 void RoundRun::linkToPeer() {
   const int nnodes = info_.assignment.nnodes;
-  if (!session_.links || nnodes < 2) return;
-  const std::string peerKey = session_.rendezvous->key(rdzv::layout::slot(info_.round, rdzv::ringPeerSlot(info_)));
+  if (!connection_.acceptsPeerLinks() || nnodes < 2) return;
+  const std::string peerKey = connection_.rendezvous().key(rdzv::layout::slot(info_.round, rdzv::ringPeerSlot(info_)));
   rdzv::NodeDescriptor peer;
   try {
-    peer = rdzv::nodeDescriptorFromJson(session_.store->get(peerKey, session_.settings.closeTimeout));
+    peer = rdzv::nodeDescriptorFromJson(connection_.store().get(peerKey, connection_.settings().closeTimeout));
   } catch (const Error& error) {
     spdlog::warn("cannot read the next node's description ({}); its loss is noticed by its heartbeats only",
                  error.what());
@@ -244,7 +238,7 @@ void RoundRun::linkToPeer() {
   }
   if (peer.linkPort == 0) return;
   peerLink_ = std::make_unique<PeerLink>(
-      session_.context, peer.addr, peer.linkPort, peer.agentId,
+      workers_.context(), peer.addr, peer.linkPort, peer.agentId,
       [this, host = peer.host](const std::string& why) { onPeerLost(host, why); },
       [host = peer.host, addr = peer.addr, port = peer.linkPort](const std::string& why) {
         spdlog::warn("cannot link to node {} at {} ({}); its loss is noticed by its heartbeats and lease only", host,
@@ -257,9 +251,9 @@ void RoundRun::onPeerLost(const std::string& peerHost, const std::string& why) {
   RoundEnd lost;
   lost.reason = Reason::NodeLost;
   lost.host = peerHost;
-  lost.message = "its agent is gone: " + why + ", seen from " + session_.host;
+  lost.message = "its agent is gone: " + why + ", seen from " + connection_.host();
   try {
-    end_ = session_.rendezvous->endRound(info_.round, lost);
+    end_ = connection_.rendezvous().endRound(info_.round, lost);
   } catch (const Error& error) {
     storeLost_ = error.what();
     group_->kill();
@@ -273,7 +267,7 @@ void RoundRun::onPeerLost(const std::string& peerHost, const std::string& why) {
 void RoundRun::waitForOtherNodes() {
   publishState("succeeded", 0);
   try {
-    session_.rendezvous->reportSucceeded(info_);
+    connection_.rendezvous().reportSucceeded(info_);
   } catch (const Error& error) {
     storeLost_ = error.what();
     return;
@@ -281,14 +275,14 @@ void RoundRun::waitForOtherNodes() {
   spdlog::info(
       "this node's {} succeeded; waiting for the other nodes as long as their workers run (a node that "
       "fails or is lost ends the wait); Ctrl-C stops",
-      countedNoun(session_.job.layout.workerCount, "worker"));
-  boost::asio::steady_timer progress(session_.context);
+      countedNoun(job_.layout.workerCount, "worker"));
+  boost::asio::steady_timer progress(workers_.context());
   std::function<void()> reportProgress = [&] {
     progress.expires_after(kProgressInterval);
     progress.async_wait([&](boost::system::error_code error) {
       if (error || end_ || storeLost_) return;
       try {
-        const auto done = session_.store->add(session_.rendezvous->key(rdzv::layout::done(info_.round)), 0);
+        const auto done = connection_.store().add(connection_.rendezvous().key(rdzv::layout::done(info_.round)), 0);
         spdlog::info("waiting for the other nodes: {} of {} have finished", done, info_.assignment.nnodes);
       } catch (const Error&) {
         // The watcher reports a lost store.
@@ -297,9 +291,9 @@ void RoundRun::waitForOtherNodes() {
     });
   };
   reportProgress();
-  session_.runner.runUntil([&] { return end_ || storeLost_ || session_.interruptSignal != 0; });
+  workers_.runner().runUntil([&] { return end_ || storeLost_ || stop_.requested(); });
   progress.cancel();
-  session_.runner.runPending();
+  workers_.runner().runPending();
 }
 
 }  // namespace pltrun

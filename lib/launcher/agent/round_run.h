@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "launcher/agent/agent_session.h"
+#include "launcher/agent/agent_workers.h"
+#include "launcher/agent/rendezvous_connection.h"
+#include "launcher/agent/stop_request.h"
 #include "launcher/group/attempt_plan.h"
 #include "rendezvous/elastic/round_watcher.h"
 
@@ -34,7 +36,10 @@ struct RoundReport {
 
 class RoundRun {
  public:
-  RoundRun(AgentSession& session, const rdzv::RoundInfo& info);
+  /// Round `info` of `job` on this node: its workers start in `workers`, it hears of the
+  /// other nodes through `connection`, and a signal in `stop` ends it.
+  RoundRun(const ResolvedJob& job, RendezvousConnection& connection, AgentWorkers& workers, const StopRequest& stop,
+           const rdzv::RoundInfo& info);
   ~RoundRun();
   RoundRun(const RoundRun&) = delete;
   RoundRun& operator=(const RoundRun&) = delete;
@@ -57,7 +62,10 @@ class RoundRun {
   void waitForOtherNodes();
   RoundReport ended() const;
 
-  AgentSession& session_;
+  const ResolvedJob& job_;
+  RendezvousConnection& connection_;
+  AgentWorkers& workers_;
+  const StopRequest& stop_;
   const rdzv::RoundInfo& info_;
   // Set from the group's and the watcher's callbacks, on the event loop's thread: the first
   // round end seen, or the store lost; whichever comes first settles the round.

@@ -22,13 +22,13 @@ FilteredCopies filteredCopiesFor(const RunPlan& plan, int attempt) {
   FilteredCopies copies;
   if (!plan.directory.keepsLogs()) return copies;
   const fs::path attemptDirectory = plan.directory.workerDirectory(attempt, 0).parent_path();
-  if (!plan.config.duplicateStdoutFilters.empty()) {
+  if (!plan.job.config.duplicateStdoutFilters.empty()) {
     copies.out = std::make_shared<FilteredCopy>((attemptDirectory / "filtered_stdout.log").string(),
-                                                plan.config.duplicateStdoutFilters);
+                                                plan.job.config.duplicateStdoutFilters);
   }
-  if (!plan.config.duplicateStderrFilters.empty()) {
+  if (!plan.job.config.duplicateStderrFilters.empty()) {
     copies.err = std::make_shared<FilteredCopy>((attemptDirectory / "filtered_stderr.log").string(),
-                                                plan.config.duplicateStderrFilters);
+                                                plan.job.config.duplicateStderrFilters);
   }
   return copies;
 }
@@ -36,7 +36,7 @@ FilteredCopies filteredCopiesFor(const RunPlan& plan, int attempt) {
 // Console and log-file routing of one worker's streams, per -r, -t and --local-ranks-filter.
 std::pair<OutputRoute, OutputRoute> outputRoutes(const RunPlan& plan, int attempt, int localRank,
                                                  const FilteredCopies& copies) {
-  const LaunchConfig& config = plan.config;
+  const LaunchConfig& config = plan.job.config;
   bool shown = !config.localRanksFilter ||
                std::count(config.localRanksFilter->begin(), config.localRanksFilter->end(), localRank) > 0;
   // --tee copies a stream to the console as well as its file, even where --redirects sends
@@ -66,9 +66,9 @@ std::string consolePrefix(const LaunchConfig& config, int rank, int localRank) {
 }
 
 WorkerPlacement placementFor(const RunPlan& plan, int attempt, const NodePlacement& node) {
-  const LaunchConfig& config = plan.config;
+  const LaunchConfig& config = plan.job.config;
   WorkerPlacement placement;
-  placement.localWorldSize = plan.layout.workerCount;
+  placement.localWorldSize = plan.job.layout.workerCount;
   placement.nodeRank = node.nodeRank;
   placement.nnodes = node.nnodes;
   placement.worldSize = node.worldSize;
@@ -79,8 +79,8 @@ WorkerPlacement placementFor(const RunPlan& plan, int attempt, const NodePlaceme
   placement.masterPort = node.masterPort;
   placement.restartCount = attempt;
   placement.maxRestarts = config.maxRestarts;
-  placement.runId = plan.runId;
-  placement.cudaVisibleDevices = plan.layout.cudaVisibleDevices;
+  placement.runId = plan.job.runId;
+  placement.cudaVisibleDevices = plan.job.layout.cudaVisibleDevices;
   placement.virtualLocalRank = config.virtualLocalRank;
   return placement;
 }
@@ -97,10 +97,10 @@ NodePlacement staticPlacement(const LaunchConfig& config) {
 
 std::vector<WorkerSpec> workerSpecsFor(const RunPlan& plan, int attempt, const NodePlacement& node) {
   WorkerPlacement placement = placementFor(plan, attempt, node);
-  const int workers = plan.layout.workerCount;
+  const int workers = plan.job.layout.workerCount;
   const int firstRank = node.firstRank >= 0 ? node.firstRank : node.nodeRank * workers;
   const int worldSize = node.worldSize > 0 ? node.worldSize : workers * node.nnodes;
-  spdlog::info("run {}{}: starting {} (ranks {}-{} of {}) on {}, master {}:{}", plan.runId,
+  spdlog::info("run {}{}: starting {} (ranks {}-{} of {}) on {}, master {}:{}", plan.job.runId,
                attempt > 0 ? " attempt " + std::to_string(attempt) : "", countedNoun(workers, "worker"), firstRank,
                firstRank + workers - 1, worldSize, plan.host, placement.masterAddr, placement.masterPort);
   std::vector<WorkerSpec> specs;
@@ -123,17 +123,17 @@ std::vector<WorkerSpec> workerSpecsFor(const RunPlan& plan, int attempt, const N
     spec.errorFile = placement.errorFile;
     spec.heartbeatPath = placement.heartbeatPath;
     spec.stackFile = placement.stackSignal != 0 ? placement.stackFile : "";
-    spec.consolePrefix = consolePrefix(plan.config, spec.rank, localRank);
+    spec.consolePrefix = consolePrefix(plan.job.config, spec.rank, localRank);
     std::tie(spec.stdoutRoute, spec.stderrRoute) = outputRoutes(plan, attempt, localRank, copies);
-    spec.launch.executable = plan.command.executable;
-    spec.launch.argv = plan.command.argv;
-    if (plan.config.localRankArgument) {
+    spec.launch.executable = plan.job.command.executable;
+    spec.launch.argv = plan.job.command.argv;
+    if (plan.job.config.localRankArgument) {
       // DeepSpeed's: before the program's own arguments, after the script (or module) name.
-      const auto programArgs = static_cast<std::ptrdiff_t>(plan.config.programArgs.size());
+      const auto programArgs = static_cast<std::ptrdiff_t>(plan.job.config.programArgs.size());
       spec.launch.argv.insert(spec.launch.argv.end() - programArgs, "--local_rank=" + std::to_string(localRank));
     }
-    if (!plan.layout.workerCpus.empty()) spec.launch.cpus = plan.layout.workerCpus.at(localRank);
-    for (const auto& [name, value] : buildWorkerEnv(plan.inherited, placement)) {
+    if (!plan.job.layout.workerCpus.empty()) spec.launch.cpus = plan.job.layout.workerCpus.at(localRank);
+    for (const auto& [name, value] : buildWorkerEnv(plan.job.inherited, placement)) {
       spec.launch.environment.push_back(name + "=" + value);
     }
     specs.push_back(std::move(spec));

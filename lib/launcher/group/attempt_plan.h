@@ -1,27 +1,23 @@
 #pragma once
-// From what is fixed for a whole run (program, layout, run id) to the workers of
+// From what is fixed for a whole run (the resolved job, where it runs) to the workers of
 // one attempt: their environment, console prefix, output routes and error file.
 
 #include <string>
 #include <vector>
 
+#include "launcher/group/resolved_job.h"
 #include "launcher/group/supervision_files.h"
 #include "launcher/group/worker_group.h"
 #include "launcher/output/run_directory.h"
-#include "launcher/placement/worker_layout.h"
 #include "launcher/plan/launch_config.h"
-#include "launcher/plan/program_command.h"
-#include "launcher/plan/worker_env.h"
 
 namespace pltrun {
 
+/// The resolved job and what running it on this node adds: where its files go, the host's
+/// name, the supervision files.
 struct RunPlan {
-  const LaunchConfig& config;
-  const Environment& inherited;
+  const ResolvedJob& job;
   const RunDirectory& directory;
-  ProgramCommand command;
-  WorkerLayout layout;
-  std::string runId;
   std::string host;
   /// Heartbeat sockets, stack files, the Python hook; none in unit tests.
   const SupervisionFiles* supervision = nullptr;

@@ -28,12 +28,12 @@ class StaticAttempts {
  public:
   explicit StaticAttempts(const RunPlan& plan)
       : plan_(plan),
-        workersStore_(plan.config.agentStore && plan.config.nnodes == 1 ? AttemptStore::Host::Launcher
-                                                                        : AttemptStore::Host::RankZeroWorker,
-                      plan.config.masterAddr, plan.config.masterPort) {}
+        workersStore_(plan.job.config.agentStore && plan.job.config.nnodes == 1 ? AttemptStore::Host::Launcher
+                                                                                : AttemptStore::Host::RankZeroWorker,
+                      plan.job.config.masterAddr, plan.job.config.masterPort) {}
 
   std::vector<WorkerSpec> workersOf(int attempt) {
-    NodePlacement node = staticPlacement(plan_.config);
+    NodePlacement node = staticPlacement(plan_.job.config);
     node.useAgentStore = workersStore_.hostedHere();
     node.masterPort = workersStore_.openNext();
     return workerSpecsFor(plan_, attempt, node);
@@ -48,17 +48,18 @@ class StaticAttempts {
 
 // A static job on this node: its run directory, the supervision files where something
 // reads them, and the supervisor's attempts.
-int runStaticJob(const LaunchConfig& config, const Environment& inherited, const ProgramCommand& command,
-                 const WorkerLayout& layout, const std::string& runId) {
+int runStaticJob(const ResolvedJob& job) {
+  const LaunchConfig& config = job.config;
+  const WorkerLayout& layout = job.layout;
   // Several nodes of one static job share the run id ("none" by default): each keeps its
   // logs apart as an elastic agent does, by host and pid (several "nodes" may run on one
   // machine into one --log-dir, and a rerun must not write over the last run's logs).
-  const RunDirectory directory(config, runId,
+  const RunDirectory directory(config, job.runId,
                                config.nnodes > 1 ? localHostName() + "_" + std::to_string(getpid()) : "");
   OrphanGuard guard;  // before any worker exists
   boost::asio::io_context context;
 
-  if (setsOmpNumThreads(inherited, layout.workerCount)) {
+  if (setsOmpNumThreads(job.inherited, layout.workerCount)) {
     spdlog::info("OMP_NUM_THREADS=1 for each of the {} workers so they do not overload the CPUs; set it to tune",
                  layout.workerCount);
   }
@@ -70,14 +71,7 @@ int runStaticJob(const LaunchConfig& config, const Environment& inherited, const
   if (config.stallTimeout || config.fileTimer) supervision.emplace(config.stallTimeout.has_value());
   std::unique_ptr<FileTimerServer> fileTimer =
       supervision ? serveFileTimer(config, context, supervision->timerFifoPath()) : nullptr;
-  const RunPlan plan{config,
-                     inherited,
-                     directory,
-                     command,
-                     layout,
-                     runId,
-                     localHostName(),
-                     supervision ? &*supervision : nullptr,
+  const RunPlan plan{job, directory, localHostName(), supervision ? &*supervision : nullptr,
                      fileTimer ? fileTimer->path() : ""};
   StaticAttempts attempts(plan);
   SupervisorOptions options;
@@ -90,7 +84,7 @@ int runStaticJob(const LaunchConfig& config, const Environment& inherited, const
   options.stackSignal = supervision ? supervision->stackSignal() : 0;
   options.fileTimer = fileTimer.get();
   options.eventLogPath = directory.eventLogPath();
-  options.runStarted = runStartedFields(config, runId, directory.root().string(), plan.host, layout.workerCount);
+  options.runStarted = runStartedFields(config, job.runId, directory.root().string(), plan.host, layout.workerCount);
   return Supervisor(context, options, guard).run([&attempts](int attempt) { return attempts.workersOf(attempt); });
 }
 

@@ -3,18 +3,12 @@
 // its run directory, the supervision files where something reads them, and its attempts,
 // which the supervisor runs until one succeeds or --max-restarts is spent.
 
-#include <string>
-
-#include "launcher/placement/worker_layout.h"
-#include "launcher/plan/launch_config.h"
-#include "launcher/plan/program_command.h"
-#include "launcher/plan/worker_env.h"
+#include "launcher/group/resolved_job.h"
 
 namespace pltrun {
 
 /// Runs the job's workers on this node (restarting them as --max-restarts allows) and
 /// returns pltrun's exit status.
-int runStaticJob(const LaunchConfig& config, const Environment& inherited, const ProgramCommand& command,
-                 const WorkerLayout& layout, const std::string& runId);
+int runStaticJob(const ResolvedJob& job);
 
 }  // namespace pltrun

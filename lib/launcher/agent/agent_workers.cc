@@ -1,0 +1,82 @@
+#include "launcher/agent/agent_workers.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include "launcher/group/run_events.h"
+#include "launcher/net/rendezvous_host.h"
+#include "launcher/plan/slurm_signals.h"
+
+namespace pltrun {
+
+namespace {
+
+// A node whose stalled workers all wait in collectives leaves the node of the culprit this
+// long to end the round with its name: the stalls of one hang are seen within a heartbeat
+// interval and a stack dump of each other.
+constexpr std::chrono::milliseconds kUnexplainedStallGrace{3000};
+
+}  // namespace
+
+AgentWorkers::AgentWorkers(const ResolvedJob& job, const std::string& host)
+    : job_(job),
+      host_(host),
+      directory_(job.config, job.runId, host + "_" + std::to_string(getpid())),
+      events_(directory_.eventLogPath()) {
+  if (directory_.keepsLogs()) spdlog::info("worker logs go to {}", directory_.root().string());
+  events_.write("run_started",
+                runStartedFields(job.config, job.runId, directory_.root().string(), host, job.layout.workerCount));
+}
+
+AgentWorkers::AgentWorkers(const ResolvedJob& job, const std::string& host, ProcessRuntime runtime)
+    : job_(job),
+      host_(host),
+      directory_(job.config, job.runId, host + "_" + std::to_string(getpid())),
+      events_(std::nullopt),
+      runtime_(runtime) {}
+
+// Created before any round: its listeners open only when this node is rank 0. It listens
+// on the address this node joined with (the workers' MASTER_ADDR) when that is a literal
+// of this machine; on every interface for a host name (as torch does) or for an address
+// this machine does not own (--local-addr behind NAT). Rank 0's worker's port is picked on
+// that address (pickFreePort falls back to every interface the same way).
+void AgentWorkers::prepareStore(const std::string& joinedAddress) {
+  if (job_.config.agentStore) {
+    store_ = std::make_unique<AttemptStore>(AttemptStore::Host::Launcher, nodeListenAddress(joinedAddress));
+  } else {
+    store_ = std::make_unique<AttemptStore>(AttemptStore::Host::RankZeroWorker, joinedAddress);
+  }
+}
+
+void AgentWorkers::listen(std::function<void(int)> observer) {
+  const bool slurmReachesWorkers = slurmSignalsReachWorkers(job_.config.slurmSignalReach, guard_.cgroupProcsFd() >= 0);
+  runner_.listen(std::move(observer), slurmReachesWorkers);
+}
+
+RunPlan AgentWorkers::plan() const {
+  return RunPlan{job_, directory_, host_, &supervision_, fileTimer_ ? fileTimer_->path() : ""};
+}
+
+GroupSettings AgentWorkers::groupSettings(int round) {
+  GroupSettings group;
+  group.attempt = round;
+  group.termTimeout = job_.config.termTimeout;
+  group.host = host_;
+  group.stallTimeout = job_.config.stallTimeout;
+  group.stackSignal = supervision_.stackSignal();
+  group.unexplainedStallGrace = kUnexplainedStallGrace;
+  recordWorkerEvents(group, events_, {{"round", round}});
+  return group;
+}
+
+std::unique_ptr<WorkerGroup> AgentWorkers::makeGroup(const GroupSettings& settings) {
+  auto group = std::make_unique<WorkerGroup>(context_, runner_.console(), guard_, settings, runtime_);
+  if (fileTimer_) fileTimer_->serve(group.get());
+  return group;
+}
+
+void AgentWorkers::releaseGroup() {
+  if (fileTimer_) fileTimer_->serve(nullptr);
+}
+
+}  // namespace pltrun
