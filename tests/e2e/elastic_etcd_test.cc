@@ -319,6 +319,9 @@ TEST_CASE("on etcd, a node cut off past its lease joins again as a new node once
     if (index == 1) CHECK(contains(result.err, "s without etcd; joining again as a new node"));
   }
   checkNoWorkerLeft(dir);
+  const auto expired = eventsNamed(agentEvents(dir, job.runId(), cutOff.pid()), "lease_expired");
+  REQUIRE(expired.size() == 1);
+  CHECK(expired.front().value("seconds_without_etcd", 0.0) > 3.0);  // the lease's time to live
 }
 
 TEST_CASE("on etcd, 12 rounds keep only the last rounds' keys", "[elastic][etcd][bounded]") {
