@@ -88,6 +88,7 @@ std::string RoundWatcher::peerHostName() {
 // watcher says so once.
 bool RoundWatcher::survivesOutage(const Error& error) {
   if (settings_.outageTolerance.count() <= 0) return false;
+  if (settings_.fenced && settings_.fenced()) return false;
   if (error.code() != ErrorCode::Network && error.code() != ErrorCode::Timeout) return false;
   const auto now = Clock::now();
   if (!outageSince_) {

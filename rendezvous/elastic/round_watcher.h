@@ -33,6 +33,10 @@ struct RoundWatcherSettings {
   /// without this node soon (fencing). A replicated store (etcd) that lost its quorum
   /// re-forms nobody meanwhile, so the workers keep running while it recovers.
   std::chrono::milliseconds outageTolerance{0};
+  /// Whether the store has shut this process out (etcd: its lease is known to have
+  /// expired): no outage is tolerated any more, since the others have re-formed without
+  /// this node. Called from the watcher's thread. Empty: never.
+  std::function<bool()> fenced;
 };
 
 class RoundWatcher {

@@ -31,6 +31,7 @@ std::string parkedNotice(const std::string& key, const std::string& value) {
 EtcdLease::EtcdLease(const EtcdClientOptions& client, std::chrono::seconds ttl, std::string noticePrefix)
     : ttl_(ttl), noticePrefix_(std::move(noticePrefix)), revoker_(client) {
   id_ = revoker_.grantLease(ttl.count()).id;
+  lastRenewal_ = std::chrono::steady_clock::now().time_since_epoch().count();
   keepAlive_ = std::thread([this, client] { keepAliveLoop(client); });
   noticeWatcher_ = std::thread([this, client] { fireNoticesLoop(client); });
 }
@@ -57,13 +58,37 @@ void EtcdLease::keepAliveLoop(EtcdClientOptions options) {
     if (stopping_) return;
     lock.unlock();
     try {
-      if (client.keepAlive(id_) == 0) expired_ = true;
+      if (client.keepAlive(id_) == 0) {
+        expired_ = true;
+      } else {
+        lastRenewal_ = std::chrono::steady_clock::now().time_since_epoch().count();
+      }
     } catch (const Error&) {
       // Unreachable or without a quorum: try again, the lease is kept meanwhile.
     }
     lock.lock();
     if (expired_) return;
   }
+}
+
+// A lease renewed within half its time to live is alive: no request then, so that a job
+// of many agents pays for the question only after an outage.
+bool EtcdLease::confirmExpired() {
+  if (expired_) return true;
+  if (sinceLastRenewal() * 2 < ttl_) return false;
+  std::lock_guard<std::mutex> lock(askMutex_);
+  try {
+    if (revoker_.keepAlive(id_) == 0) expired_ = true;
+  } catch (const Error&) {
+    // Unreachable: nothing more is known.
+  }
+  return expired_;
+}
+
+std::chrono::milliseconds EtcdLease::sinceLastRenewal() const {
+  const std::chrono::steady_clock::duration since(lastRenewal_.load());
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch() -
+                                                               since);
 }
 
 // Watches the notices of every process of the job from now on, resuming after a broken

@@ -33,6 +33,12 @@ class EtcdLease {
 
   std::int64_t id() const { return id_; }
   bool expired() const { return expired_; }
+  /// Asks etcd once, now, whether the lease is still alive (the keep-alive thread may not
+  /// have tried since etcd answers again); true once it is known gone. Unreachable: what
+  /// is known already.
+  bool confirmExpired();
+  /// How long ago etcd last renewed the lease (granted it, at first).
+  std::chrono::milliseconds sinceLastRenewal() const;
   const std::string& noticePrefix() const { return noticePrefix_; }
 
  private:
@@ -44,9 +50,11 @@ class EtcdLease {
   std::string noticePrefix_;
   std::atomic<bool> expired_{false};
   std::atomic<bool> stopping_{false};
+  std::atomic<std::chrono::steady_clock::rep> lastRenewal_{0};  ///< steady_clock ticks
   std::mutex mutex_;
   std::condition_variable wake_;
-  EtcdClient revoker_;
+  std::mutex askMutex_;  ///< confirmExpired's, so that the keep-alive never waits on it
+  EtcdClient revoker_;   ///< revokes; confirmExpired asks with it, under askMutex_
   std::thread keepAlive_;
   std::thread noticeWatcher_;
 };

@@ -41,6 +41,8 @@ class EtcdStore : public Store {
   ~EtcdStore() override;
   /// Another client (a connection of its own) on the same lease.
   std::unique_ptr<EtcdStore> connect() const;
+  /// The process's lease: once it has expired, every request of every client on it fails.
+  EtcdLease& lease() const { return *lease_; }
 
   void set(const std::string& key, const std::string& value) override;
   std::string get(const std::string& key, Duration timeout) override;

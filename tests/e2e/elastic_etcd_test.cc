@@ -9,7 +9,9 @@
 //   - over https with client certificates (--rdzv-conf protocol=https,cacert,cert,key), and
 //     a member whose certificate another CA signed: one line;
 //   - agents in two network namespaces, etcd in one of them: they meet over the veth pair,
-//     and the node whose link goes down is left out within the keep-alive budget.
+//     and the node whose link goes down is left out within the keep-alive budget; once its
+//     link is back (within join_timeout) after its lease expired, it joins again as a new
+//     node, its old workers gone and new ones started with the new ranks.
 // The rounds every backend shares (crash restart, late joiner, SIGTERM, ...) are the
 // templated tests of elastic_test.cc.
 
@@ -17,6 +19,7 @@
 
 #include <catch2/catch.hpp>
 #include <map>
+#include <thread>
 
 #include "e2e/elastic_job.h"
 #include "e2e/elastic_meeting.h"
@@ -275,6 +278,50 @@ TEST_CASE("on etcd, agents in two network namespaces meet, and the node whose li
   CHECK(contains(cutOffResult.err, "workers keep running while it recovers"));
   CHECK(contains(cutOffResult.err, "lost the rendezvous store"));
   releaseAndCheck(dir, job, 1);
+}
+
+// The cut lasts past the agent's lease (3 s) but well within join_timeout: the agent learns
+// that its lease is gone once it reaches etcd again, and comes back as a new node.
+TEST_CASE("on etcd, a node cut off past its lease joins again as a new node once its link is back",
+          "[elastic][etcd][netns]") {
+  NamespacePair namespaces;
+  if (!namespacesReady(namespaces)) return;
+  EtcdClusterOptions inA;
+  inA.networkNamespace = namespaces.a();
+  inA.address = NamespacePair::kAddressA;
+  EtcdCluster cluster(1, inA);
+  TempDir dir;
+  WorkerSweeper sweeper(dir);
+  ElasticJob job(dir, "1:2", "netns-rejoin", {}, {testWorker(), "serve", dir.path()},
+                 "last_call_timeout=1,join_timeout=60,keep_alive_interval=1,keep_alive_max_attempt=3");
+  job.meetAtEtcd(cluster.endpointsText());
+  job.start({"/bin/ip", "netns", "exec", namespaces.a()});
+  ChildProcess& cutOff = job.start({"/bin/ip", "netns", "exec", namespaces.b()});
+  const Round both = waitForRound(dir, 4, 0);
+
+  REQUIRE(namespaces.cutB());
+  const Round alone = waitForRound(dir, 2, both.restart + 1);
+  std::this_thread::sleep_for(4s);  // past the lease's 3 s however the other node noticed the cut
+  REQUIRE(namespaces.restoreB());
+
+  const Round again = waitForRound(dir, 4, alone.restart + 1, 60s);
+  int onCutOff = 0;
+  for (const auto& [rank, record] : again.byRank) onCutOff += record.ppid() == cutOff.pid() ? 1 : 0;
+  CHECK(onCutOff == 2);
+  for (const auto& [rank, record] : both.byRank) {
+    if (record.ppid() == cutOff.pid()) CHECK(kill(record.pid(), 0) != 0);  // its old workers are gone
+  }
+  release(dir);
+  for (size_t index = 0; index < job.size(); ++index) {
+    Finished result = job.agent(index).wait(kAgentExit);
+    INFO("agent " << index << ":\n" << result.err);
+    CHECK(result.status == 0);
+    if (index == 1) CHECK(contains(result.err, "s without etcd; joining again as a new node"));
+  }
+  checkNoWorkerLeft(dir);
+  const auto expired = eventsNamed(agentEvents(dir, job.runId(), cutOff.pid()), "lease_expired");
+  REQUIRE(expired.size() == 1);
+  CHECK(expired.front().value("seconds_without_etcd", 0.0) > 3.0);  // the lease's time to live
 }
 
 TEST_CASE("on etcd, 12 rounds keep only the last rounds' keys", "[elastic][etcd][bounded]") {

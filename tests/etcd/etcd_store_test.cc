@@ -3,6 +3,8 @@
 //   - a watch resumes on another member from the revision it had, losing no event;
 //   - a process that dies without a word (SIGKILL) has its close notice fired by the
 //     survivors once its lease expires, and its ephemeral keys vanish;
+//   - a lease etcd let go is known expired once asked, and the store then refuses every
+//     request with one line (the agent joins again as a new node);
 //   - with one member of 3 killed, the store's operations go on;
 //   - etcd authentication: the right password works, a wrong one is one clear error.
 
@@ -96,6 +98,26 @@ TEST_CASE("etcd store: a process killed without a word has its close notice fire
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - killed;
   WARN("the dead process's notice fired " << took.count() << " s after SIGKILL (lease TTL 2 s)");
   CHECK_FALSE(survivor.check({"alive"}));
+}
+
+TEST_CASE("etcd store: a lease etcd let go is known expired when asked, and every request then refuses", "[etcd]") {
+  EtcdCluster cluster(1);
+  etcd::EtcdStore store(storeOptions(cluster.endpoints(), "/expired-test/"));
+  store.set("before", "1");
+  CHECK_FALSE(store.lease().confirmExpired());
+  etcd::EtcdClient(storeOptions(cluster.endpoints(), "/").client).revokeLease(store.lease().id());
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!store.lease().confirmExpired() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(50ms);
+  CHECK(store.lease().expired());
+  try {
+    store.set("after", "1");
+    FAIL("a store on an expired lease wrote");
+  } catch (const Error& error) {
+    CHECK(error.code() == ErrorCode::Network);
+    CHECK(std::string(error.what()).find("lease expired") != std::string::npos);
+  }
+  CHECK(store.lease().sinceLastRenewal() < 10s);
 }
 
 TEST_CASE("etcd store: with one member of 3 killed, every operation goes on", "[etcd]") {

@@ -76,6 +76,8 @@ NamespacePair::~NamespacePair() {
 
 bool NamespacePair::cutB() const { return ip({"-n", b_, "link", "set", "veth-b", "down"}).status == 0; }
 
+bool NamespacePair::restoreB() const { return ip({"-n", b_, "link", "set", "veth-b", "up"}).status == 0; }
+
 BridgedNamespaces::BridgedNamespaces(int spokes) {
   if (!std::filesystem::exists("/bin/ip")) {
     error_ = "/bin/ip is missing (Debian package iproute2)";

@@ -25,6 +25,8 @@ class NamespacePair {
   /// Takes b's end of the pair down: nothing is sent or answered any more, and no
   /// connection is reset (a cut cable). Returns false if `ip` failed.
   bool cutB() const;
+  /// Brings b's end of the pair up again (the cable plugged back in). False if `ip` failed.
+  bool restoreB() const;
 
  private:
   std::string a_, b_, error_;

@@ -1,23 +1,14 @@
 #include "launcher/agent/agent_session.h"
 
-#include <unistd.h>
-
 #include "launcher/net/host_identity.h"
 
 namespace pltrun {
-
-namespace {
-
-// Unique to this process among the job's agents, however many share a host.
-std::string agentIdOf(const std::string& host) { return host + ":" + std::to_string(getpid()) + ":" + randomHexId(); }
-
-}  // namespace
 
 AgentSession::AgentSession(const ResolvedJob& job)
     : job_(job),
       host_(localHostName()),
       workers_(job, host_),
-      connection_(job, host_, agentIdOf(host_), workers_.runner(), workers_.context()) {
+      connection_(job, host_, newAgentId(host_), workers_.runner(), workers_.context()) {
   workers_.prepareStore(connection_.joinedAddress());
 }
 
@@ -26,7 +17,7 @@ AgentSession::AgentSession(const ResolvedJob& job, std::unique_ptr<Store> store,
     : job_(job),
       host_(localHostName()),
       workers_(job, host_, runtime),
-      connection_(job, host_, agentIdOf(host_), std::move(store), std::move(connectWatcher)) {
+      connection_(job, host_, newAgentId(host_), std::move(store), std::move(connectWatcher)) {
   workers_.prepareStore(connection_.joinedAddress());
 }
 

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/seconds_text.h"
 #include "launcher/agent/agent_decisions.h"
 #include "launcher/agent/agent_session.h"
 #include "launcher/agent/round_run.h"
@@ -40,6 +41,7 @@ class ElasticAgent {
   int runRounds();
   void pollEvents();
   bool storeStillAnswers() const;
+  void joinAgainAsNewNode();
   void logRoundStart(const RoundInfo& info);
   RoundResult runRound(const RoundInfo& info);
   void leaveStore(int round, int others, std::chrono::milliseconds hostWait);
@@ -132,6 +134,8 @@ int ElasticAgent::runRounds() {
   int lastRound = -1;
   std::optional<int> expectedNodes;
   for (;;) {
+    // etcd: a round that ended while this node was cut off may have cost it its lease.
+    if (lastRound >= 0 && connection_.confirmLeaseLost()) joinAgainAsNewNode();
     RoundInfo info;
     try {
       info = connection_.rendezvous().join(lastRound, expectedNodes, [this] { pollEvents(); });
@@ -139,6 +143,10 @@ int ElasticAgent::runRounds() {
       return endOfClosedJob(closed);
     } catch (const Interrupted&) {
       return stopJob(std::nullopt).status;
+    } catch (const Error&) {
+      if (!connection_.confirmLeaseLost()) throw;
+      joinAgainAsNewNode();  // cut off while it waited to join: it asks again, with a new lease
+      continue;
     }
     lastRound = info.round;
     logRoundStart(info);
@@ -149,6 +157,18 @@ int ElasticAgent::runRounds() {
     if (result.finished) return result.status;
     expectedNodes = result.expectedNodes;
   }
+}
+
+// etcd: this agent's lease expired while it could not reach etcd (a cut link, a frozen
+// host), so the others have re-formed without it, and its workers are gone (the round's
+// watcher killed them, or the round ended). Rather than stop, it comes back as a new node:
+// a new lease and agent id, in the next round, or as a spare when the job is at its
+// maximum. An outage longer than join_timeout ends it as before (the watcher gives up).
+void ElasticAgent::joinAgainAsNewNode() {
+  const auto without = connection_.sinceLeaseRenewal();
+  spdlog::warn("lease expired after {} s without etcd; joining again as a new node", secondsText(without));
+  workers_.events().write("lease_expired", {{"seconds_without_etcd", without.count() / 1000.0}});
+  connection_.rejoinAsNewNode();
 }
 
 void ElasticAgent::logRoundStart(const RoundInfo& info) {
@@ -172,6 +192,8 @@ RoundResult ElasticAgent::runRound(const RoundInfo& info) {
     case RoundReport::Kind::Interrupted:
       return stopJob(report.outcome);  // while the round's watcher and workers still exist
     case RoundReport::Kind::StoreLost:
+      // etcd told it that its lease is gone: the workers were killed; the loop joins again.
+      if (connection_.leaseKnownLost()) return RoundResult{false, 0, std::nullopt};
       spdlog::error(
           "lost the rendezvous store, {} ({}); this node's workers were killed at once, before the "
           "other nodes could re-form without it, and this node stops",

@@ -146,7 +146,32 @@ void RendezvousConnection::connectToEtcd() {
   std::unique_ptr<etcd::EtcdStore> etcdStore = connectEtcdStore(settings_, job_.runId);
   storeName_ = "etcd at " + etcdMembersText(settings_.etcd);
   connectWatcher_ = [client = etcdStore.get()] { return std::unique_ptr<Store>(client->connect()); };
+  etcd_ = etcdStore.get();
   store_ = std::move(etcdStore);
+}
+
+bool RendezvousConnection::leaseKnownLost() const { return etcd_ != nullptr && etcd_->lease().expired(); }
+
+bool RendezvousConnection::confirmLeaseLost() { return etcd_ != nullptr && etcd_->lease().confirmExpired(); }
+
+std::chrono::milliseconds RendezvousConnection::sinceLeaseRenewal() const {
+  return etcd_ != nullptr ? etcd_->lease().sinceLastRenewal() : std::chrono::milliseconds(0);
+}
+
+// The old rendezvous and store go first (the store's last requests fail quietly on the
+// expired lease); the listener stays, greeting the ring neighbour with the new id.
+void RendezvousConnection::rejoinAsNewNode() {
+  rendezvous_.reset();
+  store_.reset();
+  etcd_ = nullptr;
+  agentId_ = newAgentId(host_);
+  connectToEtcd();
+  rdzv::NodeDescriptor self = describeSelf();
+  if (links_) {
+    links_->greetAs(agentId_);
+    self.linkPort = links_->port();
+  }
+  openRendezvous(self);
 }
 
 // What this node joins with: the address its workers' store is reached at (rank 0's

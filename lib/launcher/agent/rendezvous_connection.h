@@ -5,6 +5,7 @@
 // loop (elastic_agent.cc) and each round (round_run.cc) talk to the other nodes through it.
 
 #include <boost/asio/io_context.hpp>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -15,6 +16,7 @@
 #include "launcher/net/rendezvous_host.h"
 #include "pltrun/tcp_store.h"
 #include "rendezvous/elastic/elastic_rendezvous.h"
+#include "rendezvous/etcd/etcd_store.h"
 
 namespace pltrun {
 
@@ -46,6 +48,19 @@ class RendezvousConnection {
   bool hostsStore() const { return hosted_ != nullptr; }
   /// etcd: whether this agent's ring neighbour links to it each round (peer_link.h).
   bool acceptsPeerLinks() const { return links_ != nullptr; }
+  /// etcd: whether this agent's lease is known to have expired (it was cut off from etcd
+  /// longer than the lease's time to live): the others have gone on without this node.
+  /// Reads what is known; safe from any thread.
+  bool leaseKnownLost() const;
+  /// etcd: the same, after asking etcd once now (between rounds, where the keep-alive may
+  /// not have tried since etcd answers again). c10d: false.
+  bool confirmLeaseLost();
+  /// How long ago etcd last renewed this agent's lease (etcd only).
+  std::chrono::milliseconds sinceLeaseRenewal() const;
+  /// etcd, once the lease is lost: a new lease, a new agent id, the same link port, and a
+  /// new rendezvous over them, so that the next join() comes in as a new node. Throws
+  /// Error(Network) when etcd cannot grant the lease.
+  void rejoinAsNewNode();
   /// A connection for a round's watcher, whose replies must come well within the time
   /// the other nodes take to notice this node missing (see fenceDeadline).
   std::unique_ptr<Store> connectWatcherStore() const;
@@ -62,11 +77,12 @@ class RendezvousConnection {
   const ResolvedJob& job_;
   const RendezvousSettings& settings_;
   const std::string host_;
-  const std::string agentId_;
+  std::string agentId_;  ///< new when it joins again as a new node (etcd)
   std::unique_ptr<HostedStore> hosted_;
   TcpStoreOptions storeOptions_;  ///< c10d: the rendezvous store's address
   std::string storeName_;
   std::unique_ptr<Store> store_;
+  etcd::EtcdStore* etcd_ = nullptr;  ///< store_, on etcd: its lease
   std::unique_ptr<rdzv::ElasticRendezvous> rendezvous_;
   std::unique_ptr<PeerLinkListener> links_;
   std::string joinedAddress_;

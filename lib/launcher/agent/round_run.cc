@@ -202,8 +202,12 @@ void RoundRun::watch() {
   rdzv::RoundWatcherSettings watchSettings;
   watchSettings.keepAliveInterval = connection_.settings().keepAliveInterval;
   watchSettings.keepAliveMaxAttempt = connection_.settings().keepAliveMaxAttempt;
-  // etcd without a quorum re-forms nobody: the workers keep running until it is back.
-  if (connection_.onEtcd()) watchSettings.outageTolerance = connection_.settings().joinTimeout;
+  // etcd without a quorum re-forms nobody: the workers keep running until it is back; but
+  // once this agent's lease is known gone, the others have re-formed without it.
+  if (connection_.onEtcd()) {
+    watchSettings.outageTolerance = connection_.settings().joinTimeout;
+    watchSettings.fenced = [&connection = connection_] { return connection.leaseKnownLost(); };
+  }
   WorkerGroup& group = *group_;
   watcher_ = std::make_unique<rdzv::RoundWatcher>(
       connection_.connectWatcherStore(), connection_.rendezvous(), info_, watchSettings,

@@ -20,4 +20,6 @@ std::string randomHexId() {
   return text;
 }
 
+std::string newAgentId(const std::string& host) { return host + ":" + std::to_string(getpid()) + ":" + randomHexId(); }
+
 }  // namespace pltrun

@@ -12,4 +12,8 @@ std::string localHostName();
 /// Eight random hex digits from the system's random source.
 std::string randomHexId();
 
+/// An elastic agent's id, unique to this process among the job's agents however many share
+/// a host: "HOST:PID:RANDOM". An agent that joins again as a new node takes a new one.
+std::string newAgentId(const std::string& host);
+
 }  // namespace pltrun

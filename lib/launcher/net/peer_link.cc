@@ -42,7 +42,8 @@ struct PeerLinkListener::Accepted : std::enable_shared_from_this<PeerLinkListene
 };
 
 PeerLinkListener::PeerLinkListener(asio::io_context& context, const std::string& address, std::string agentId)
-    : acceptor_(context), greeting_(kGreeting + agentId + "\n") {
+    : acceptor_(context) {
+  greetAs(agentId);
   boost::system::error_code error;
   const tcp::endpoint endpoint(asio::ip::make_address(address, error), 0);
   if (!error) acceptor_.open(endpoint.protocol(), error);
@@ -55,6 +56,10 @@ PeerLinkListener::PeerLinkListener(asio::io_context& context, const std::string&
   acceptNext();
 }
 
+void PeerLinkListener::greetAs(const std::string& agentId) {
+  greeting_ = std::make_shared<const std::string>(kGreeting + agentId + "\n");
+}
+
 // Each accepted link gets the greeting, then is held until the other end closes it.
 void PeerLinkListener::acceptNext() {
   auto link = std::make_shared<Accepted>(static_cast<asio::io_context&>(acceptor_.get_executor().context()));
@@ -63,7 +68,8 @@ void PeerLinkListener::acceptNext() {
     if (!error && links_.size() < kMaxAcceptedLinks) {
       links_.push_back(link);
       link->onClosed = [this, position = std::prev(links_.end())] { links_.erase(position); };
-      asio::async_write(link->socket, asio::buffer(greeting_), [](boost::system::error_code, size_t) {});
+      asio::async_write(link->socket, asio::buffer(*greeting_),
+                        [greeting = greeting_](boost::system::error_code, size_t) {});
       link->drain();
     }
     acceptNext();

@@ -25,13 +25,16 @@ class PeerLinkListener {
   /// Listens on `address` (port 0: the kernel picks one) and greets every link with `agentId`.
   PeerLinkListener(boost::asio::io_context& context, const std::string& address, std::string agentId);
   int port() const { return port_; }
+  /// Links accepted from now on are greeted with `agentId` (the agent joined again as a new
+  /// node, on the same port); links already made keep their greeting.
+  void greetAs(const std::string& agentId);
 
  private:
   struct Accepted;
   void acceptNext();
 
   boost::asio::ip::tcp::acceptor acceptor_;
-  std::string greeting_;
+  std::shared_ptr<const std::string> greeting_;  ///< held by each write until it completes
   int port_ = 0;
   std::list<std::shared_ptr<Accepted>> links_;  ///< open until their other end closes them
 };
