@@ -286,11 +286,32 @@ done
 
 rdzv_raw=$results/rendezvous.jsonl
 : >"$rdzv_raw"
-raft_entries=$results/raft-entries.txt  # "PARTICIPANTS RUNS ENTRIES" per size, etcd only
+raft_entries=$results/raft-entries.txt  # "PARTICIPANTS RUNS ENTRIES FSYNCS FSYNC_S CPU_S" per size, etcd only
 : >"$raft_entries"
-raft_entries_applied() {
-  python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())' \
-    "http://${etcd_endpoint%%,*}/metrics" | awk '/^etcd_server_proposals_applied_total / { printf "%d\n", $2 }'
+# Where etcd's time goes, as counters read before and after each size: the raft entries its
+# first member applied (etcd_server_proposals_applied_total); over all members, the WAL's
+# fsyncs and the seconds they took (etcd_disk_wal_fsync_duration_seconds) and the members'
+# CPU seconds (/proc/PID/stat).
+etcd_counters() {
+  python3 - "$etcd_endpoint" "${etcd_pids[@]}" <<'PY'
+import os, sys, urllib.request
+endpoints, pids = sys.argv[1].split(","), sys.argv[2:]
+def metric(text, name):
+    return sum(float(line.split()[1]) for line in text.splitlines() if line.startswith(name + " "))
+texts = [urllib.request.urlopen(f"http://{e}/metrics").read().decode() for e in endpoints]
+entries = metric(texts[0], "etcd_server_proposals_applied_total")
+fsyncs = sum(metric(t, "etcd_disk_wal_fsync_duration_seconds_count") for t in texts)
+fsync_s = sum(metric(t, "etcd_disk_wal_fsync_duration_seconds_sum") for t in texts)
+def cpu_ticks(pid):  # utime + stime: fields 14 and 15 of /proc/PID/stat, counted after the ")" of its name
+    after_name = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return int(after_name[11]) + int(after_name[12])
+ticks = sum(cpu_ticks(pid) for pid in pids)
+print(f"{entries:.0f} {fsyncs:.0f} {fsync_s:.3f} {ticks / os.sysconf('SC_CLK_TCK'):.2f}")
+PY
+}
+# counters_delta BEFORE AFTER: AFTER - BEFORE, field by field.
+counters_delta() {
+  python3 -c 'import sys; b, a = sys.argv[1].split(), sys.argv[2].split(); print(" ".join(f"{float(y) - float(x):g}" for x, y in zip(b, a)))' "$1" "$2"
 }
 failed=0
 if wants c; then
@@ -302,11 +323,11 @@ if wants c; then
   # One size at a time, so that etcd's count of raft entries applied (its first member's
   # /metrics, etcd_server_proposals_applied_total) can be read around each.
   for size in "${sizes[@]}"; do
-    [[ $backend == etcd ]] && applied_before=$(raft_entries_applied)
+    [[ $backend == etcd ]] && counters_before=$(etcd_counters)
     # shellcheck disable=SC2086  # RDZV_BENCH_FLAGS: more flags for rendezvous_bench, split on blanks
     "$rdzv_bench" --participants "$size" --repeat "$rdzv_repeat" "${store_flags[@]}" ${RDZV_BENCH_FLAGS:-} \
       >>"$rdzv_raw" 2>>"$results/rendezvous.err" || failed=1
-    [[ $backend == etcd ]] && echo "$size $rdzv_repeat $(( $(raft_entries_applied) - applied_before ))" >>"$raft_entries"
+    [[ $backend == etcd ]] && echo "$size $rdzv_repeat $(counters_delta "$counters_before" "$(etcd_counters)")" >>"$raft_entries"
   done
   [[ $failed == 0 ]] || echo "   rendezvous_bench FAILED: $(tr '\n' ' ' <"$results/rendezvous.err" | cut -c1-400)" >&2
 fi
@@ -379,9 +400,13 @@ if rdzv:
               f"CPU {m(lambda r: r['process_cpu_s']):6.2f} s" +
               (f", store {m(lambda r: r['store_thread_cpu_s']):6.2f} s" if backend == "c10d" else ""))
 for line in open(raft_entries):
-    p, repeats, entries = line.split()
-    print(f"    {int(p):>5}: {int(entries) / int(repeats):9.0f} raft entries applied per rendezvous "
-          f"({int(entries) / int(repeats) / int(p):.1f} per participant; etcd_server_proposals_applied_total)")
+    p, repeats, entries, fsyncs, fsync_s, cpu_s = line.split()
+    p, per = int(p), 1 / int(repeats)
+    print(f"    {p:>5}: {float(entries) * per:9.0f} raft entries applied per rendezvous "
+          f"({float(entries) * per / p:.1f} per participant; etcd_server_proposals_applied_total)")
+    print(f"           over all {etcd_members} members, per rendezvous: {float(fsyncs) * per:.0f} WAL fsyncs taking "
+          f"{float(fsync_s) * per:.2f} s in all; {float(cpu_s) * per:.2f} s of etcd CPU (2 cores shared with the "
+          f"participants)")
 for f in failures:
     print(f"FAILED: {f}")
 sys.exit(1 if failures else 0)

@@ -68,16 +68,6 @@ std::string ElasticRendezvous::lostNotice() const {
   return lost.toJson();
 }
 
-bool ElasticRendezvous::waitForKey(const std::string& key, milliseconds timeout) {
-  try {
-    store_.wait({key}, std::max(timeout, milliseconds(1)));
-    return true;
-  } catch (const Error& error) {
-    if (error.code() != ErrorCode::Timeout) throw;
-    return false;
-  }
-}
-
 void ElasticRendezvous::throwIfJobClosed() {
   if (store_.check({key(layout::kClosed)})) {
     // Set only once the job is over: a malformed value there still ends it, saying so.
@@ -132,11 +122,26 @@ RoundInfo ElasticRendezvous::join(int after, std::optional<int> expectedNodes, c
   }
 }
 
+// Which of `keys` exists first, within `timeout` (none: nullopt). The store runs
+// betweenWaits every poll interval while it waits (on etcd that costs no request), and
+// this once more when the wait times out, so that a wait of one poll interval runs it too.
+std::optional<size_t> ElasticRendezvous::waitForAnyKey(const std::vector<std::string>& keys, milliseconds timeout,
+                                                       const BetweenWaits& betweenWaits) {
+  try {
+    return store_.waitAny(keys, std::max(timeout, milliseconds(1)), options_.pollInterval, betweenWaits);
+  } catch (const Error& error) {
+    if (error.code() != ErrorCode::Timeout) throw;
+  }
+  if (betweenWaits) betweenWaits();
+  return std::nullopt;
+}
+
 void ElasticRendezvous::waitUntilFormedOrEnded(int round, const BetweenWaits& betweenWaits) {
-  while (!waitForKey(key(layout::complete(round)), options_.pollInterval)) {
-    if (betweenWaits) betweenWaits();
-    throwIfJobClosed();
-    if (store_.check({key(layout::end(round))})) return;
+  const std::vector<std::string> keys = {key(layout::complete(round)), key(layout::end(round)), key(layout::kClosed)};
+  for (;;) {
+    const std::optional<size_t> seen = waitForAnyKey(keys, options_.progressInterval, betweenWaits);
+    if (seen == 2) throwIfJobClosed();
+    if (seen) return;
   }
 }
 
@@ -156,14 +161,12 @@ void ElasticRendezvous::standAside(int round, int runningNodes, const BetweenWai
     return;
   }
   spdlog::info("the job is full ({} nodes, round {}): this node waits for a place", runningNodes, round);
-  auto nextReport = Clock::now() + options_.progressInterval * 6;
-  while (!waitForKey(key(layout::end(round)), options_.pollInterval)) {
-    if (betweenWaits) betweenWaits();
-    throwIfJobClosed();
-    if (Clock::now() >= nextReport) {
-      spdlog::info("still waiting for a place: the job runs round {} with all {} nodes", round, runningNodes);
-      nextReport = Clock::now() + options_.progressInterval * 6;
-    }
+  const std::vector<std::string> keys = {key(layout::end(round)), key(layout::kClosed)};
+  for (;;) {
+    const std::optional<size_t> seen = waitForAnyKey(keys, options_.progressInterval * 6, betweenWaits);
+    if (seen == 1) throwIfJobClosed();
+    if (seen) break;
+    spdlog::info("still waiting for a place: the job runs round {} with all {} nodes", round, runningNodes);
   }
   // Only a lost member leaves a place for certain; after anything else the members come
   // back, and a spare that joined first would push one of them out.
@@ -216,18 +219,22 @@ std::optional<RoundInfo> ElasticRendezvous::tryRound(int round, std::optional<in
 // Until `round` is complete (true), or ends before forming (false): keeps the last call in
 // slot 1, says who is missing, and ends the job when the join timeout passes.
 bool ElasticRendezvous::waitUntilFormed(int round, int slot, int closeEarlyAt, const BetweenWaits& betweenWaits) {
-  // Waiting costs little: the WAIT on "complete" is parked in the store, and a look every
-  // poll interval is one CHECK. Only slot 1 keeps the last call (reading the count each
-  // time, and the joiners' names where the job expects named nodes); the others read it
-  // when they report progress or their join timeout expires.
+  // Waiting costs little: one wait for "complete" or "end" (a joiner vanished, or the job
+  // was closed: the next round, where join() sees why). Only slot 1 keeps the last call,
+  // waking every poll interval to read the count (and the joiners' names where the job
+  // expects named nodes); the others wake only to report progress or at their join
+  // timeout, so on etcd thousands of waiting agents hold one watch each and send nothing.
   const bool keepsLastCall = slot == 1;
   JoinRoster roster(store_, options_.expectedHosts, jobKeyPrefix(options_.runId), round);
   std::optional<Clock::time_point> lastCallEnds;
   auto nextProgress = Clock::now() + kFirstProgress;
-  while (!waitForKey(key(layout::complete(round)), options_.pollInterval)) {
-    if (betweenWaits) betweenWaits();
-    // A joiner vanished, or the job was closed: the next round (join() then sees why).
-    if (store_.check({key(layout::end(round))})) return false;
+  const std::vector<std::string> keys = {key(layout::complete(round)), key(layout::end(round))};
+  for (;;) {
+    auto wakeAt = keepsLastCall ? Clock::now() + options_.pollInterval : nextProgress;
+    if (!keepsLastCall && Clock::now() < deadline_) wakeAt = std::min(wakeAt, deadline_);
+    const std::optional<size_t> seen =
+        waitForAnyKey(keys, std::chrono::ceil<milliseconds>(wakeAt - Clock::now()), betweenWaits);
+    if (seen) return seen == 0;
     const auto now = Clock::now();
     if (!keepsLastCall && now < nextProgress && now < deadline_) continue;
     const int joined = static_cast<int>(store_.add(key(layout::count(round)), 0));

@@ -118,7 +118,8 @@ class ElasticRendezvous {
   void reportWaiting(int joined, std::optional<std::chrono::steady_clock::time_point> lastCallEnds, JoinRoster& roster);
   void closeRound(int round);
   void standAside(int round, int runningNodes, const BetweenWaits& betweenWaits);
-  bool waitForKey(const std::string& key, std::chrono::milliseconds timeout);
+  std::optional<size_t> waitForAnyKey(const std::vector<std::string>& keys, std::chrono::milliseconds timeout,
+                                      const BetweenWaits& betweenWaits);
   void throwIfJobClosed();
   void advanceRoundHint(int seen, int round);
   std::string lostNotice() const;

@@ -66,8 +66,26 @@ std::string EtcdClient::callOnce(const std::string& path, const std::string& bod
 
 WatchMessage EtcdClient::watch(const std::string& key, const std::string& rangeEnd, std::int64_t startRevision,
                                std::chrono::milliseconds timeout) {
+  return watchStream(watchCreateRequest(key, rangeEnd, startRevision), timeout, {});
+}
+
+WatchMessage EtcdClient::watchDeletes(const std::string& key, const std::string& rangeEnd, std::int64_t startRevision,
+                                      std::chrono::milliseconds timeout, const StreamPacing& pacing) {
+  return watchStream(watchCreateRequest(key, rangeEnd, startRevision, true), timeout, pacing);
+}
+
+// etcd's JSON gateway reads one create request after another from the body, so one
+// stream (one connection) carries a watch of every key.
+WatchMessage EtcdClient::watchKeys(const std::vector<std::string>& keys, std::int64_t startRevision,
+                                   std::chrono::milliseconds timeout, const StreamPacing& pacing) {
+  std::string body;
+  for (const std::string& key : keys) body += watchCreateRequest(key, "", startRevision);
+  return watchStream(body, timeout, pacing);
+}
+
+WatchMessage EtcdClient::watchStream(const std::string& body, std::chrono::milliseconds timeout,
+                                     const StreamPacing& pacing) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  const std::string body = watchCreateRequest(key, rangeEnd, startRevision);
   std::string failures;
   for (size_t tried = 0; tried < options_.endpoints.size(); ++tried) {
     const auto left =
@@ -78,14 +96,17 @@ WatchMessage EtcdClient::watch(const std::string& key, const std::string& rangeE
       EtcdConnection connection(options_.endpoints[current_], options_, tls_.get(), std::min(left, options_.timeout));
       connection.setToken(token_);
       WatchMessage message;
-      connection.postStreaming("/v3/watch", body, left, [&](std::string_view line) {
-        try {
-          message = parseWatchMessage(line);
-        } catch (const Error& error) {
-          throw EndpointFailed{error.what()};  // e.g. {"error":..} from a member without a leader
-        }
-        return message.canceled || !message.events.empty();
-      });
+      connection.postStreaming(
+          "/v3/watch", body, left,
+          [&](std::string_view line) {
+            try {
+              message = parseWatchMessage(line);
+            } catch (const Error& error) {
+              throw EndpointFailed{error.what()};  // e.g. {"error":..} from a member without a leader
+            }
+            return message.canceled || !message.events.empty();
+          },
+          pacing);
       return message;  // empty when nothing changed in time
     } catch (const EndpointFailed& failed) {
       moveToNextEndpoint(failures, failed.reason);

@@ -18,15 +18,10 @@
 #include <vector>
 
 #include "rendezvous/etcd/etcd_codec.h"
+#include "rendezvous/etcd/etcd_connection.h"
 #include "rendezvous/etcd/etcd_options.h"
 
-namespace boost::asio::ssl {
-class context;
-}
-
 namespace pltrun::etcd {
-
-class EtcdConnection;
 
 class EtcdClient {
  public:
@@ -72,6 +67,14 @@ class EtcdClient {
   /// A member that fails mid-wait is replaced by the next, from the same revision.
   WatchMessage watch(const std::string& key, const std::string& rangeEnd, std::int64_t startRevision,
                      std::chrono::milliseconds timeout);
+  /// As watch(), for DELETE events only (etcd filters out every PUT), running the pacing's
+  /// `between` every slice while it waits.
+  WatchMessage watchDeletes(const std::string& key, const std::string& rangeEnd, std::int64_t startRevision,
+                            std::chrono::milliseconds timeout, const StreamPacing& pacing);
+  /// As watch(), for several single keys on one stream (a watch of each), running the
+  /// pacing's `between` every slice while it waits.
+  WatchMessage watchKeys(const std::vector<std::string>& keys, std::int64_t startRevision,
+                         std::chrono::milliseconds timeout, const StreamPacing& pacing);
 
   /// The endpoint that answered last ("host:port").
   std::string currentEndpoint() const;
@@ -81,6 +84,8 @@ class EtcdClient {
   std::string callOnce(const std::string& path, const std::string& body);
   void authenticate();
   void moveToNextEndpoint(std::string& failures, const std::string& reason);
+  /// A watch stream of the create requests in `body`, until its first events.
+  WatchMessage watchStream(const std::string& body, std::chrono::milliseconds timeout, const StreamPacing& pacing);
 
   EtcdClientOptions options_;
   std::unique_ptr<boost::asio::ssl::context> tls_;  ///< with https only; every connection's

@@ -289,8 +289,10 @@ std::int64_t parseKeepAlive(std::string_view body) {
   return numberField(*result, "TTL");
 }
 
-std::string watchCreateRequest(std::string_view key, std::string_view rangeEnd, std::int64_t startRevision) {
+std::string watchCreateRequest(std::string_view key, std::string_view rangeEnd, std::int64_t startRevision,
+                               bool deletesOnly) {
   json create = {{"key", base64Encode(key)}, {"prev_kv", true}};
+  if (deletesOnly) create["filters"] = json::array({"NOPUT"});
   if (!rangeEnd.empty()) create["range_end"] = base64Encode(rangeEnd);
   if (startRevision != 0) create["start_revision"] = std::to_string(startRevision);
   return json{{"create_request", std::move(create)}}.dump();

@@ -109,8 +109,10 @@ std::string rangeAllTxnRequest(const std::vector<std::string>& keys);
 std::string leaseGrantRequest(std::int64_t ttlSeconds);
 std::string leaseIdRequest(std::int64_t lease);
 /// Opens a watch of [key, rangeEnd) (a single key when rangeEnd is empty) from
-/// `startRevision` (0: from now), asking for each deleted value too.
-std::string watchCreateRequest(std::string_view key, std::string_view rangeEnd, std::int64_t startRevision);
+/// `startRevision` (0: from now), asking for each deleted value too; `deletesOnly`: etcd
+/// sends no PUT events (its NOPUT filter).
+std::string watchCreateRequest(std::string_view key, std::string_view rangeEnd, std::int64_t startRevision,
+                               bool deletesOnly = false);
 
 // Answers. Each throws Error(Protocol) naming what is wrong when `body` is not that answer.
 std::optional<GatewayError> gatewayError(std::string_view body);

@@ -105,7 +105,7 @@ struct EtcdConnection::Impl {
   }
 
   bool postStreaming(const std::string& path, const std::string& body, std::chrono::milliseconds timeout,
-                     const std::function<bool(std::string_view)>& onLine) {
+                     const std::function<bool(std::string_view)>& onLine, const StreamPacing& pacing) {
     auto message = request(path, body, true);
     http::response_parser<http::string_body> parser;
     parser.body_limit(boost::none);  // a watch's answer grows for as long as it runs
@@ -145,8 +145,7 @@ struct EtcdConnection::Impl {
         }
         readMore();
       });
-      context.restart();
-      context.run_for(timeout + std::chrono::milliseconds(100));
+      runPaced(timeout + std::chrono::milliseconds(100), pacing);
     });
     if (done) return true;
     if (error == beast::error::timeout || !context.stopped()) return false;
@@ -163,6 +162,30 @@ struct EtcdConnection::Impl {
     const bool cutOff =
         error == http::error::end_of_stream || error == asio::error::connection_reset || error == asio::error::eof;
     return error.message() + (cutOff ? " (if the member serves https, use --rdzv-conf protocol=https)" : "");
+  }
+
+  // Runs the stream's handlers for at most `timeout`, a slice at a time with the pacing's
+  // `between` after each. When `between` throws, the stream is closed and its handlers
+  // drained (they refer to the caller's locals) before the exception goes on.
+  void runPaced(std::chrono::milliseconds timeout, const StreamPacing& pacing) {
+    context.restart();
+    if (!pacing.between || pacing.slice.count() <= 0) {
+      context.run_for(timeout);
+      return;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!context.stopped() && std::chrono::steady_clock::now() < deadline) {
+      context.run_for(std::min(
+          pacing.slice, std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())));
+      if (context.stopped()) return;
+      try {
+        pacing.between();
+      } catch (...) {
+        lowest().close();
+        context.run_for(std::chrono::milliseconds(100));
+        throw;
+      }
+    }
   }
 
   void runFor(std::chrono::milliseconds timeout, const char* doing) {
@@ -193,8 +216,8 @@ std::string EtcdConnection::post(const std::string& path, const std::string& bod
 }
 
 bool EtcdConnection::postStreaming(const std::string& path, const std::string& body, std::chrono::milliseconds timeout,
-                                   const std::function<bool(std::string_view)>& onLine) {
-  return impl_->postStreaming(path, body, timeout, onLine);
+                                   const std::function<bool(std::string_view)>& onLine, const StreamPacing& pacing) {
+  return impl_->postStreaming(path, body, timeout, onLine, pacing);
 }
 
 void EtcdConnection::setToken(std::string token) { impl_->token = std::move(token); }

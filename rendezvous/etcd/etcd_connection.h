@@ -23,6 +23,13 @@ struct EndpointFailed {
   std::string reason;
 };
 
+/// How a streamed answer is waited for: `between` (when set) runs every `slice`, on the
+/// waiting thread, and may throw to abandon the stream.
+struct StreamPacing {
+  std::chrono::milliseconds slice{0};
+  std::function<void()> between;
+};
+
 class EtcdConnection {
  public:
   /// Connects within `timeout`, and with `tls` (null: plain http) shakes hands within it
@@ -43,7 +50,7 @@ class EtcdConnection {
   /// returns true (then true), or `timeout` passes (then false). The connection cannot
   /// serve anything else afterwards.
   bool postStreaming(const std::string& path, const std::string& body, std::chrono::milliseconds timeout,
-                     const std::function<bool(std::string_view)>& onLine);
+                     const std::function<bool(std::string_view)>& onLine, const StreamPacing& pacing = {});
 
   /// etcd's auth token, sent as Authorization from now on (empty: none).
   void setToken(std::string token);

@@ -8,8 +8,14 @@ namespace pltrun::etcd {
 
 namespace {
 
-// The longest single watch of the notice watcher, so that the destructor never waits long.
-constexpr std::chrono::milliseconds kWatchSlice{500};
+// The notice watcher holds one watch this long, and looks every slice (locally) whether the
+// lease is being destroyed, so that the destructor never waits long. After a failed watch
+// it waits a slice before the next.
+constexpr std::chrono::seconds kNoticeWatchSpan{60};
+constexpr std::chrono::milliseconds kWatchSlice{100};
+
+// Thrown between the notice watch's slices once the lease is being destroyed.
+struct Stopping {};
 
 // Fires the notice a DELETE event carries (its owner's lease ended): create-if-absent, so
 // that every surviving process may fire it and the first one wins, as does any value
@@ -92,19 +98,30 @@ std::chrono::milliseconds EtcdLease::sinceLastRenewal() const {
 }
 
 // Watches the notices of every process of the job from now on, resuming after a broken
-// watch from the revision after the last it saw.
+// watch from the revision after the last it saw. Only their deletions (a lease ended): in a
+// job of N agents each parks and clears its notice every round, and every agent seeing
+// every put would make N² events a round.
 void EtcdLease::fireNoticesLoop(EtcdClientOptions options) {
   EtcdClient client(options);
   std::int64_t from = 0;
   while (!stopping_) {
     try {
       if (from == 0) from = client.getPrefix(noticePrefix_).revision + 1;
-      WatchMessage message = client.watch(noticePrefix_, prefixEnd(noticePrefix_), from, kWatchSlice);
+      const StreamPacing pacing{kWatchSlice, [this] {
+                                  if (stopping_) throw Stopping{};
+                                }};
+      WatchMessage message =
+          client.watchDeletes(noticePrefix_, prefixEnd(noticePrefix_), from, kNoticeWatchSpan, pacing);
       if (message.canceled) from = 0;  // compacted: start again from now
+      // A span without a deletion: none happened up to the revision the watch began at
+      // (etcd would have sent it at once), so the next watch starts after it.
+      if (!message.canceled && message.events.empty()) from = std::max(from, message.revision + 1);
       for (const WatchEvent& event : message.events) {
         fireNotice(client, event);
         from = std::max(from, event.kv.modRevision + 1);
       }
+    } catch (const Stopping&) {
+      return;
     } catch (const Error&) {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait_for(lock, kWatchSlice);

@@ -191,6 +191,26 @@ void EtcdStore::wait(const std::vector<std::string>& keys, Duration timeout) {
   }
 }
 
+std::size_t EtcdStore::waitAny(const std::vector<std::string>& keys, Duration timeout, Duration slice,
+                               const std::function<void()>& between) {
+  if (keys.empty()) throw Error(ErrorCode::InvalidArgument, "waitAny needs at least one key");
+  const auto deadline = Clock::now() + timeout;
+  const std::vector<std::string> full = etcdKeys(keys);
+  for (;;) {
+    const RangeAllResult read = client().rangeAll(full);
+    for (std::size_t index = 0; index < full.size(); ++index) {
+      if (read.kvs[index]) return index;
+    }
+    const auto left = std::chrono::duration_cast<Duration>(deadline - Clock::now());
+    if (left.count() <= 0) {
+      throw Error(ErrorCode::Timeout, "etcd: timed out after " + std::to_string(timeout.count()) +
+                                          " ms waiting for any of " + keyList(keys) + " (under " + options_.keyPrefix +
+                                          ")");
+    }
+    client().watchKeys(full, read.revision + 1, left, StreamPacing{slice, between});
+  }
+}
+
 bool EtcdStore::deleteKey(const std::string& key) {
   if (!client().get(etcdKey(key))) return false;
   client().erase(etcdKey(key));

@@ -60,6 +60,10 @@ class EtcdStore : public Store {
   /// One put that never loses a race while the counter holds kCounterMarker (its count is
   /// the key's version); a counter that add() wrote in decimal is added to as add does.
   std::int64_t increment(const std::string& key) override;
+  /// One read of every key; while none exists, one stream watching each of them from that
+  /// read's revision, for the whole timeout (`between` runs on this thread, every slice).
+  std::size_t waitAny(const std::vector<std::string>& keys, Duration timeout, Duration slice,
+                      const std::function<void()>& between) override;
 
  private:
   EtcdStore(EtcdStoreOptions options, std::shared_ptr<EtcdLease> lease);

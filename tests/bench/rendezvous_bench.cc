@@ -250,6 +250,19 @@ class CountingStore : public pltrun::Store {
     }
     count(kWait, started);
   }
+  // Counted as a wait: one waitAny is one wait of the agent, however many keys it names.
+  std::size_t waitAny(const std::vector<std::string>& keys, Duration timeout, Duration slice,
+                      const std::function<void()>& between) override {
+    auto started = nowNs();
+    try {
+      const std::size_t index = inner_->waitAny(keys, timeout, slice, between);
+      count(kWait, started);
+      return index;
+    } catch (const pltrun::Error& error) {
+      count(error.code() == pltrun::ErrorCode::Timeout ? kWaitTimeout : kWait, started);
+      throw;
+    }
+  }
   bool deleteKey(const std::string& key) override {
     auto started = nowNs();
     bool value = inner_->deleteKey(key);

@@ -103,6 +103,57 @@ TEMPLATE_TEST_CASE("get and wait time out within bounds and name the keys", "[st
   CHECK(errorCodeOf([&] { store->wait({key, uniqueKey("absent")}, 100ms); }) == ErrorCode::Timeout);
 }
 
+TEMPLATE_TEST_CASE("waitAny returns the key that exists or wakes when another client sets one", "[store][conformance]",
+                   STORES) {
+  TestType fixture;
+  auto waiter = fixture.client();
+  auto writer = fixture.client();
+  const std::string first = uniqueKey("any-a"), second = uniqueKey("any-b"), third = uniqueKey("any-c");
+  writer->set(third, "there");
+  int calls = 0;
+  CHECK(waiter->waitAny({first, second, third}, 5s, 50ms, [&] { ++calls; }) == 2);
+  CHECK(calls == 0);  // nothing to wait for
+
+  const std::string late = uniqueKey("any-late");
+  std::thread setter([&] {
+    std::this_thread::sleep_for(300ms);
+    writer->set(late, "arrived");
+  });
+  CHECK(waiter->waitAny({first, late, second}, 10s, 50ms, [&] { ++calls; }) == 1);
+  setter.join();
+  CHECK(calls >= 1);  // it ran between slices while it waited
+}
+
+TEMPLATE_TEST_CASE("waitAny times out naming the keys, and a throwing callback abandons it", "[store][conformance]",
+                   STORES) {
+  TestType fixture;
+  auto store = fixture.client();
+  const std::string key = uniqueKey("any-never"), other = uniqueKey("any-never-either");
+  auto start = std::chrono::steady_clock::now();
+  try {
+    store->waitAny({key, other}, 300ms, 100ms, {});
+    FAIL("waitAny of missing keys returned");
+  } catch (const Error& error) {
+    CHECK(error.code() == ErrorCode::Timeout);
+    CHECK_THAT(error.what(), Catch::Contains(key));
+  }
+  CHECK(std::chrono::steady_clock::now() - start >= 300ms);
+
+  struct Abandoned {};
+  int calls = 0;
+  start = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(store->waitAny({key, other}, 60s, 50ms,
+                                 [&] {
+                                   if (++calls == 3) throw Abandoned{};
+                                 }),
+                  Abandoned);
+  CHECK(std::chrono::steady_clock::now() - start < 10s);
+  // The client still works after an abandoned wait.
+  store->set(other, "now");
+  CHECK(store->waitAny({key, other}, 5s, 50ms, {}) == 1);
+  CHECK(store->get(other, 5s) == "now");
+}
+
 TEMPLATE_TEST_CASE("add counts from zero and stores decimal text", "[store][conformance]", STORES) {
   TestType fixture;
   auto store = fixture.client();

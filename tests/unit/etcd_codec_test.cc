@@ -197,6 +197,9 @@ TEST_CASE("etcd codec: a watch request and the stream's messages", "[etcd_codec]
   CHECK(create.at("start_revision") == "42");
   CHECK(create.at("prev_kv") == true);
   CHECK_FALSE(json::parse(watchCreateRequest("/a", "", 0)).at("create_request").contains("range_end"));
+  CHECK_FALSE(create.contains("filters"));
+  CHECK(json::parse(watchCreateRequest("/a", "/b", 0, true)).at("create_request").at("filters") ==
+        json::array({"NOPUT"}));
 
   // As etcd 3.4's gateway streams them, one per line.
   const std::string created = R"({"result":{"header":{"revision":"7"},"created":true}})";

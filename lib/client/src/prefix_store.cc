@@ -17,6 +17,10 @@ std::string PrefixStore::get(const std::string& key, Duration timeout) { return 
 std::int64_t PrefixStore::add(const std::string& key, std::int64_t delta) { return store_->add(prefixed(key), delta); }
 
 std::int64_t PrefixStore::increment(const std::string& key) { return store_->increment(prefixed(key)); }
+std::size_t PrefixStore::waitAny(const std::vector<std::string>& keys, Duration timeout, Duration slice,
+                                 const std::function<void()>& between) {
+  return store_->waitAny(prefixed(keys), timeout, slice, between);
+}
 std::string PrefixStore::compareSet(const std::string& key, const std::string& expected, const std::string& desired) {
   return store_->compareSet(prefixed(key), expected, desired);
 }

@@ -28,6 +28,8 @@ class PrefixStore : public Store {
   /// The notice's key is prefixed; an empty key (clear) is passed on as it is.
   void setCloseNotice(const std::string& key, const std::string& value) override;
   std::int64_t increment(const std::string& key) override;
+  std::size_t waitAny(const std::vector<std::string>& keys, Duration timeout, Duration slice,
+                      const std::function<void()>& between) override;
 
   using Store::get;
   using Store::wait;

@@ -5,7 +5,9 @@
 // conformance suite (tests/store/).
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,6 +59,15 @@ class Store {
   /// put that never loses a race, where add is a compare-and-set that hundreds lose. The
   /// counter reads back as add(key, 0) and get(key) read any counter, on every backend.
   virtual std::int64_t increment(const std::string& key) { return add(key, 1); }
+  /// pltrun extension: waits up to `timeout` until one of `keys` exists and returns the
+  /// index of one that does (the lowest among those seen at once). While it waits it calls
+  /// `between` (if set) at least every `slice`; `between` may throw to abandon the wait,
+  /// which leaves the store usable. Throws Error(Timeout) naming the keys. By default a
+  /// wait on keys[0] of one slice, then a check of each other key, slice after slice; on
+  /// etcd one watch of every key for the whole timeout, with `between` run locally, so
+  /// that thousands of waiting agents cost the cluster nothing while they wait.
+  virtual std::size_t waitAny(const std::vector<std::string>& keys, Duration timeout, Duration slice,
+                              const std::function<void()>& between);
 
   /// The timeout used by the overloads without one.
   Duration timeout() const { return timeout_; }
