@@ -95,12 +95,15 @@ RoundInfo ElasticRendezvous::join(int after, std::optional<int> expectedNodes, c
   const int hint = static_cast<int>(store_.add(key(layout::kRound), 0));  // one request, missing reads as 0
   int round = std::max(after + 1, hint);
   for (;;) {
-    throwIfJobClosed();
-    if (store_.check({key(layout::end(round))})) {  // over before we came
+    // One look at the three keys that decide (one request on etcd).
+    const std::optional<size_t> seen =
+        firstExisting({key(layout::kClosed), key(layout::end(round)), key(layout::complete(round))});
+    if (seen == 0) throwIfJobClosed();
+    if (seen == 1) {  // over before we came
       ++round;
       continue;
     }
-    if (store_.check({key(layout::complete(round))})) {
+    if (seen == 2) {
       // Formed and running without us.
       const std::string completeKey = key(layout::complete(round));
       const int nnodes = storedCount(storedJson(completeKey, store_.get(completeKey)), "nnodes", options_.maxNodes);
@@ -120,6 +123,16 @@ RoundInfo ElasticRendezvous::join(int after, std::optional<int> expectedNodes, c
     if (std::optional<RoundInfo> info = tryRound(round, expectedNodes, betweenWaits)) return *info;
     ++round;
   }
+}
+
+// The first of `keys` that exists now, if any.
+std::optional<size_t> ElasticRendezvous::firstExisting(const std::vector<std::string>& keys) {
+  try {
+    return store_.waitAny(keys, milliseconds(0), options_.pollInterval, {});
+  } catch (const Error& error) {
+    if (error.code() != ErrorCode::Timeout) throw;
+  }
+  return std::nullopt;
 }
 
 // Which of `keys` exists first, within `timeout` (none: nullopt). The store runs

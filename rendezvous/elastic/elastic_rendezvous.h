@@ -118,6 +118,7 @@ class ElasticRendezvous {
   void reportWaiting(int joined, std::optional<std::chrono::steady_clock::time_point> lastCallEnds, JoinRoster& roster);
   void closeRound(int round);
   void standAside(int round, int runningNodes, const BetweenWaits& betweenWaits);
+  std::optional<size_t> firstExisting(const std::vector<std::string>& keys);
   std::optional<size_t> waitForAnyKey(const std::vector<std::string>& keys, std::chrono::milliseconds timeout,
                                       const BetweenWaits& betweenWaits);
   void throwIfJobClosed();

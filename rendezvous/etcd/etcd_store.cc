@@ -201,12 +201,12 @@ std::size_t EtcdStore::waitAny(const std::vector<std::string>& keys, Duration ti
     for (std::size_t index = 0; index < full.size(); ++index) {
       if (read.kvs[index]) return index;
     }
-    const auto left = std::chrono::duration_cast<Duration>(deadline - Clock::now());
-    if (left.count() <= 0) {
+    if (Clock::now() >= deadline) {
       throw Error(ErrorCode::Timeout, "etcd: timed out after " + std::to_string(timeout.count()) +
                                           " ms waiting for any of " + keyList(keys) + " (under " + options_.keyPrefix +
                                           ")");
     }
+    const auto left = std::chrono::ceil<Duration>(deadline - Clock::now());  // ceil: never short of the timeout
     client().watchKeys(full, read.revision + 1, left, StreamPacing{slice, between});
   }
 }

@@ -112,7 +112,9 @@ TEMPLATE_TEST_CASE("waitAny returns the key that exists or wakes when another cl
   writer->set(third, "there");
   int calls = 0;
   CHECK(waiter->waitAny({first, second, third}, 5s, 50ms, [&] { ++calls; }) == 2);
-  CHECK(calls == 0);  // nothing to wait for
+  CHECK(waiter->waitAny({first, third, second}, 0ms, 50ms, [&] { ++calls; }) == 1);  // a look
+  CHECK(calls == 0);                                                                 // nothing to wait for
+  CHECK(errorCodeOf([&] { waiter->waitAny({first, second}, 0ms, 50ms, {}); }) == ErrorCode::Timeout);
 
   const std::string late = uniqueKey("any-late");
   std::thread setter([&] {

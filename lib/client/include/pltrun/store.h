@@ -62,7 +62,8 @@ class Store {
   /// pltrun extension: waits up to `timeout` until one of `keys` exists and returns the
   /// index of one that does (the lowest among those seen at once). While it waits it calls
   /// `between` (if set) at least every `slice`; `between` may throw to abandon the wait,
-  /// which leaves the store usable. Throws Error(Timeout) naming the keys. By default a
+  /// which leaves the store usable. Throws Error(Timeout) naming the keys. A zero timeout
+  /// looks once and waits for nothing (on etcd one request for all the keys). By default a
   /// wait on keys[0] of one slice, then a check of each other key, slice after slice; on
   /// etcd one watch of every key for the whole timeout, with `between` run locally, so
   /// that thousands of waiting agents cost the cluster nothing while they wait.
