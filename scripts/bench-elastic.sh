@@ -320,6 +320,11 @@ if wants c; then
   note_load c
   store_flags=()
   [[ $backend == etcd ]] && store_flags=(--etcd "$etcd_endpoint")
+  # Every participant is a thread of one process here, and on etcd each holds two
+  # connections while it waits (its requests, its watch), each with an io_context of its
+  # own: about 8 descriptors a participant, past this machine's 20,000 at 4096. Raised
+  # where the limits allow (root); the participants of a real job are on separate hosts.
+  ulimit -n 262144 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
   # One size at a time, so that etcd's count of raft entries applied (its first member's
   # /metrics, etcd_server_proposals_applied_total) can be read around each.
   for size in "${sizes[@]}"; do

@@ -237,7 +237,10 @@ bool ElasticRendezvous::waitUntilFormed(int round, int slot, int closeEarlyAt, c
   // waking every poll interval to read the count (and the joiners' names where the job
   // expects named nodes); the others wake only to report progress or at their join
   // timeout, so on etcd thousands of waiting agents hold one watch each and send nothing.
+  // Their progress lines come ever less often (5, 10, 20, 40, then every 60 s), since each
+  // reads the count: 4096 agents reading it every 5 s were 800 requests a second.
   const bool keepsLastCall = slot == 1;
+  int reports = 0;
   JoinRoster roster(store_, options_.expectedHosts, jobKeyPrefix(options_.runId), round);
   std::optional<Clock::time_point> lastCallEnds;
   auto nextProgress = Clock::now() + kFirstProgress;
@@ -262,7 +265,7 @@ bool ElasticRendezvous::waitUntilFormed(int round, int slot, int closeEarlyAt, c
     if (now >= deadline_ && joined < options_.minNodes) failJoinTimeout(round, joined, roster);
     if (now >= nextProgress) {
       reportWaiting(joined, lastCallEnds, roster);
-      nextProgress = now + options_.progressInterval;
+      nextProgress = now + options_.progressInterval * (keepsLastCall ? 1 : std::min(1 << std::min(reports++, 4), 12));
     }
   }
   return true;

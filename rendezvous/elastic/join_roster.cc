@@ -30,6 +30,7 @@ void JoinRoster::track(int joined) {
 }
 
 std::optional<std::vector<std::string>> JoinRoster::missing() {
+  if (!knowsNames()) return std::nullopt;  // nobody keeps the names: no request for them
   if (tracked_) return tracked_;
   const std::string key = jobPrefix_ + layout::missing(round_);
   if (!store_.check({key})) return std::nullopt;

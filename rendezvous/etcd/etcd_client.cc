@@ -76,15 +76,16 @@ WatchMessage EtcdClient::watchDeletes(const std::string& key, const std::string&
 
 // etcd's JSON gateway reads one create request after another from the body, so one
 // stream (one connection) carries a watch of every key.
-WatchMessage EtcdClient::watchKeys(const std::vector<std::string>& keys, std::int64_t startRevision,
-                                   std::chrono::milliseconds timeout, const StreamPacing& pacing) {
+WatchMessage EtcdClient::watchKeys(const std::vector<std::string>& keys, std::chrono::milliseconds timeout,
+                                   const StreamPacing& pacing, const std::function<bool()>& whenWatching) {
   std::string body;
-  for (const std::string& key : keys) body += watchCreateRequest(key, "", startRevision);
-  return watchStream(body, timeout, pacing);
+  for (const std::string& key : keys) body += watchCreateRequest(key, "", 0);
+  return watchStream(body, timeout, pacing, keys.size(), whenWatching);
 }
 
 WatchMessage EtcdClient::watchStream(const std::string& body, std::chrono::milliseconds timeout,
-                                     const StreamPacing& pacing) {
+                                     const StreamPacing& pacing, size_t watches,
+                                     const std::function<bool()>& whenWatching) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::string failures;
   for (size_t tried = 0; tried < options_.endpoints.size(); ++tried) {
@@ -96,6 +97,7 @@ WatchMessage EtcdClient::watchStream(const std::string& body, std::chrono::milli
       EtcdConnection connection(options_.endpoints[current_], options_, tls_.get(), std::min(left, options_.timeout));
       connection.setToken(token_);
       WatchMessage message;
+      size_t created = 0;
       connection.postStreaming(
           "/v3/watch", body, left,
           [&](std::string_view line) {
@@ -104,6 +106,7 @@ WatchMessage EtcdClient::watchStream(const std::string& body, std::chrono::milli
             } catch (const Error& error) {
               throw EndpointFailed{error.what()};  // e.g. {"error":..} from a member without a leader
             }
+            if (message.created && ++created == watches && whenWatching && whenWatching()) return true;
             return message.canceled || !message.events.empty();
           },
           pacing);

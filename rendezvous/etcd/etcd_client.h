@@ -71,10 +71,11 @@ class EtcdClient {
   /// `between` every slice while it waits.
   WatchMessage watchDeletes(const std::string& key, const std::string& rangeEnd, std::int64_t startRevision,
                             std::chrono::milliseconds timeout, const StreamPacing& pacing);
-  /// As watch(), for several single keys on one stream (a watch of each), running the
-  /// pacing's `between` every slice while it waits.
-  WatchMessage watchKeys(const std::vector<std::string>& keys, std::int64_t startRevision,
-                         std::chrono::milliseconds timeout, const StreamPacing& pacing);
+  /// Watches several single keys from now on, on one stream (a watch of each), running the
+  /// pacing's `between` every slice while it waits. Once every watch runs, `whenWatching`
+  /// is called; true ends the wait (an empty message is returned).
+  WatchMessage watchKeys(const std::vector<std::string>& keys, std::chrono::milliseconds timeout,
+                         const StreamPacing& pacing, const std::function<bool()>& whenWatching);
 
   /// The endpoint that answered last ("host:port").
   std::string currentEndpoint() const;
@@ -85,7 +86,8 @@ class EtcdClient {
   void authenticate();
   void moveToNextEndpoint(std::string& failures, const std::string& reason);
   /// A watch stream of the create requests in `body`, until its first events.
-  WatchMessage watchStream(const std::string& body, std::chrono::milliseconds timeout, const StreamPacing& pacing);
+  WatchMessage watchStream(const std::string& body, std::chrono::milliseconds timeout, const StreamPacing& pacing,
+                           size_t watches = 1, const std::function<bool()>& whenWatching = {});
 
   EtcdClientOptions options_;
   std::unique_ptr<boost::asio::ssl::context> tls_;  ///< with https only; every connection's

@@ -304,6 +304,7 @@ WatchMessage parseWatchMessage(std::string_view line) {
   const auto result = parsed.find("result");
   if (result == parsed.end() || !result->is_object()) malformed("no watch result", line);
   WatchMessage message;
+  message.created = result->value("created", false);
   message.canceled = result->value("canceled", false);
   message.compactRevision = numberField(*result, "compact_revision");
   if (const auto header = result->find("header"); header != result->end() && header->is_object()) {

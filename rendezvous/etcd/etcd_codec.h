@@ -75,6 +75,7 @@ struct WatchEvent {
 /// One message of a watch stream.
 struct WatchMessage {
   std::int64_t revision = 0;  ///< the store's revision when it was sent
+  bool created = false;       ///< etcd's answer to one create request: that watch runs from here
   bool canceled = false;      ///< the watch ended (e.g. its start revision was compacted)
   std::int64_t compactRevision = 0;
   std::vector<WatchEvent> events;
