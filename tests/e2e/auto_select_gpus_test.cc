@@ -12,8 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "e2e/elastic_job.h"
 #include "helpers/child_process.h"
 #include "helpers/worker_env_file.h"
+#include "unit/scoped_env.h"
 
 using namespace pltrun::test;
 using Catch::Matchers::Contains;
@@ -137,4 +139,30 @@ TEST_CASE("two pltruns started together get disjoint GPUs, and a third finds the
   for (const TempDir* dir : {&first, &second}) std::ofstream(*dir / "release").put('\n');
   CHECK(a.wait(timeout).status == 0);
   CHECK(b.wait(timeout).status == 0);
+}
+
+TEST_CASE("each agent of an elastic job chooses free GPUs on its own node", "[devices][auto_select_gpus][elastic]") {
+  TempDir dir, locks;
+  // The agents inherit the test's environment: five fake GPUs, GPU 1 busy, the test's locks.
+  pltrun_test::ScopedEnv gpus("PLTRUN_FAKE_GPUS", "5"), busy("PLTRUN_FAKE_GPU_BUSY", "1:1234:python"),
+      mode("PLTRUN_FAKE_GPU_MODE", std::nullopt), visible("CUDA_VISIBLE_DEVICES", std::nullopt),
+      lockDir("PLTRUN_GPU_LOCK_DIR", locks.path());
+  ElasticJob job(dir, "2", "autoselect", {"--auto-select-gpus"}, {testWorker(), "env", dir.path()});
+  job.start();  // two workers each (ElasticJob's --nproc-per-node 2): two free GPUs per agent
+  job.start();
+  for (const Finished& result : job.waitAll()) {
+    INFO(result.err);
+    CHECK(result.status == 0);
+  }
+  // Both agents run on this machine, so their locks keep them apart, as separate nodes are.
+  std::set<std::string> perNode, everyGpu;
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::string seen = workerEnvironment(dir, rank)["CUDA_VISIBLE_DEVICES"];
+    INFO("rank " << rank << ": " << seen);
+    REQUIRE(seen.size() == 3);
+    perNode.insert(seen);
+    everyGpu.insert({seen.substr(0, 1), seen.substr(2, 1)});
+  }
+  CHECK(perNode.size() == 2);
+  CHECK(everyGpu == std::set<std::string>{"0", "2", "3", "4"});  // never the busy GPU 1
 }
