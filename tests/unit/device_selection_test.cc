@@ -203,6 +203,9 @@ TEST_CASE("flag --auto-select-gpus asks for --devices' count, else one GPU per w
     included.flag = "--include";
     CHECK_THROWS_WITH(gpusToAutoSelect(noCount, included), Contains("--include '1,' names its GPUs"));
     CHECK_THROWS_AS(gpusToAutoSelect(noCount, pltrun::allDevicesBut({0})), Error);
+    CHECK_THROWS_WITH(gpusToAutoSelect(WorkerCount::fixed(2), parseDeviceSelection("3")),
+                      "--nproc-per-node: '2' is not valid: --devices '3' selects 3 GPUs, one worker each; drop "
+                      "--nproc-per-node or make them agree");
     CHECK_THROWS_WITH(gpusToAutoSelect(WorkerCount::of(WorkerCount::Kind::Cpu), std::nullopt),
                       Contains("--nproc-per-node cpu runs workers without GPUs"));
   }
