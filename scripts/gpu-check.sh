@@ -4,10 +4,11 @@
 # descendant behind; a rank stuck in a CUDA kernel that never ends is found by
 # --stall-timeout, reported, killed, and the GPU is free afterwards; the official wheel's
 # libuv TCPStore client (which Debian's torch lacks) uses the agent store's queues;
-# --numa-binding reads the real GPUs' PCI addresses from NVML. Not run
+# --numa-binding reads the real GPUs' PCI addresses from NVML; --auto-select-gpus refuses
+# GPU 0 while a process holds it, naming its pid, and takes it once that ends. Not run
 # by CI (no GPU there). On the lent machine, with a stripped pltrun and the shared
 # libraries it needs copied into one folder DIR beside this script:
-#   bash scripts/gpu-check.sh DIR   (ONLY_KILL=1, ONLY_HANG=1 or ONLY_QUEUE=1: that check alone)
+#   bash scripts/gpu-check.sh DIR   (ONLY_KILL=1, ONLY_HANG=1, ONLY_QUEUE=1 or ONLY_AUTO=1: that check alone)
 set -u
 cd "${1:?usage: gpu-check.sh DIR_WITH_PLTRUN}"
 export LD_LIBRARY_PATH=$PWD
@@ -50,6 +51,27 @@ else:
         got += 1
     print(f"rank {rank}: handled {got}", flush=True)
 PY
+if [ -z "${ONLY_QUEUE:-}" ]; then
+echo "== --auto-select-gpus: a process holding GPU 0 is named (exit 2, no worker); once it ends, GPU 0 is chosen"
+# CUDA_VISIBLE_DEVICES=0 makes any machine a one-GPU machine; the locks in a folder of our own.
+export PLTRUN_GPU_LOCK_DIR=$PWD/gpu-locks
+rm -f holder.ready auto-worker.ran
+python3 -c 'import torch, time; torch.cuda.init(); torch.ones(1, device="cuda:0"); open("holder.ready", "w").write("1"); time.sleep(600)' &
+holder=$!
+for i in $(seq 600); do [ -e holder.ready ] && break; sleep 0.1; done
+sleep 1; nvidia-smi --query-compute-apps=pid,process_name --format=csv,noheader
+CUDA_VISIBLE_DEVICES=0 ./pltrun --devices 1 --auto-select-gpus --no-python /bin/sh -c 'touch auto-worker.ran' 2>auto.err
+rc=$?; cat auto.err
+echo "rc=$rc (2 expected)"
+grep -q "held by pid $holder" auto.err && echo "the holder, pid $holder, named" || echo "HOLDER PID $holder NOT NAMED"
+[ -e auto-worker.ran ] && echo "A WORKER RAN" || echo "no worker started"
+kill $holder; wait $holder 2>/dev/null
+sleep 1
+CUDA_VISIBLE_DEVICES=0 ./pltrun --devices 1 --auto-select-gpus --no-python /bin/sh -c 'echo "worker on CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"'
+echo "rc=$? (0 expected, the worker on CUDA_VISIBLE_DEVICES=0)"
+unset PLTRUN_GPU_LOCK_DIR
+[ -n "${ONLY_AUTO:-}" ] && exit 0
+fi
 ./pltrun --nproc-per-node 4 python3 queues.py; echo "rc=$? (0 expected)"
 [ -n "${ONLY_QUEUE:-}" ] && exit 0
 echo "== --numa-binding node / exclusive: each worker on the CPUs near its GPU (NVML's PCI address, sysfs)"

@@ -13,8 +13,10 @@
 #include "launcher/command_line/torchrun_flags.h"
 #include "launcher/driver/remote_launch.h"
 #include "launcher/net/host_identity.h"
+#include "launcher/placement/gpu_auto_select.h"
 #include "launcher/placement/gpu_inventory.h"
 #include "launcher/plan/exported_variables.h"
+#include "launcher/plan/text_parsing.h"
 #include "launcher/static_job/static_job.h"
 #include "pltrun/error.h"
 
@@ -77,15 +79,36 @@ Environment withExportedVariables(const Environment& inherited, const RemoteLaun
   return environment;
 }
 
+// --auto-select-gpus: the free GPUs chosen among `gpuIds`, as the --devices list of them;
+// the result holds their locks, so the caller keeps it until the job ends. Too few free:
+// the refusal, before anything starts.
+std::optional<AutoSelectedGpus> autoSelectedGpus(const LaunchConfig& config, const std::vector<std::string>& gpuIds,
+                                                 std::optional<DeviceSelection>& devices) {
+  if (!config.autoSelectGpus) return std::nullopt;
+  AutoSelectedGpus selected = autoSelectGpus(gpusToAutoSelect(config.nprocPerNode, config.devices), gpuIds);
+  devices = listedDevices(selected.chosen);
+  if (config.devices) devices->spelled = config.devices->spelled;  // errors quote the user's own words
+  std::vector<std::string> chosen, busy;
+  for (int index : selected.chosen) chosen.push_back(gpuIds[static_cast<size_t>(index)]);
+  for (const GpuState& gpu : selected.gpus) {
+    if (!gpuIsFree(gpu)) busy.push_back(busyGpuText(gpu));
+  }
+  spdlog::info("--auto-select-gpus: GPU(s) {} chosen, locked for this job{}", joinText(chosen, ", "),
+               busy.empty() ? std::string() : "; " + joinText(busy, "; "));
+  return selected;
+}
+
 int runOnThisNode(const LaunchConfig& config, const Environment& inherited) {
   const ProgramCommand command = resolveProgramCommand(config, lookup(inherited, "PYTHON_EXEC").value_or("python3"),
                                                        lookup(inherited, "PATH").value_or(""));
 
   std::vector<std::string> gpuIds;
-  if (layoutNeedsGpus(config.nprocPerNode, config.devices)) {
+  if (config.autoSelectGpus || layoutNeedsGpus(config.nprocPerNode, config.devices)) {
     gpuIds = visibleGpuIds(lookup(inherited, "CUDA_VISIBLE_DEVICES"), physicalGpuCount());
   }
-  WorkerLayout layout = resolveWorkerLayout(config.nprocPerNode, config.devices, gpuIds, usableCpuCount());
+  std::optional<DeviceSelection> devices = config.devices;
+  const std::optional<AutoSelectedGpus> autoSelected = autoSelectedGpus(config, gpuIds, devices);
+  WorkerLayout layout = resolveWorkerLayout(config.nprocPerNode, devices, gpuIds, usableCpuCount());
   if (config.numaBinding) layout.workerCpus = numaBindingFor(*config.numaBinding, layout, inherited);
   // torchrun's default id is "none" on every node; pltrun keeps a random one where it can
   // (one node: each run's logs apart), but the nodes of a static job must agree without

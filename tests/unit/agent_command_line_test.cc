@@ -98,6 +98,7 @@ void checkAgentReads(const LaunchConfig& driver, size_t index, const Endpoint& e
     CHECK(agent.nprocPerNode == driver.nprocPerNode);
     CHECK(agent.devices == driver.devices);
   }
+  CHECK(agent.autoSelectGpus == driver.autoSelectGpus);  // each agent chooses on its own host
   CHECK(agent.logDir == driver.logDir);
   CHECK(agent.prefixOutput == driver.prefixOutput);
   CHECK(agent.quiet == driver.quiet);
@@ -136,6 +137,16 @@ TEST_CASE("the agent reads back the defaults and the other choices of each flag"
     job.nprocPerNode = count;
     checkAgentReads(job, 0, Endpoint{"::1", 5});
   }
+  // --auto-select-gpus: every agent chooses its host's free GPUs, by a count or all of them.
+  job.autoSelectGpus = true;
+  checkAgentReads(job, 1, Endpoint{"::1", 5});
+  job.nprocPerNode.reset();
+  for (const char* devices : {"2", "-1"}) {
+    job.devices = parseDeviceSelection(devices);
+    checkAgentReads(job, 0, Endpoint{"::1", 5});
+  }
+  job.remote.hosts[1].slots = 4;  // the host's slots: its worker count, on free GPUs
+  checkAgentReads(job, 1, Endpoint{"::1", 5});
 }
 
 TEST_CASE("the agents' rendezvous settings are written as before the split", "[agent_command_line]") {

@@ -1114,3 +1114,34 @@ TEST_CASE("a bad value from a PET_ variable names the variable", "[command_line]
   Error error = parseError({"--nnodes", "xyz", "prog"}, {{"PET_NNODES", "2"}});
   CHECK_THAT(error.what(), !Contains("PET_NNODES"));
 }
+
+TEST_CASE("flag --auto-select-gpus, and where it has nothing to choose", "[command_line][auto_select_gpus]") {
+  CHECK_FALSE(parseConfig({"--devices", "2", "p"}).autoSelectGpus);
+  CHECK(parseConfig({"--devices", "2", "--auto-select-gpus", "p"}).autoSelectGpus);
+  CHECK(parseConfig({"--auto_select_gpus", "--nproc-per-node", "gpu", "p"}).autoSelectGpus);
+  CHECK(parseConfig({"p"}, {{"PET_AUTO_SELECT_GPUS", "1"}}).autoSelectGpus);
+  CHECK(parseConfig({"--hosts", "a:2,b:2", "--auto-select-gpus", "p"}).autoSelectGpus);
+  requireInvalid({"--devices", "1,3", "--auto-select-gpus", "p"},
+                 {"--devices '1,3' names its GPUs", "nothing to choose"});
+  requireInvalid({"--devices", "0", "--auto-select-gpus", "p"}, {"'0' selects no GPU"});
+  requireInvalid({"--nproc-per-node", "cpu", "--auto-select-gpus", "p"}, {"--nproc-per-node cpu"});
+  requireInvalid({"--hosts", "a:2,b:2", "--include", "b:1", "--auto-select-gpus", "p"},
+                 {"--include 'b:1' names host b's GPUs", "nothing to choose"});
+}
+
+TEST_CASE("auto-select-gpus in the site file applies to jobs that ask for GPUs by number",
+          "[command_line][site_config][auto_select_gpus]") {
+  const std::string site = "auto-select-gpus = true\n";
+  CHECK(parseWithSite({"--devices", "2", "p"}, site).autoSelectGpus);
+  CHECK(parseWithSite({"--devices", "-1", "p"}, site).autoSelectGpus);
+  CHECK(parseWithSite({"--nproc-per-node", "gpu", "p"}, site).autoSelectGpus);
+  // Named GPUs, no GPU, a worker count: the job runs as without the file, never refused.
+  CHECK_FALSE(parseWithSite({"--devices", "1, 3", "p"}, site).autoSelectGpus);
+  CHECK_FALSE(parseWithSite({"--devices", "0", "p"}, site).autoSelectGpus);
+  CHECK_FALSE(parseWithSite({"p"}, site).autoSelectGpus);
+  CHECK_FALSE(parseWithSite({"--nproc-per-node", "4", "p"}, site).autoSelectGpus);
+  CHECK_FALSE(parseWithSite({"--hosts", "a:2,b:2", "--include", "b:1", "--devices", "2", "p"}, site).autoSelectGpus);
+  // On the command line it is the job's own request: refused where there is nothing to choose.
+  CHECK(parseWithSite({"--auto-select-gpus", "--nproc-per-node", "4", "p"}, site).autoSelectGpus);
+  CHECK_FALSE(parseWithSite({"--devices", "2", "p"}, "auto-select-gpus = false\n").autoSelectGpus);
+}

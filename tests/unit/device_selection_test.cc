@@ -179,3 +179,34 @@ TEST_CASE("the flag text of a selection parses back to the same selection", "[de
     CHECK(parseDevices(deviceSelectionText(pltrun::listedDevices({3})), 4) == Indices{3});
   }
 }
+
+TEST_CASE("flag --auto-select-gpus asks for --devices' count, else one GPU per worker",
+          "[device_selection][auto_select_gpus]") {
+  using pltrun::gpusToAutoSelect;
+  using pltrun::WorkerCount;
+  const std::optional<WorkerCount> noCount;
+  CHECK(gpusToAutoSelect(noCount, parseDeviceSelection("3")) == 3);
+  CHECK(gpusToAutoSelect(noCount, parseDeviceSelection("-1")) == -1);
+  CHECK(gpusToAutoSelect(WorkerCount::fixed(3), parseDeviceSelection("3")) == 3);
+  SECTION("without --devices: --nproc-per-node N, gpu and auto: all free, nothing: pltrun's one worker") {
+    CHECK(gpusToAutoSelect(WorkerCount::fixed(4), std::nullopt) == 4);
+    CHECK(gpusToAutoSelect(WorkerCount::of(WorkerCount::Kind::Gpu), std::nullopt) == -1);
+    CHECK(gpusToAutoSelect(WorkerCount::of(WorkerCount::Kind::Auto), std::nullopt) == -1);
+    CHECK(gpusToAutoSelect(noCount, std::nullopt) == 1);
+  }
+  SECTION("nothing to choose: listed GPUs, none, DeepSpeed's --include/--exclude, cpu workers") {
+    CHECK_THROWS_WITH(gpusToAutoSelect(noCount, parseDeviceSelection("1, 3")),
+                      "--auto-select-gpus chooses free GPUs, but --devices '1, 3' names its GPUs: nothing to choose; "
+                      "give a count (--devices 2) or -1, or drop --auto-select-gpus");
+    CHECK_THROWS_WITH(gpusToAutoSelect(noCount, parseDeviceSelection("0")), Contains("'0' selects no GPU"));
+    DeviceSelection included = pltrun::listedDevices({1});
+    included.flag = "--include";
+    CHECK_THROWS_WITH(gpusToAutoSelect(noCount, included), Contains("--include '1,' names its GPUs"));
+    CHECK_THROWS_AS(gpusToAutoSelect(noCount, pltrun::allDevicesBut({0})), Error);
+    CHECK_THROWS_WITH(gpusToAutoSelect(WorkerCount::fixed(2), parseDeviceSelection("3")),
+                      "--nproc-per-node: '2' is not valid: --devices '3' selects 3 GPUs, one worker each; drop "
+                      "--nproc-per-node or make them agree");
+    CHECK_THROWS_WITH(gpusToAutoSelect(WorkerCount::of(WorkerCount::Kind::Cpu), std::nullopt),
+                      Contains("--nproc-per-node cpu runs workers without GPUs"));
+  }
+}

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "launcher/process/process_runtime.h"
+#include "scratch_directory.h"
 
 using namespace std::chrono_literals;
 using pltrun::HeartbeatReader;
@@ -26,23 +27,9 @@ using pltrun::HeartbeatSocket;
 using pltrun::kLongestReadWindow;
 using pltrun::kShortestReadWindow;
 using pltrun::nextReadWindow;
+using pltrun_test::ScratchDirectory;
 
 namespace {
-
-// A fresh directory for the sockets, removed with them.
-class SocketDirectory {
- public:
-  SocketDirectory() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "pltrun-beats-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~SocketDirectory() { std::filesystem::remove_all(path_); }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
 
 // What the worker side does: one datagram to the socket at `path`, without waiting. False
 // when the socket's queue is full (the datagram is dropped, as a non-blocking sender's is).
@@ -84,7 +71,7 @@ TEST_CASE("heartbeat reader: the window halves while a queue fills past half, do
 }
 
 TEST_CASE("heartbeat reader: datagrams queued together are one beat with the last counter", "[heartbeat_reader]") {
-  SocketDirectory directory;
+  ScratchDirectory directory("pltrun-beats");
   boost::asio::io_context context;
   HeartbeatReader reader(context, pltrun::realProcessRuntime().timers.makeTimer(context), 2);
   const std::string first = directory / "0.sock";
@@ -115,7 +102,7 @@ TEST_CASE("heartbeat reader: datagrams queued together are one beat with the las
 
 TEST_CASE("heartbeat reader: a worker beating steadily is read in batches, not once per datagram",
           "[heartbeat_reader]") {
-  SocketDirectory directory;
+  ScratchDirectory directory("pltrun-beats");
   boost::asio::io_context context;
   HeartbeatReader reader(context, pltrun::realProcessRuntime().timers.makeTimer(context), 1);
   const std::string path = directory / "0.sock";
@@ -140,7 +127,7 @@ TEST_CASE("heartbeat reader: a worker beating steadily is read in batches, not o
 }
 
 TEST_CASE("heartbeat socket: a read takes at most its limit, and an empty queue reads nothing", "[heartbeat_reader]") {
-  SocketDirectory directory;
+  ScratchDirectory directory("pltrun-beats");
   HeartbeatSocket socket(directory / "0.sock");
   CHECK(socket.drain(64).datagrams == 0);
   for (const char* payload : {"1", "2", "3", "beat"}) sendBeat(socket.path(), payload);

@@ -183,6 +183,40 @@ void applyTotalOnOneNode(const RawFlags& raw, LaunchConfig& config) {
   config.nprocPerNode = WorkerCount::fixed(total);
 }
 
+// --auto-select-gpus: refused here, before anything starts, where there is nothing to
+// choose (a list of GPUs, --include/--exclude HOST:GPUS on any host); each node chooses
+// at start, the driver's agents included.
+void checkAutoSelectGpus(const RawFlags& raw, const LaunchConfig& config) {
+  gpusToAutoSelect(config.nprocPerNode, config.devices);
+  for (const HostSlots& host : config.remote.hosts) {
+    if (!host.devices.empty()) {
+      throw Error(ErrorCode::InvalidArgument, "--auto-select-gpus chooses free GPUs, but " +
+                                                  std::string(raw.include.empty() ? "--exclude" : "--include") + " '" +
+                                                  (raw.include.empty() ? raw.exclude : raw.include) + "' names host " +
+                                                  host.host + "'s GPUs: nothing to choose; drop one of them");
+    }
+  }
+}
+
+// From the site file (auto-select-gpus = true) it is a default for the jobs that ask for
+// GPUs by number (--devices N or -1, --nproc-per-node gpu): a job that names its GPUs, or
+// asks for none, runs as it would without the file, never refused for it.
+void applyAutoSelectGpus(const RawFlags& raw, LaunchConfig& config) {
+  config.autoSelectGpus = raw.autoSelectGpus;
+  if (!config.autoSelectGpus) return;
+  if (raw.autoSelectGpusFromSite) {
+    const bool countsGpus =
+        config.devices ? config.devices->kind == DeviceSelection::Kind::All ||
+                             (config.devices->kind == DeviceSelection::Kind::First && config.devices->count > 0)
+                       : config.nprocPerNode && config.nprocPerNode->kind == WorkerCount::Kind::Gpu;
+    const bool hostsNameGpus = std::any_of(config.remote.hosts.begin(), config.remote.hosts.end(),
+                                           [](const HostSlots& host) { return !host.devices.empty(); });
+    config.autoSelectGpus = countsGpus && !hostsNameGpus;
+    return;
+  }
+  checkAutoSelectGpus(raw, config);
+}
+
 LaunchConfig buildConfig(RawFlags raw, const std::vector<std::string>& command, const Environment& env,
                          const FileReader& readFile) {
   LaunchConfig config;
@@ -199,6 +233,7 @@ LaunchConfig buildConfig(RawFlags raw, const std::vector<std::string>& command, 
   applyNodeFlags(raw, config, env);
   applyForeignLauncherFlags(raw, config);
   applyRemoteFlags(raw, config, readFile);
+  applyAutoSelectGpus(raw, config);
   // The first node of a Slurm job hosts the store, whatever its name resolves to.
   if (config.slurmSummary && config.rdzv.nodeRankHint && !config.rdzv.isHost)
     config.rdzv.isHost = config.rdzv.nodeRankHint == 0;
@@ -233,6 +268,7 @@ std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const 
     app.parse(args);
     fromVariables = applyFlagVariables(*variables, env);
     siteSettings = applySiteConfig(app, env, readFile, exists);
+    raw.autoSelectGpusFromSite = siteSettings.sets("--auto-select-gpus");
   } catch (const CLI::CallForHelp&) {
     return InformationRequest{app.help()};
   } catch (const CLI::CallForVersion&) {

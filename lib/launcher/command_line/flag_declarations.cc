@@ -85,6 +85,10 @@ void declareWorkerAndNodeFlags(FlagDeclarer& declare, RawFlags& raw) {
   declare.valued(flag_name::kNprocPerNode, raw.nprocPerNode, "workers on this node: N, gpu, cpu or auto (default 1)");
   declare.valued(flag_name::kDevices, raw.devices,
                  "Lightning's devices: 3 = first three GPUs, \"1, 3\" = GPUs 1 and 3, -1 = all, 0 = none");
+  declare.flag(flag_name::kAutoSelectGpus, raw.autoSelectGpus,
+               "Lightning's auto_select_gpus: --devices N takes N GPUs no process occupies (-1: every free one; "
+               "without --devices one per worker), locked against other pltruns for the job's life; too few free: "
+               "exit 2 naming the holders");
   declare.valued(flag_name::kMaxRestarts, raw.maxRestarts, "restarts of the worker group after a failure (default 0)");
   declare.valued("np", raw.totalProcesses,
                  "horovodrun's and mpirun's -np N: N workers in all; on one node, --nproc-per-node N; with "

@@ -22,6 +22,7 @@ inline constexpr char kStallTimeout[] = "stall-timeout";
 inline constexpr char kRole[] = "role";
 // The workers.
 inline constexpr char kDevices[] = "devices";
+inline constexpr char kAutoSelectGpus[] = "auto-select-gpus";
 inline constexpr char kNprocPerNode[] = "nproc-per-node";
 // Output and the program.
 inline constexpr char kLogDir[] = "log-dir";

@@ -25,6 +25,9 @@ struct RawFlags {
   // torchrun 2.14's.
   std::string shutdownTimeout, linePrefixTemplate, duplicateStdoutFilters, duplicateStderrFilters, printCompletion;
   bool virtualLocalRank = false;
+  bool autoSelectGpus = false;
+  /// --auto-select-gpus came from the site file, not the command line or PET_*.
+  bool autoSelectGpusFromSite = false;
   bool standalone = false, module = false, noPython = false, runPath = false, noPrefix = false, quiet = false,
        noAgentStore = false;
   // Many hosts from one shell.

@@ -50,6 +50,14 @@ struct SiteSettings {
   };
   std::string path;
   std::vector<Setting> options;
+
+  /// True when the file set `option` ("--auto-select-gpus").
+  bool sets(const std::string& option) const {
+    for (const Setting& setting : options) {
+      if (setting.option == option) return true;
+    }
+    return false;
+  }
 };
 
 /// After the command line and the PET_* variables: sets each option of `app` that is still

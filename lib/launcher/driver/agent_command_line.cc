@@ -47,6 +47,8 @@ void addWorkerFlags(const LaunchConfig& config, const HostSlots& host, std::vect
   } else if (config.devices) {
     args.insert(args.end(), {longFlag(kDevices), deviceSelectionText(*config.devices)});
   }
+  // Each agent chooses among its own host's free GPUs.
+  if (config.autoSelectGpus) args.push_back(longFlag(kAutoSelectGpus));
 }
 
 // The output, supervision and program flags, then `--` and the program.

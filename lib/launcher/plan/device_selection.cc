@@ -146,4 +146,37 @@ std::string cudaVisibleDevicesFor(const std::vector<int>& selected, const std::v
   return joined;
 }
 
+int gpusToAutoSelect(const std::optional<WorkerCount>& nprocPerNode, const std::optional<DeviceSelection>& devices) {
+  constexpr const char* kAutoSelect = "--auto-select-gpus";
+  if (devices) {
+    if (devices->kind == DeviceSelection::Kind::All) return -1;
+    if (devices->kind == DeviceSelection::Kind::First && devices->count > 0) {
+      // As worker_layout refuses it without the flag, but before any GPU is chosen and locked.
+      if (nprocPerNode && nprocPerNode->kind == WorkerCount::Kind::Fixed && nprocPerNode->count != devices->count) {
+        throwInvalidFlag("--nproc-per-node", workerCountText(*nprocPerNode),
+                         devices->flag + " '" + devices->spelled + "' selects " + std::to_string(devices->count) +
+                             " GPUs, one worker each; drop --nproc-per-node or make them agree");
+      }
+      return static_cast<int>(devices->count);
+    }
+    const std::string what = devices->kind == DeviceSelection::Kind::First ? "selects no GPU" : "names its GPUs";
+    throw Error(ErrorCode::InvalidArgument,
+                std::string(kAutoSelect) + " chooses free GPUs, but " + devices->flag + " '" + devices->spelled + "' " +
+                    what + ": nothing to choose; give a count (--devices 2) or -1, or drop " + kAutoSelect);
+  }
+  if (!nprocPerNode) return 1;
+  switch (nprocPerNode->kind) {
+    case WorkerCount::Kind::Fixed:
+      return nprocPerNode->count;
+    case WorkerCount::Kind::Gpu:
+    case WorkerCount::Kind::Auto:
+      return -1;
+    case WorkerCount::Kind::Cpu:
+      break;
+  }
+  throw Error(ErrorCode::InvalidArgument, std::string(kAutoSelect) +
+                                              " chooses free GPUs, but --nproc-per-node cpu runs workers without "
+                                              "GPUs: nothing to choose; drop one of them");
+}
+
 }  // namespace pltrun

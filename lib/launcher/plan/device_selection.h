@@ -7,8 +7,11 @@
 // whether those GPUs exist only once they are counted: parseDeviceSelection checks the
 // text, selectDevices checks the selection against the visible GPUs.
 
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "launcher/plan/worker_count.h"
 
 namespace pltrun {
 
@@ -54,5 +57,13 @@ std::vector<int> selectDevices(const DeviceSelection& selection, int visibleGpuC
 /// The CUDA_VISIBLE_DEVICES value that exposes `selected` (indices into `visibleIds`, the
 /// ids this process sees: the entries of its own CUDA_VISIBLE_DEVICES, or "0".."n-1").
 std::string cudaVisibleDevicesFor(const std::vector<int>& selected, const std::vector<std::string>& visibleIds);
+
+/// --auto-select-gpus: how many free GPUs to choose, -1 for every free one. --devices N
+/// asks for N and -1 for all; without --devices the worker count says it, one GPU per
+/// worker: --nproc-per-node N asks for N, gpu or auto for all, none for 1 (pltrun's one
+/// worker, on a free GPU). Throws InvalidArgument, one line, where there is nothing to
+/// choose: --devices naming its GPUs ("1, 3", --include, --exclude) or none (0), or
+/// --nproc-per-node cpu.
+int gpusToAutoSelect(const std::optional<WorkerCount>& nprocPerNode, const std::optional<DeviceSelection>& devices);
 
 }  // namespace pltrun

@@ -104,6 +104,9 @@ struct LaunchConfig {
   // once they are counted (worker_layout.h); devices, when given, wins.
   std::optional<WorkerCount> nprocPerNode;  ///< empty: 1, or the number of --devices
   std::optional<DeviceSelection> devices;
+  /// --auto-select-gpus: the GPUs are chosen among the free ones on each node, at start
+  /// (gpusToAutoSelect says how many; placement/gpu_auto_select.h chooses and locks them).
+  bool autoSelectGpus = false;
 
   // Where this node sits in the job (static rendezvous). With c10d, nnodes is rdzv.maxNodes
   // and nodeRank stays 0: the rendezvous assigns the real rank.
