@@ -25,6 +25,8 @@ GROUP = PROCESS + ["launcher/stall/", "launcher/placement/", "launcher/group/"]
 NET = PLAN + ["launcher/command_line/", "rendezvous/store/", "rendezvous/etcd/"]
 ALLOWED = {
     "lib/base": [],
+    "lib/cxx_libraries": [],
+    "lib/openssl_loader": [],
     "rendezvous/store": BASE,
     "lib/client": CLIENT + ["rendezvous/store/"],
     "rendezvous/elastic": CLIENT,

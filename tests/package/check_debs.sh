@@ -85,7 +85,10 @@ for deb in "$runtime" "$dev"; do
   echo "   $(field "$deb" Package): Depends: $(field "$deb" Depends)"
 done
 depends=$(field "$runtime" Depends)
-for library in libc6 libstdc++6 libgcc-s1 libspdlog libssl3; do
+# libstdc++, spdlog, fmt and toml++ are compiled into the programs by default
+# (PLTRUN_STATIC_CXX_LIBS, lib/cxx_libraries), so they need not be here; libssl3 must, for
+# the OpenSSL pltrun loads (libpltrun.so needs its libcrypto.so.3, so dpkg-shlibdeps says so).
+for library in libc6 libssl3; do
   grep -q "$library" <<<"$depends" || fail "pltrun does not depend on $library (dpkg-shlibdeps): $depends"
 done
 depends=$(field "$dev" Depends)
@@ -123,15 +126,21 @@ echo "   lintian $(lintian --version | awk '{print $2}'): no error, no warning i
 step "stripped ELF files that load the system's OpenSSL, debug symbols by build id (gdb)"
 dpkg-deb -x "$runtime" "$extract/root"
 dpkg-deb -x "$dbgsym" "$extract/root"
-# libssl and libcrypto as shared libraries (NEEDED), so that Debian's security updates of
-# OpenSSL reach pltrun; never linked in (PLTRUN_STATIC_OPENSSL).
+# libssl and libcrypto as the system's shared libraries, so that Debian's security updates of
+# OpenSSL reach pltrun: NEEDED, or loaded by soname at their first use (PLTRUN_LAZY_OPENSSL,
+# lib/openssl_loader); never linked in (PLTRUN_STATIC_OPENSSL, which leaves OpenSSL's version
+# text in the program).
 needed() { readelf -dW "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p' | tr '\n' ' '; }
+loads() { echo "$(needed "$1") $(strings "$1" | grep -xE 'lib(crypto|ssl)\.so\.3' | tr '\n' ' ')"; }
 for program in pltrun pltrun-store; do
-  grep -qw libcrypto.so.3 <<<"$(needed "$extract/root/usr/bin/$program")" ||
-    fail "$program does not need libcrypto.so.3 (OpenSSL linked statically?): $(needed "$extract/root/usr/bin/$program")"
+  grep -qw libcrypto.so.3 <<<"$(loads "$extract/root/usr/bin/$program")" ||
+    fail "$program neither needs nor loads libcrypto.so.3: $(needed "$extract/root/usr/bin/$program")"
+  if strings "$extract/root/usr/bin/$program" | grep -qE '^OpenSSL [0-9]+\.[0-9]+\.[0-9]+ '; then
+    fail "$program has OpenSSL linked in (PLTRUN_STATIC_OPENSSL?)"
+  fi
 done
-grep -qw libssl.so.3 <<<"$(needed "$extract/root/usr/bin/pltrun")" || fail "pltrun does not need libssl.so.3"
-echo "   pltrun NEEDED: $(needed "$extract/root/usr/bin/pltrun")"
+grep -qw libssl.so.3 <<<"$(loads "$extract/root/usr/bin/pltrun")" || fail "pltrun neither needs nor loads libssl.so.3"
+echo "   pltrun NEEDED: $(needed "$extract/root/usr/bin/pltrun"); OpenSSL: $(loads "$extract/root/usr/bin/pltrun")"
 for elf in "$extract"/root/usr/bin/pltrun "$extract"/root/usr/bin/pltrun-store "$extract"/root/usr/lib/*/libpltrun.so.0.1.*; do
   [ -f "$elf" ] || continue
   description=$(file -b "$elf")

@@ -50,14 +50,21 @@ store_version=$(pltrun-store --version)
 echo "   $actual"
 
 step "shared OpenSSL, multiarch library"
-# The system's libssl3 and libcrypto3, so that its security updates reach pltrun.
+# The system's libssl3 and libcrypto3, so that its security updates reach pltrun: linked
+# (ldd names them), or loaded by soname at their first use (PLTRUN_LAZY_OPENSSL,
+# lib/openssl_loader: the program names the soname, and ld.so's cache finds it in the
+# multiarch directory). check_debs.sh has checked that no OpenSSL is linked in.
+multiarch_lib='/(usr/)?lib/[a-z0-9_]+-linux-gnu[a-z0-9_]*'
+loads_system() {  # PROGRAM SONAME
+  ldd "$1" | grep -qE "^\s*${2//./\\.} => $multiarch_lib/${2//./\\.} " && return 0
+  grep -aqF "$2" "$1" && ldconfig -p | grep -qE "^\s*${2//./\\.} .*=> $multiarch_lib/${2//./\\.}$"
+}
 for program in /usr/bin/pltrun /usr/bin/pltrun-store; do
-  ldd "$program" | grep -qE '^\s*libcrypto\.so\.3 => /(usr/)?lib/[a-z0-9_]+-linux-gnu[a-z0-9_]*/libcrypto\.so\.3 ' ||
-    fail "$program does not load the system's libcrypto.so.3: $(ldd "$program")"
+  loads_system "$program" libcrypto.so.3 || fail "$program does not load the system's libcrypto.so.3: $(ldd "$program")"
 done
-ldd /usr/bin/pltrun | grep -qE '^\s*libssl\.so\.3 => ' || fail "pltrun does not load the system's libssl.so.3"
+loads_system /usr/bin/pltrun libssl.so.3 || fail "pltrun does not load the system's libssl.so.3"
+echo "   $(ldconfig -p | grep -E 'lib(ssl|crypto)\.so\.3 ' | awk '{print $1 " => " $NF}' | tr '\n' ' ')"
 ldconfig -p | grep -qE 'libpltrun\.so\.0\.1 .*=> /(usr/)?lib/[a-z0-9_]+-linux-gnu[a-z0-9_]*/libpltrun\.so\.0\.1$' || fail "ldconfig does not find libpltrun.so.0.1 in the multiarch directory: $(ldconfig -p | grep pltrun)"
-echo "   $(ldd /usr/bin/pltrun | grep -E 'libssl|libcrypto' | awk '{print $1 " => " $3}' | tr '\n' ' ')"
 echo "   $(ldconfig -p | grep 'libpltrun\.so\.0\.1' | sed 's/^[[:space:]]*//')"
 
 step "man pages and completion"

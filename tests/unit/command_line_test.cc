@@ -743,6 +743,12 @@ TEST_CASE("flag --help and --version are information requests", "[command_line]"
     REQUIRE(std::holds_alternative<InformationRequest>(result));
     CHECK_THAT(std::get<InformationRequest>(result).text, Contains("pltrun"));
   }
+  SECTION("--version alone answers as CLI11 does after other flags") {
+    auto alone = parse({"--version"});
+    auto afterFlags = parse({"-q", "--nproc-per-node", "2", "--version"});
+    REQUIRE(std::holds_alternative<InformationRequest>(afterFlags));
+    CHECK(std::get<InformationRequest>(alone).text == std::get<InformationRequest>(afterFlags).text);
+  }
 }
 
 TEST_CASE("the rendezvous secret file: --rdzv-conf secret_file, else PLTRUN_SECRET_FILE", "[command_line]") {

@@ -253,6 +253,10 @@ LaunchConfig buildConfig(RawFlags raw, const std::vector<std::string>& command, 
 std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const char* const* argv,
                                                                 const Environment& env, const FileReader& readFile,
                                                                 const FileProbe& exists) {
+  // `pltrun --version` alone: CLI11 would answer the same before reading any variable or
+  // file, but only after declaring every flag, which is most of the time it takes (about
+  // 1 ms on the 2-core machine; docs/PERFORMANCE.md, "Launch").
+  if (argc == 2 && std::string(argv[1]) == "--version") return InformationRequest{versionText() + "\n"};
   CLI::App app{"pltrun: start and supervise the workers of a distributed job.", "pltrun"};
   app.prefix_command();  // PROGRAM and everything after it belong to the program
   app.set_version_flag("--version", versionText());

@@ -31,7 +31,7 @@ bool writeAll(int fd, const char* data, size_t size) {
   return true;
 }
 
-struct ConsoleWriter::Queue {
+struct ConsoleWriter::Queue : std::enable_shared_from_this<ConsoleWriter::Queue> {
   explicit Queue(size_t limit) : limit(limit) {}
 
   // The writing thread: blocking writes, one chunk at a time, outside the lock.
@@ -56,7 +56,16 @@ struct ConsoleWriter::Queue {
     }
   }
 
+  // The writing thread starts with the first text, not with the writer: a quiet run (-q,
+  // workers that print nothing) never starts it, one thread less at every launch.
+  void startWritingOnce() {
+    if (writing) return;
+    std::thread([queue = shared_from_this()] { queue->writeLoop(); }).detach();
+    writing = true;
+  }
+
   const size_t limit;
+  bool writing = false;  ///< the writing thread is started (under mutex)
   std::mutex mutex;
   std::condition_variable changed;
   std::deque<std::pair<int, std::string>> chunks;
@@ -66,9 +75,7 @@ struct ConsoleWriter::Queue {
   std::vector<std::pair<boost::asio::io_context*, std::function<void()>>> waiting;
 };
 
-ConsoleWriter::ConsoleWriter(size_t limit) : queue_(std::make_shared<Queue>(limit)) {
-  std::thread([queue = queue_] { queue->writeLoop(); }).detach();
-}
+ConsoleWriter::ConsoleWriter(size_t limit) : queue_(std::make_shared<Queue>(limit)) {}
 
 ConsoleWriter::~ConsoleWriter() {
   std::unique_lock<std::mutex> lock(queue_->mutex);
@@ -90,6 +97,7 @@ void ConsoleWriter::write(const std::string& text, bool toStderr) {
   const int fd = toStderr ? 2 : 1;
   std::lock_guard<std::mutex> lock(queue_->mutex);
   if (queue_->closed[fd - 1]) return;
+  queue_->startWritingOnce();
   queue_->pending += text.size();
   queue_->chunks.emplace_back(fd, text);
   queue_->changed.notify_all();
