@@ -1,6 +1,5 @@
 #include "rendezvous/etcd/etcd_connection.h"
 
-#include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/host_name_verification.hpp>
@@ -8,6 +7,7 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
+#include <boost/system/system_error.hpp>
 #include <optional>
 
 #include "pltrun/error.h"
@@ -21,6 +21,15 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
+
+// A process out of descriptors fails alike on every endpoint, so it is said at once, with
+// what to do, rather than as one endpoint's failure (asio's connect to a list of addresses
+// even reports a socket it could not open as "Operation canceled").
+void throwIfOutOfDescriptors(const boost::system::error_code& error, const std::string& host) {
+  if (error != asio::error::no_descriptors) return;
+  throw Error(ErrorCode::Network, "etcd: cannot open a connection to " + host + ": " + error.message() +
+                                      ": this process reached its open-file limit (raise it with ulimit -n)");
+}
 
 }  // namespace
 
@@ -36,12 +45,31 @@ struct EtcdConnection::Impl {
     tcp::resolver resolver(context);
     boost::system::error_code error;
     const auto addresses = resolver.resolve(endpoint.host, std::to_string(endpoint.port), error);
+    throwIfOutOfDescriptors(error, host);
     if (error) throw EndpointFailed{"cannot resolve " + endpoint.host + ": " + error.message()};
-    lowest().expires_after(timeout);
-    lowest().async_connect(addresses, [&](boost::system::error_code e, const tcp::endpoint&) { error = e; });
-    runFor(timeout, "connecting");
-    if (error) throw EndpointFailed{error.message()};
+    connect(addresses, timeout);
     if (secure) handshake(endpoint.host, timeout);
+  }
+
+  // Tries each address in turn within `timeout` in all, opening each socket here so that a
+  // failed open is reported as what it is.
+  void connect(const tcp::resolver::results_type& addresses, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    boost::system::error_code error = asio::error::timed_out;  // when no address is left time
+    for (const auto& address : addresses) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;
+      boost::system::error_code ignored;
+      lowest().socket().close(ignored);
+      lowest().socket().open(address.endpoint().protocol(), error);
+      throwIfOutOfDescriptors(error, host);
+      if (error) continue;
+      lowest().expires_after(left);
+      lowest().async_connect(address.endpoint(), [&](boost::system::error_code e) { error = e; });
+      runFor(left, "connecting");
+      if (!error) return;
+    }
+    throw EndpointFailed{error.message()};
   }
 
   void handshake(const std::string& name, std::chrono::milliseconds timeout) {
@@ -206,8 +234,14 @@ struct EtcdConnection::Impl {
 };
 
 EtcdConnection::EtcdConnection(const Endpoint& endpoint, const EtcdClientOptions& options,
-                               boost::asio::ssl::context* tls, std::chrono::milliseconds timeout)
-    : impl_(std::make_unique<Impl>(endpoint, options, tls, timeout)) {}
+                               boost::asio::ssl::context* tls, std::chrono::milliseconds timeout) {
+  try {
+    impl_ = std::make_unique<Impl>(endpoint, options, tls, timeout);
+  } catch (const boost::system::system_error& failed) {  // e.g. the io_context's own descriptors
+    throwIfOutOfDescriptors(failed.code(), endpointText(endpoint));
+    throw EndpointFailed{failed.code().message()};
+  }
+}
 
 EtcdConnection::~EtcdConnection() = default;
 

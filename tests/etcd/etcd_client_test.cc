@@ -3,7 +3,10 @@
 // between members, a member that stops answering, no member at all, and quorum lost and
 // regained.
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <thread>
@@ -144,6 +147,57 @@ TEST_CASE("etcd client: when no endpoint answers, one error names every endpoint
     CHECK(message.find("127.0.0.1:" + std::to_string(second)) != std::string::npos);
     CHECK(message.find("check --rdzv-endpoint") != std::string::npos);
     CHECK(message.find('\n') == std::string::npos);
+  }
+}
+
+// Lowers this process's soft open-file limit so that the next descriptor opened is
+// refused (EMFILE) once `room` more are open, and restores it however the scope ends.
+class OpenFileLimitLowered {
+ public:
+  explicit OpenFileLimitLowered(int room) {
+    REQUIRE(getrlimit(RLIMIT_NOFILE, &saved_) == 0);
+    const int lowestFree = open("/dev/null", O_RDONLY);
+    REQUIRE(lowestFree >= 0);
+    close(lowestFree);
+    rlimit lowered = saved_;
+    lowered.rlim_cur = static_cast<rlim_t>(lowestFree + room);
+    REQUIRE(setrlimit(RLIMIT_NOFILE, &lowered) == 0);
+  }
+  ~OpenFileLimitLowered() { setrlimit(RLIMIT_NOFILE, &saved_); }
+  OpenFileLimitLowered(const OpenFileLimitLowered&) = delete;
+  OpenFileLimitLowered& operator=(const OpenFileLimitLowered&) = delete;
+
+ private:
+  rlimit saved_{};
+};
+
+// A connection opens an io_context (Boost 1.81: an eventfd, then an epoll descriptor; a
+// timerfd it can do without) and then its socket: with the open-file limit reached at each
+// of those steps the client says the process is out of descriptors and what to do, once
+// (not per endpoint, not asio's "Operation canceled" that a refused socket used to give),
+// as a network error that an agent rides out, and works again once the limit is back.
+TEST_CASE("etcd client: a process at its open-file limit is told so, with what to do", "[etcd]") {
+  EtcdCluster cluster(1);
+  const std::string endpoint = endpointText(cluster.endpoints()[0]);
+  for (int room = 0; room < 4; ++room) {
+    EtcdClient client(optionsFor(cluster.endpoints()));
+    std::string message;
+    ErrorCode code = ErrorCode::InvalidArgument;
+    {
+      OpenFileLimitLowered lowered(room);
+      try {
+        client.get("/pltrun/k");
+      } catch (const Error& error) {
+        message = error.what();
+        code = error.code();
+      }
+    }
+    INFO("room for " << room << " descriptors: " << message);
+    CHECK(message.find("cannot open a connection to " + endpoint) != std::string::npos);
+    CHECK(message.find("open-file limit (raise it with ulimit -n)") != std::string::npos);
+    CHECK(message.find("Operation canceled") == std::string::npos);
+    CHECK(code == ErrorCode::Network);
+    CHECK_FALSE(client.get("/pltrun/k"));
   }
 }
 
