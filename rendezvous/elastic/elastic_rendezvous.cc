@@ -235,40 +235,60 @@ bool ElasticRendezvous::waitUntilFormed(int round, int slot, int closeEarlyAt, c
   // Waiting costs little: one wait for "complete" or "end" (a joiner vanished, or the job
   // was closed: the next round, where join() sees why). Only slot 1 keeps the last call,
   // waking every poll interval to read the count (and the joiners' names where the job
-  // expects named nodes); the others wake only to report progress or at their join
-  // timeout, so on etcd thousands of waiting agents hold one watch each and send nothing.
-  // Their progress lines come ever less often (5, 10, 20, 40, then every 60 s), since each
-  // reads the count: 4096 agents reading it every 5 s were 800 requests a second.
-  const bool keepsLastCall = slot == 1;
-  int reports = 0;
+  // expects named nodes); the others wait in waitAsJoiner.
+  if (slot != 1) return waitAsJoiner(round, betweenWaits);
   JoinRoster roster(store_, options_.expectedHosts, jobKeyPrefix(options_.runId), round);
   std::optional<Clock::time_point> lastCallEnds;
   auto nextProgress = Clock::now() + kFirstProgress;
   const std::vector<std::string> keys = {key(layout::complete(round)), key(layout::end(round))};
   for (;;) {
-    auto wakeAt = keepsLastCall ? Clock::now() + options_.pollInterval : nextProgress;
-    if (!keepsLastCall && Clock::now() < deadline_) wakeAt = std::min(wakeAt, deadline_);
-    const std::optional<size_t> seen =
-        waitForAnyKey(keys, std::chrono::ceil<milliseconds>(wakeAt - Clock::now()), betweenWaits);
+    const std::optional<size_t> seen = waitForAnyKey(keys, options_.pollInterval, betweenWaits);
     if (seen) return seen == 0;
     const auto now = Clock::now();
-    if (!keepsLastCall && now < nextProgress && now < deadline_) continue;
     const int joined = static_cast<int>(store_.add(key(layout::count(round)), 0));
-    if (keepsLastCall) {
-      roster.track(joined);
-      if (joined >= options_.minNodes && !lastCallEnds) lastCallEnds = now + options_.lastCallTimeout;
-      if (joined >= closeEarlyAt || (lastCallEnds && now >= *lastCallEnds)) {
-        closeRound(round);
-        continue;
-      }
+    roster.track(joined);
+    if (joined >= options_.minNodes && !lastCallEnds) lastCallEnds = now + options_.lastCallTimeout;
+    if (joined >= closeEarlyAt || (lastCallEnds && now >= *lastCallEnds)) {
+      closeRound(round);
+      continue;
     }
     if (now >= deadline_ && joined < options_.minNodes) failJoinTimeout(round, joined, roster);
     if (now >= nextProgress) {
       reportWaiting(joined, lastCallEnds, roster);
-      nextProgress = now + options_.progressInterval * (keepsLastCall ? 1 : std::min(1 << std::min(reports++, 4), 12));
+      nextProgress = now + options_.progressInterval;
     }
   }
-  return true;
+}
+
+// A joiner other than slot 1 holds one wait for "complete" or "end" for as long as the
+// round forms (on etcd one watch, kept open, sending nothing), and sees to its progress
+// lines and the join timeout between the wait's slices, each a read of the count. Its lines
+// come ever less often (1, 5, 10, 20, 40 s, then every 60 s): 4096 agents reading the count
+// every 5 s were 800 requests a second.
+bool ElasticRendezvous::waitAsJoiner(int round, const BetweenWaits& betweenWaits) {
+  JoinRoster roster(store_, options_.expectedHosts, jobKeyPrefix(options_.runId), round);
+  int reports = 0;
+  auto nextProgress = Clock::now() + kFirstProgress;
+  bool lookedAtDeadline = false;
+  const BetweenWaits progress = [&] {
+    if (betweenWaits) betweenWaits();
+    const auto now = Clock::now();
+    const bool deadlineCame = now >= deadline_ && !lookedAtDeadline;
+    if (now < nextProgress && !deadlineCame) return;
+    lookedAtDeadline = lookedAtDeadline || now >= deadline_;
+    const int joined = static_cast<int>(store_.add(key(layout::count(round)), 0));
+    if (now >= deadline_ && joined < options_.minNodes) failJoinTimeout(round, joined, roster);
+    if (now >= nextProgress) {
+      reportWaiting(joined, std::nullopt, roster);
+      nextProgress = now + options_.progressInterval * std::min(1 << std::min(reports++, 4), 12);
+    }
+  };
+  const std::vector<std::string> keys = {key(layout::complete(round)), key(layout::end(round))};
+  for (;;) {
+    if (const std::optional<size_t> seen = waitForAnyKey(keys, options_.progressInterval * 12, progress)) {
+      return seen == 0;
+    }
+  }
 }
 
 // Nobody came in time: the job ends for every agent, with who is missing (by name where

@@ -114,6 +114,7 @@ class ElasticRendezvous {
   std::optional<RoundInfo> tryRound(int round, std::optional<int> expectedNodes, const BetweenWaits& betweenWaits);
   void waitUntilFormedOrEnded(int round, const BetweenWaits& betweenWaits);
   bool waitUntilFormed(int round, int slot, int closeEarlyAt, const BetweenWaits& betweenWaits);
+  bool waitAsJoiner(int round, const BetweenWaits& betweenWaits);
   [[noreturn]] void failJoinTimeout(int round, int joined, JoinRoster& roster);
   void reportWaiting(int joined, std::optional<std::chrono::steady_clock::time_point> lastCallEnds, JoinRoster& roster);
   void closeRound(int round);
