@@ -28,7 +28,9 @@ using Args = std::vector<std::string>;
 // DIR/release exists: the test decides when its pltrun ends, so two jobs overlap for sure.
 Args gpusThenWait(const std::string& dir) {
   return {"--no-python", "/bin/sh", "-c",
-          "printf %s \"$CUDA_VISIBLE_DEVICES\" > \"$0/gpus_$RANK\"; while [ ! -e \"$0/release\" ]; do sleep 0.05; done",
+          // Written aside and renamed, so that a file the test sees is complete.
+          "printf %s \"$CUDA_VISIBLE_DEVICES\" > \"$0/.gpus_$RANK\" && mv \"$0/.gpus_$RANK\" \"$0/gpus_$RANK\"; "
+          "while [ ! -e \"$0/release\" ]; do sleep 0.05; done",
           dir};
 }
 
@@ -120,12 +122,14 @@ TEST_CASE("two pltruns started together get disjoint GPUs, and a third finds the
   ChildProcess a(pltrunCommand(withFlags(flags, gpusThenWait(first.path()))), env);
   ChildProcess b(pltrunCommand(withFlags(flags, gpusThenWait(second.path()))), env);
   const auto timeout = std::chrono::seconds(30);
-  REQUIRE(waitForFile(first / "gpus_1", timeout));
-  REQUIRE(waitForFile(second / "gpus_1", timeout));
+  for (const TempDir* dir : {&first, &second}) {
+    for (const char* rank : {"gpus_0", "gpus_1"}) REQUIRE(waitForFile(*dir / rank, timeout));
+  }
   std::set<std::string> gpus;
   for (const TempDir* dir : {&first, &second}) {
     for (const char* rank : {"gpus_0", "gpus_1"}) {
       const std::string seen = readFile(*dir / rank);
+      INFO(rank << ": '" << seen << "'");
       CHECK((seen == "0,1" || seen == "2,3" || seen == "0,2" || seen == "1,3"));
       if (std::string(rank) == "gpus_0") gpus.insert({seen.substr(0, 1), seen.substr(2, 1)});
     }
