@@ -2,6 +2,7 @@
 // The benchmarks' command lines, read the same way: "--flag value" or "--flag=value",
 // -h/--help, and a one-line error (exit 2) for anything else.
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +27,17 @@ inline long parseInteger(const char* program, const std::string& flag, const std
                             ", not '" + text + "'");
   }
   return value;
+}
+
+/// Calls onItem(item) for each comma-separated item of `value`, empty ones included (so
+/// that "1,,2" reaches the caller's check as an empty item).
+template <typename OnItem>
+void forEachCommaItem(const std::string& value, OnItem onItem) {
+  for (size_t start = 0; start <= value.size();) {
+    const size_t comma = std::min(value.find(',', start), value.size());
+    onItem(value.substr(start, comma - start));
+    start = comma + 1;
+  }
 }
 
 /// Calls onFlag(flag, value) for every flag in order; prints `help` and exits on --help.

@@ -94,29 +94,21 @@ Options parseOptions(int argc, char** argv) {
   bench::forEachFlag(argc, argv, "rendezvous_bench", kHelp, [&](const std::string& flag, const std::string& value) {
     if (flag == "--participants") {
       options.participants.clear();
-      size_t start = 0;
-      while (start <= value.size()) {
-        size_t comma = value.find(',', start);
-        if (comma == std::string::npos) comma = value.size();
-        options.participants.push_back(
-            static_cast<int>(parseInteger(flag, value.substr(start, comma - start), 1, 100000)));
-        start = comma + 1;
-      }
+      bench::forEachCommaItem(value, [&](const std::string& item) {
+        options.participants.push_back(static_cast<int>(parseInteger(flag, item, 1, 100000)));
+      });
     } else if (flag == "--repeat") {
       options.repeat = static_cast<int>(parseInteger(flag, value, 1, 1000));
     } else if (flag == "--port") {
       options.port = static_cast<int>(parseInteger(flag, value, 1, 65535));
     } else if (flag == "--etcd") {
       // The cluster's members, HOST:PORT,HOST:PORT,...: each client tries them in this order.
-      for (size_t start = 0; start <= value.size();) {
-        const size_t comma = std::min(value.find(',', start), value.size());
-        const std::string member = value.substr(start, comma - start);
+      bench::forEachCommaItem(value, [&](const std::string& member) {
         const size_t colon = member.rfind(':');
         if (colon == std::string::npos) usageError("--etcd expects HOST:PORT[,HOST:PORT...], not '" + value + "'");
         options.etcd.push_back(pltrun::Endpoint{
             member.substr(0, colon), static_cast<int>(parseInteger(flag, member.substr(colon + 1), 1, 65535))});
-        start = comma + 1;
-      }
+      });
     } else if (flag == "--local-world-size") {
       options.localWorldSize = static_cast<int>(parseInteger(flag, value, 1, 1024));
     } else if (flag == "--stack-kib") {
@@ -124,11 +116,9 @@ Options parseOptions(int argc, char** argv) {
     } else if (flag == "--poll-ms") {
       options.pollMs = static_cast<int>(parseInteger(flag, value, 1, 600000));
     } else if (flag == "--cpu-of") {
-      for (size_t start = 0; start <= value.size();) {
-        const size_t comma = std::min(value.find(',', start), value.size());
-        options.cpuOf.push_back(static_cast<int>(parseInteger(flag, value.substr(start, comma - start), 1, INT_MAX)));
-        start = comma + 1;
-      }
+      bench::forEachCommaItem(value, [&](const std::string& pid) {
+        options.cpuOf.push_back(static_cast<int>(parseInteger(flag, pid, 1, INT_MAX)));
+      });
     } else {
       usageError("unknown flag '" + flag + "'");
     }
@@ -675,13 +665,23 @@ void writeSlice(FILE* out, const Outcome& outcome, int first, int last) {
   }
 }
 
+// One line from `in` without its newline; nullopt at the end of the stream.
+std::optional<std::string> readLine(FILE* in) {
+  char* line = nullptr;
+  size_t capacity = 0;
+  const ssize_t length = getline(&line, &capacity, in);
+  std::optional<std::string> text;
+  if (length > 0) text.emplace(line, static_cast<size_t>(line[length - 1] == '\n' ? length - 1 : length));
+  std::free(line);
+  return text;
+}
+
 // The parent's side: a child's lines back into an Outcome of `count` participants.
 Outcome readSlice(FILE* in, int count) {
   Outcome outcome;
   outcome.participants.resize(static_cast<size_t>(count));
-  char* line = nullptr;
-  size_t capacity = 0;
-  while (getline(&line, &capacity, in) > 0 && std::strcmp(line, "Z\n") != 0) {
+  for (std::optional<std::string> text = readLine(in); text && *text != "Z"; text = readLine(in)) {
+    const char* line = text->c_str();
     long long a = 0, b = 0, c = 0, d = 0, e = 0, f = 0, g = 0, h = 0;
     int index = 0, slot = 0, nnodes = 0, world = 0, nodeRank = 0, firstRank = 0, used = 0;
     char addr[64] = "";
@@ -712,11 +712,9 @@ Outcome readSlice(FILE* in, int count) {
       p.info->assignment.rank0Addr = addr;
     } else if (std::sscanf(line, "E %d %lld %n", &index, &a, &used) == 2 && index >= 0 && index < count) {
       outcome.participants[static_cast<size_t>(index)].joinedNs = a;
-      outcome.participants[static_cast<size_t>(index)].error =
-          std::string(line + used, std::strcspn(line + used, "\n"));
+      outcome.participants[static_cast<size_t>(index)].error = text->substr(static_cast<size_t>(used));
     }
   }
-  std::free(line);
   return outcome;
 }
 
@@ -727,17 +725,6 @@ std::unique_ptr<pltrun::etcd::EtcdStore> makeEtcdStore(const Options& options) {
   etcdOptions.keyPrefix = "/pltrun-bench/";
   etcdOptions.timeout = std::chrono::seconds(120);
   return std::make_unique<pltrun::etcd::EtcdStore>(etcdOptions);
-}
-
-// One line from `in` without its newline; nullopt at the end of the stream.
-std::optional<std::string> readLine(FILE* in) {
-  char* line = nullptr;
-  size_t capacity = 0;
-  const ssize_t length = getline(&line, &capacity, in);
-  std::optional<std::string> text;
-  if (length > 0) text.emplace(line, static_cast<size_t>(line[length - 1] == '\n' ? length - 1 : length));
-  std::free(line);
-  return text;
 }
 
 // In a child: its slice against its own EtcdStore. It says it is connected ("R" and the
