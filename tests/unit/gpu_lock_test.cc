@@ -6,6 +6,7 @@
 #include "launcher/placement/gpu_lock.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,8 +14,10 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <string>
 
+#include "helpers/child_process.h"
 #include "helpers/other_user.h"
 #include "launcher/placement/lock_holder.h"
 #include "pltrun/error.h"
@@ -23,8 +26,10 @@
 using Catch::Matchers::Contains;
 using pltrun::flockHolderIn;
 using pltrun::GpuLocks;
+using pltrun::test::asUser;
 using pltrun::test::canActAsOtherUsers;
-using pltrun::test::giveTo;
+using pltrun::test::ChildProcess;
+using pltrun::test::OtherUser;
 using pltrun::test::otherUser;
 using pltrun::test::shellAs;
 using pltrun_test::ScratchDirectory;
@@ -48,14 +53,26 @@ struct SharedLockDirectory {
   }
 };
 
-// Makes `path` as root, gives it to `owner` and holds flock on it: as that user's pltrun would.
-int heldFileOf(const pltrun::test::OtherUser& owner, const std::string& path, int operation = LOCK_EX) {
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  REQUIRE(fd >= 0);
-  REQUIRE(write(fd, "4242\n", 5) == 5);
-  giveTo(owner, path);
-  REQUIRE(flock(fd, operation | LOCK_NB) == 0);
-  return fd;
+// A process of `user` that makes `path` (mode `mode`), writes the pid 4242 in it (which the
+// kernel will contradict) and holds flock on it, as that user's pltrun would; it runs until
+// the test ends it.
+std::unique_ptr<ChildProcess> holderAs(const OtherUser& user, const std::string& path, const char* mode = "0644") {
+  auto holder = std::make_unique<ChildProcess>(
+      asUser(user, {"/usr/bin/python3", "-c",
+                    "import fcntl, os, sys, time\n"
+                    "f = open(sys.argv[1], 'w')\n"
+                    "f.write('4242\\n'); f.flush(); os.chmod(sys.argv[1], int(sys.argv[2], 8))\n"
+                    "fcntl.flock(f, fcntl.LOCK_EX)\n"
+                    "print('holding', file=sys.stderr, flush=True)\n"
+                    "time.sleep(120)\n",
+                    path, mode}));
+  REQUIRE(holder->waitForStderr("holding", std::chrono::seconds(30)));
+  return holder;
+}
+
+void end(std::unique_ptr<ChildProcess>& holder) {
+  holder->signal(SIGKILL);
+  holder->wait(std::chrono::seconds(30));
 }
 
 }  // namespace
@@ -94,22 +111,22 @@ TEST_CASE("another user's held lock file takes the GPU, read-only, named with th
   SKIP_WITHOUT_OTHER_USERS();
   SharedLockDirectory dir;
   const auto& other = otherUser(1);
-  const int held = heldFileOf(other, dir.lockFile("0", other.uid));
-  REQUIRE(chmod(dir.lockFile("0", other.uid).c_str(), 0444) == 0);  // not writable, as protected_regular makes it
+  // Not writable by others, as fs.protected_regular=1 treats another user's file here.
+  auto holder = holderAs(other, dir.lockFile("0", other.uid), "0444");
   GpuLocks locks(dir.path());
   const GpuLocks::Attempt zero = locks.tryLock("0");
   CHECK_FALSE(zero.taken);
-  CHECK(zero.heldBy == 4242);
+  CHECK(zero.heldBy == holder->pid());  // the kernel's word, not the file's 4242
   CHECK(zero.heldByUser == other.name);
   CHECK(zero.problem.empty());
   CHECK(locks.tryLock("1").taken);
   SECTION("released, the GPU is free again, and this user's own lock file is the one taken") {
-    close(held);
+    end(holder);
     CHECK(locks.tryLock("0").taken);
     CHECK(std::filesystem::exists(dir.lockFile("0", geteuid())));
   }
   SECTION("a check holds a shared lock for a moment only: the other user's pltrun can lock again") {
-    close(held);
+    end(holder);
     const int again = open(dir.lockFile("0", other.uid).c_str(), O_RDONLY | O_CLOEXEC);
     REQUIRE(again >= 0);
     CHECK(flock(again, LOCK_EX | LOCK_NB) == 0);
@@ -123,19 +140,19 @@ TEST_CASE("a lock file planted under a user's name by someone else is nobody's l
   const auto& one = otherUser(1);
   const auto& two = otherUser(2);
   SECTION("another user's name, held by a third: passed over") {
-    const int held = heldFileOf(two, dir.lockFile("0", one.uid));
+    auto holder = holderAs(two, dir.lockFile("0", one.uid));
     GpuLocks locks(dir.path());
     CHECK(locks.tryLock("0").taken);
-    close(held);
+    end(holder);
   }
   SECTION("this user's name, made by another, who could delete it: the GPU cannot be locked, and says why") {
-    const int held = heldFileOf(one, dir.lockFile("0", geteuid()), LOCK_SH);
+    auto holder = holderAs(one, dir.lockFile("0", geteuid()));
     GpuLocks locks(dir.path());
     const GpuLocks::Attempt zero = locks.tryLock("0");
     CHECK_FALSE(zero.taken);
     CHECK_THAT(zero.problem, Contains("has a lock file pltrun cannot use (" + dir.lockFile("0", geteuid())) &&
                                  Contains("made by user " + one.name + ", not by you"));
-    close(held);
+    end(holder);
   }
 }
 

@@ -109,6 +109,17 @@ void writePid(int fd) {
   }
 }
 
+// Names who holds the lock on `fd` in `attempt`: the kernel's word (/proc/locks), which no
+// one can forge, else the pid written in the file; the user where it is not this one
+// (`fileOwner` where the kernel does not say). Anyone who may read a lock file can hold a
+// flock on it: that shows as them, not as the file's owner.
+void nameHolder(int fd, std::optional<uid_t> fileOwner, GpuLocks::Attempt& attempt) {
+  const auto pid = flockHolderPid(fd);
+  attempt.heldBy = pid ? *pid : pidIn(fd).value_or(0);
+  const std::optional<uid_t> owner = pid ? processOwner(*pid) : fileOwner;
+  if (owner && *owner != geteuid()) attempt.heldByUser = userNameText(*owner);
+}
+
 // User `user`'s lock file `name`: held by their pltrun or not. A file not owned by the user
 // it is named after is nobody's lock (only its owner could have made it): passed over.
 GpuLocks::Attempt otherUsersLock(int directory, const std::string& path, const char* name, uid_t user) {
@@ -124,8 +135,7 @@ GpuLocks::Attempt otherUsersLock(int directory, const std::string& path, const c
   struct stat status {};
   if (fstat(fd, &status) == 0 && S_ISREG(status.st_mode) && status.st_uid == user &&
       flock(fd, LOCK_SH | LOCK_NB) != 0) {
-    attempt.heldBy = pidIn(fd).value_or(0);
-    attempt.heldByUser = userNameText(user);
+    nameHolder(fd, user, attempt);
   }
   close(fd);  // drops the shared lock of the check, if it was taken
   return attempt;
@@ -185,8 +195,8 @@ GpuLocks::Attempt GpuLocks::tryLock(const std::string& key) {
       attempt.problem = "has a lock file pltrun cannot use (" + directory_ + "/" + name + ": " + attempt.problem + ")";
       return attempt;
     }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {  // another pltrun of this user's holds it
-      attempt.heldBy = pidIn(fd).value_or(0);
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {  // another pltrun of this user's holds it, most likely
+      nameHolder(fd, std::nullopt, attempt);
       close(fd);
       return attempt;
     }

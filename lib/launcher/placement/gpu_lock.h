@@ -43,10 +43,11 @@ class GpuLocks {
   GpuLocks& operator=(GpuLocks&&) = delete;
 
   struct Attempt {
-    bool taken = false;               ///< this pltrun holds the GPU's lock now
-    std::optional<long long> heldBy;  ///< another pltrun holds it: its pid (0: not written)
-    std::string heldByUser;           ///< that pltrun's user, where it is another user's
-    std::string problem;              ///< a lock file could not be used: why
+    bool taken = false;  ///< this pltrun holds the GPU's lock now
+    /// Another pltrun holds it: its pid, from /proc/locks, else from the file (0: unknown).
+    std::optional<long long> heldBy;
+    std::string heldByUser;  ///< the holder's user, where it is not this one
+    std::string problem;     ///< a lock file could not be used: why
   };
   /// Tries GPU `key`'s lock without waiting.
   Attempt tryLock(const std::string& key);

@@ -57,19 +57,30 @@ std::string userNameText(uid_t uid) {
   return "uid " + std::to_string(uid);
 }
 
-std::string flockHolderText(int fd) {
+std::optional<long long> flockHolderPid(int fd) {
   struct stat file {};
-  if (fstat(fd, &file) != 0) return "a process pltrun cannot see";
+  if (fstat(fd, &file) != 0) return std::nullopt;
   std::ifstream locks("/proc/locks");
   std::ostringstream text;
   text << locks.rdbuf();
   const auto pid = flockHolderIn(text.str(), major(file.st_dev), minor(file.st_dev), file.st_ino);
-  if (!pid || *pid <= 0) return "a process pltrun cannot see";
+  if (!pid || *pid <= 0) return std::nullopt;  // 0: a pid of another namespace
+  return pid;
+}
+
+std::optional<uid_t> processOwner(long long pid) {
   struct stat process {};
+  if (stat(("/proc/" + std::to_string(pid)).c_str(), &process) != 0) return std::nullopt;
+  return process.st_uid;
+}
+
+std::string flockHolderText(int fd) {
+  const auto pid = flockHolderPid(fd);
+  if (!pid) return "a process pltrun cannot see";
   const std::string name = terminalSafe(commandName(*pid));
-  std::string who = "pid " + std::to_string(*pid) + " (" + (name.empty() ? "" : name + ", ");
-  if (stat(("/proc/" + std::to_string(*pid)).c_str(), &process) != 0) return who + "gone now)";
-  return who + "user " + userNameText(process.st_uid) + ")";
+  const std::string who = "pid " + std::to_string(*pid) + " (" + (name.empty() ? "" : name + ", ");
+  const auto owner = processOwner(*pid);
+  return who + (owner ? "user " + userNameText(*owner) : std::string("gone now")) + ")";
 }
 
 }  // namespace pltrun

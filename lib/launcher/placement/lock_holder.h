@@ -16,6 +16,13 @@ namespace pltrun {
 std::optional<long long> flockHolderIn(std::string_view procLocks, unsigned major, unsigned minor,
                                        unsigned long long inode);
 
+/// The pid holding a flock on `fd`'s file, from /proc/locks; nothing where it lists none
+/// (a holder in another PID namespace).
+std::optional<long long> flockHolderPid(int fd);
+
+/// The user running process `pid`; nothing when it is gone.
+std::optional<uid_t> processOwner(long long pid);
+
 /// A user as a message names them: the login name, else "uid N"; safe for a terminal.
 std::string userNameText(uid_t uid);
 
