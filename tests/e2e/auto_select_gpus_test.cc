@@ -19,6 +19,7 @@
 
 #include "e2e/elastic_job.h"
 #include "helpers/child_process.h"
+#include "helpers/fake_sysfs.h"
 #include "helpers/other_user.h"
 #include "helpers/worker_env_file.h"
 #include "unit/scoped_env.h"
@@ -304,4 +305,58 @@ TEST_CASE("another user's process name reaches the refusal escaped", "[devices][
   CHECK_THAT(run.err, Contains("GPU 0 held by pid " + pid + " (\\x1b]0;pwned\\x07x)"));
   named->signal(SIGKILL);
   named->wait(std::chrono::seconds(30));
+}
+
+TEST_CASE("CUDA's GPU N is found through NVML by PCI bus id, not taken as NVML's index",
+          "[devices][auto_select_gpus][nvml]") {
+  // NVML lists bus 3b first, then 1a (helpers/fake_nvml.cc); CUDA, by bus id, calls 1a GPU 0.
+  // A fake sysfs for this 2-CPU machine puts bus 1a on NUMA node 1 (CPU 1), 3b on node 0.
+  TempDir dir;
+  const std::string sys = dir / "sys";
+  writeTwoNodeSysfs(sys, "0000:3b:00.0", "0000:1a:00.0");
+  const auto bind = [&](const std::string& models, const Args& more) {
+    Args env{"LD_LIBRARY_PATH=" FAKE_NVML_DIR,
+             "FAKE_NVML_GPUS=" + models,
+             "PLTRUN_SYSFS_ROOT=" + sys,
+             "PLTRUN_FAKE_GPUS",
+             "PLTRUN_FAKE_GPU_PCI",
+             "CUDA_VISIBLE_DEVICES",
+             "CUDA_DEVICE_ORDER"};
+    env.insert(env.end(), more.begin(), more.end());
+    return runPltrun({"--nproc-per-node", "1", "--numa-binding", "node", "--no-python", "/bin/sh", "-c",
+                      "grep Cpus_allowed_list /proc/self/status"},
+                     env);
+  };
+  SECTION("GPUs of one model: CUDA numbers them by bus id, whatever CUDA_DEVICE_ORDER says") {
+    for (const Args& order : {Args{}, Args{"CUDA_DEVICE_ORDER=PCI_BUS_ID"}}) {
+      Finished run = bind("3b:NVIDIA H100,1a:NVIDIA H100", order);
+      INFO(run.out << run.err);
+      CHECK(run.status == 0);
+      CHECK_THAT(run.err, Contains("local rank 0 (GPU 0000:1a:00.0 on NUMA node 1) runs on CPUs 1"));
+      CHECK_THAT(run.out, Contains("[rank 0] Cpus_allowed_list:\t1\n"));
+    }
+  }
+  SECTION("--auto-select-gpus locks the GPU CUDA's index names: CUDA's 0 is NVML's 1") {
+    TempDir locks, out;
+    Finished run = runAutoSelect({"--devices", "1"},
+                                 {"LD_LIBRARY_PATH=" FAKE_NVML_DIR, "FAKE_NVML_GPUS=3b:NVIDIA H100,1a:NVIDIA H100",
+                                  "PLTRUN_FAKE_GPUS", "CUDA_DEVICE_ORDER"},
+                                 locks.path(), out);
+    INFO(run.err);
+    CHECK(run.status == 0);
+    CHECK(workerEnvironment(out, 0)["CUDA_VISIBLE_DEVICES"] == "0");
+    CHECK(std::filesystem::exists(locks / ("pltrun-gpu-1." + std::to_string(geteuid()) + ".lock")));
+  }
+  SECTION("GPUs of different models: bus order with CUDA_DEVICE_ORDER=PCI_BUS_ID, else one line and exit 2") {
+    Finished run = bind("3b:NVIDIA GeForce RTX 4090,1a:NVIDIA GeForce GTX 1080", {"CUDA_DEVICE_ORDER=PCI_BUS_ID"});
+    INFO(run.err);
+    CHECK(run.status == 0);
+    CHECK_THAT(run.err, Contains("local rank 0 (GPU 0000:1a:00.0 on NUMA node 1)"));
+    Finished refused = bind("3b:NVIDIA GeForce RTX 4090,1a:NVIDIA GeForce GTX 1080", {});
+    CHECK(refused.status == 2);
+    CHECK(lineCount(refused.err) == 1);
+    CHECK_THAT(refused.err, Contains("--numa-binding: no PCI address for GPU 0 (CUDA numbers GPUs of different models "
+                                     "(NVIDIA GeForce GTX 1080, NVIDIA GeForce RTX 4090) fastest first") &&
+                                Contains("set CUDA_DEVICE_ORDER=PCI_BUS_ID"));
+  }
 }
