@@ -126,9 +126,10 @@ GpuLocks::Attempt otherUsersLock(int directory, const std::string& path, const c
   GpuLocks::Attempt attempt;
   const int fd = openat(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
-    if (errno != ENOENT && errno != ELOOP) {
+    const int error = errno;
+    if (error != ENOENT && error != ELOOP) {  // gone meanwhile, or a link: no one's lock
       attempt.problem = "has a lock file of user " + userNameText(user) + " pltrun cannot read (" + path + "/" + name +
-                        ": " + std::strerror(errno) + ")";
+                        ": " + std::strerror(error) + ")";
     }
     return attempt;
   }
