@@ -58,7 +58,7 @@ std::vector<std::vector<int>> numaBindingFor(NumaMode mode, const WorkerLayout& 
                                                 std::to_string(layout.workerCount) + " workers see " +
                                                 std::to_string(gpus.size()) + " GPU(s)");
   }
-  const std::vector<std::string> addresses = gpuPciAddresses(gpus);
+  const std::vector<std::string> addresses = gpuPciAddresses(gpus, lookup(inherited, "CUDA_DEVICE_ORDER"));
   const std::set<int> allowed = usableCpus();
   const SysfsReader sysfs = sysfsUnder(lookup(inherited, "PLTRUN_SYSFS_ROOT").value_or("/sys"));
   std::vector<std::vector<int>> cpus;
@@ -83,9 +83,12 @@ Environment withExportedVariables(const Environment& inherited, const RemoteLaun
 // the result holds their locks, so the caller keeps it until the job ends. Too few free:
 // the refusal, before anything starts.
 std::optional<AutoSelectedGpus> autoSelectedGpus(const LaunchConfig& config, const std::vector<std::string>& gpuIds,
+                                                 const Environment& inherited,
                                                  std::optional<DeviceSelection>& devices) {
   if (!config.autoSelectGpus) return std::nullopt;
-  AutoSelectedGpus selected = autoSelectGpus(gpusToAutoSelect(config.nprocPerNode, config.devices), gpuIds);
+  AutoSelectedGpus selected = autoSelectGpus(gpusToAutoSelect(config.nprocPerNode, config.devices), gpuIds,
+                                             lookup(inherited, "CUDA_DEVICE_ORDER"));
+  if (!selected.notice.empty()) spdlog::warn("{}", selected.notice);
   devices = listedDevices(selected.chosen);
   if (config.devices) devices->spelled = config.devices->spelled;  // errors quote the user's own words
   std::vector<std::string> chosen, busy;
@@ -107,7 +110,7 @@ int runOnThisNode(const LaunchConfig& config, const Environment& inherited) {
     gpuIds = visibleGpuIds(lookup(inherited, "CUDA_VISIBLE_DEVICES"), physicalGpuCount());
   }
   std::optional<DeviceSelection> devices = config.devices;
-  const std::optional<AutoSelectedGpus> autoSelected = autoSelectedGpus(config, gpuIds, devices);
+  const std::optional<AutoSelectedGpus> autoSelected = autoSelectedGpus(config, gpuIds, inherited, devices);
   WorkerLayout layout = resolveWorkerLayout(config.nprocPerNode, devices, gpuIds, usableCpuCount());
   if (config.numaBinding) layout.workerCpus = numaBindingFor(*config.numaBinding, layout, inherited);
   // torchrun's default id is "none" on every node; pltrun keeps a random one where it can

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "helpers/child_process.h"
+#include "helpers/fake_sysfs.h"
 
 using namespace pltrun::test;
 
@@ -83,15 +84,7 @@ TEST_CASE("flag --numa-binding node runs each worker on the CPUs of its GPU's NU
   // A fake sysfs for this 2-CPU machine: GPU 0 on node 0 (CPU 0), GPU 1 on node 1 (CPU 1).
   TempDir dir;
   const std::string sys = dir / "sys";
-  for (const auto& [path, text] :
-       std::vector<std::pair<std::string, std::string>>{{"/bus/pci/devices/0000:01:00.0/numa_node", "0\n"},
-                                                        {"/bus/pci/devices/0000:81:00.0/numa_node", "1\n"},
-                                                        {"/devices/system/node/node0/cpulist", "0\n"},
-                                                        {"/devices/system/node/node1/cpulist", "1\n"},
-                                                        {"/devices/system/node/possible", "0-1\n"}}) {
-    std::filesystem::create_directories(std::filesystem::path(sys + path).parent_path());
-    std::ofstream(sys + path) << text;
-  }
+  writeTwoNodeSysfs(sys, "0000:01:00.0", "0000:81:00.0");
   const std::vector<std::string> env = {"PLTRUN_FAKE_GPUS=2", "PLTRUN_FAKE_GPU_PCI=0000:01:00.0,0000:81:00.0",
                                         "PLTRUN_SYSFS_ROOT=" + sys};
   Finished run = runPltrun({"--nproc-per-node", "gpu", "--numa-binding", "node", "--no-python", "/bin/sh", "-c",

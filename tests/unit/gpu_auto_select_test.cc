@@ -86,7 +86,7 @@ TEST_CASE("a GPU lock is held until released and names its holder's pid", "[auto
     CHECK(second.tryLock("1").taken);
     second.finishChoosing();
   }
-  std::ifstream file(dir.path() + "/gpu-0.lock");
+  std::ifstream file(dir.path() + "/pltrun-gpu-0." + std::to_string(geteuid()) + ".lock");
   std::string pid;
   file >> pid;
   CHECK(pid == std::to_string(getpid()));

@@ -106,3 +106,16 @@ TEST_CASE("every free GPU (-1) with none free, and more asked than visible, are 
       "--auto-select-gpus: asked for every free GPU, but no GPU is visible (no NVIDIA driver, or CUDA_VISIBLE_DEVICES "
       "hides them)");
 }
+
+TEST_CASE("names from other users reach the refusal line escaped", "[auto_select_gpus]") {
+  auto gpus = freeGpus(2);
+  // Any user names their own processes (/proc/PID/comm): this one sets the window title.
+  gpus[0].processes = {GpuProcess{1234, "\x1b]0;pwned\x07x"}};
+  gpus[1].lockedByPltrun = 99;
+  gpus[1].lockedByUser = "bob";
+  const std::string refusal = chooseFreeGpus(gpus, 1).refusal;
+  CHECK(refusal.find('\x1b') == std::string::npos);
+  CHECK(refusal.find('\x07') == std::string::npos);
+  CHECK_THAT(refusal, Contains("GPU 0 held by pid 1234 (\\x1b]0;pwned\\x07x)") &&
+                          Contains("GPU 1 is taken by pltrun pid 99 of user bob"));
+}

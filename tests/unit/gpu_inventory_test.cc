@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/placement/cuda_device_order.h"
 #include "scoped_env.h"
 
 using pltrun::physicalGpuCount;
@@ -89,5 +90,31 @@ TEST_CASE("physicalGpuCount honours PLTRUN_FAKE_GPUS", "[gpu_inventory]") {
     { ScopedEnv fake("PLTRUN_FAKE_GPUS", std::string("5")); }
     const char* after = std::getenv("PLTRUN_FAKE_GPUS");
     CHECK((after ? std::optional<std::string>(after) : std::nullopt) == saved);
+  }
+}
+
+TEST_CASE("CUDA's index names a GPU through the PCI bus ids, in CUDA_DEVICE_ORDER's order", "[gpu_inventory]") {
+  using pltrun::NvmlGpu;
+  using pltrun::nvmlIndexOfCudaIndex;
+  // NVML's order is not the bus order here: CUDA's index N is the GPU with the Nth bus id.
+  const std::vector<NvmlGpu> same{
+      {0, 0x3b, 0, "NVIDIA H100"}, {0, 0x1a, 0, "NVIDIA H100"}, {1, 0x05, 0, "NVIDIA H100"}};
+  for (const std::optional<std::string>& order :
+       {std::optional<std::string>("PCI_BUS_ID"), std::optional<std::string>(), std::optional<std::string>("")}) {
+    CHECK(nvmlIndexOfCudaIndex(0, same, order).nvmlIndex == 1u);
+    CHECK(nvmlIndexOfCudaIndex(1, same, order).nvmlIndex == 0u);
+    CHECK(nvmlIndexOfCudaIndex(2, same, order).nvmlIndex == 2u);  // domain 1 sorts after every bus of domain 0
+  }
+  CHECK_THAT(nvmlIndexOfCudaIndex(3, same, std::nullopt).problem, Catch::Matchers::Contains("NVML lists 3 GPU(s)"));
+  SECTION("GPUs of different models: the bus order with PCI_BUS_ID, else a refusal that says what to set") {
+    const std::vector<NvmlGpu> mixed{{0, 0x65, 0, "NVIDIA GeForce RTX 4090"}, {0, 0x17, 0, "NVIDIA GeForce GTX 1080"}};
+    CHECK(nvmlIndexOfCudaIndex(0, mixed, std::string("PCI_BUS_ID")).nvmlIndex == 1u);
+    for (const std::optional<std::string>& order :
+         {std::optional<std::string>(), std::optional<std::string>("FASTEST_FIRST")}) {
+      const auto choice = nvmlIndexOfCudaIndex(0, mixed, order);
+      CHECK_FALSE(choice.nvmlIndex);
+      CHECK_THAT(choice.problem, Catch::Matchers::Contains("NVIDIA GeForce GTX 1080, NVIDIA GeForce RTX 4090") &&
+                                     Catch::Matchers::Contains("set CUDA_DEVICE_ORDER=PCI_BUS_ID"));
+    }
   }
 }

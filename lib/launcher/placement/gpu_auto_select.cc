@@ -7,14 +7,16 @@
 
 namespace pltrun {
 
-AutoSelectedGpus autoSelectGpus(int count, const std::vector<std::string>& visibleIds) {
-  std::vector<GpuState> gpus = readGpuOccupancy(visibleIds);
-  GpuLocks locks(gpuLockDirectory());  // from here until finishChoosing, no other pltrun chooses
+AutoSelectedGpus autoSelectGpus(int count, const std::vector<std::string>& visibleIds,
+                                const std::optional<std::string>& cudaDeviceOrder) {
+  std::vector<GpuState> gpus = readGpuOccupancy(visibleIds, cudaDeviceOrder);
+  GpuLocks locks(gpuLockDirectory());  // until finishChoosing, other pltruns wait to choose (a bounded wait)
   for (GpuState& gpu : gpus) {
     if (!gpuIsFree(gpu)) continue;  // its lock would change nothing
     const GpuLocks::Attempt attempt = locks.tryLock(gpu.lockKey);
     if (!attempt.problem.empty()) gpu.unknown = attempt.problem;
     if (attempt.heldBy) gpu.lockedByPltrun = attempt.heldBy;
+    gpu.lockedByUser = attempt.heldByUser;
   }
   GpuChoice choice = chooseFreeGpus(gpus, count);
   if (!choice.refusal.empty()) throw Error(ErrorCode::InvalidArgument, choice.refusal);
@@ -24,7 +26,8 @@ AutoSelectedGpus autoSelectGpus(int count, const std::vector<std::string>& visib
     if (!chosen) locks.release(gpus[at].lockKey);
   }
   locks.finishChoosing();
-  return AutoSelectedGpus{std::move(choice.chosen), std::move(gpus), std::move(locks)};
+  std::string notice = locks.notice();
+  return AutoSelectedGpus{std::move(choice.chosen), std::move(gpus), std::move(locks), std::move(notice)};
 }
 
 }  // namespace pltrun

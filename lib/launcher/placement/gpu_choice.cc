@@ -1,5 +1,6 @@
 #include "launcher/placement/gpu_choice.h"
 
+#include "base/terminal_text.h"
 #include "launcher/plan/text_parsing.h"
 
 namespace pltrun {
@@ -7,7 +8,8 @@ namespace {
 
 std::string processText(const GpuProcess& process) {
   std::string text = std::to_string(process.pid);
-  return process.name.empty() ? text : text + " (" + process.name + ")";
+  // Any user names their own processes: an ESC in the name must not reach the terminal raw.
+  return process.name.empty() ? text : text + " (" + terminalSafe(process.name) + ")";
 }
 
 std::string heldByText(const std::vector<GpuProcess>& processes) {
@@ -38,7 +40,8 @@ std::string busyGpuText(const GpuState& gpu) {
   // Another pltrun may not have started its workers yet: its lock says whose GPU it is.
   if (gpu.lockedByPltrun) {
     const std::string holder = *gpu.lockedByPltrun > 0 ? " pid " + std::to_string(*gpu.lockedByPltrun) : "";
-    return name + " is taken by pltrun" + holder;
+    const std::string user = gpu.lockedByUser.empty() ? "" : " of user " + terminalSafe(gpu.lockedByUser);
+    return name + " is taken by pltrun" + holder + user;
   }
   if (gpu.processes.empty()) return "";
   const std::string mode = gpu.mode == GpuComputeMode::ExclusiveProcess ? " (exclusive mode)" : "";

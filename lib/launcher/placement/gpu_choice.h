@@ -19,7 +19,9 @@ enum class GpuComputeMode {
 /// A process with a CUDA context on a GPU.
 struct GpuProcess {
   long long pid = 0;
-  std::string name;  ///< its command name; empty where it cannot be read (another PID namespace)
+  /// Its command name, as its owner set it (printed through terminalSafe); empty where it
+  /// cannot be read (another PID namespace).
+  std::string name;
 };
 
 /// One GPU this process can see, as it stood when the snapshot was taken.
@@ -32,6 +34,7 @@ struct GpuState {
   std::vector<GpuProcess> processes;
   /// Another pltrun holds this GPU's lock: its pid (0 where the lock file does not say).
   std::optional<long long> lockedByPltrun;
+  std::string lockedByUser;  ///< that pltrun's user, where it is not this user
   /// Why this GPU cannot be checked or locked ("NVML does not know it"); empty: it was.
   std::string unknown;
 };

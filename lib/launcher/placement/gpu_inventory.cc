@@ -24,24 +24,23 @@ int countWithNvml() {
   return static_cast<int>(count);
 }
 
-// nvmlPciInfo_t of nvmlDeviceGetPciInfo_v3 (NVML 2.285 and later).
-struct NvmlPciInfo {
-  char busIdLegacy[16];
-  unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
-  char busId[32];
-};
-using NvmlGetPciInfo = int (*)(nvml::Device, NvmlPciInfo*);
+using NvmlGetPciInfo = int (*)(nvml::Device, nvml::PciInfo*);
 
-// The PCI addresses of `ids` from NVML; an empty string for a GPU it did not find.
-std::vector<std::string> pciAddressesFromNvml(const std::vector<std::string>& ids) {
+// The PCI addresses of `ids` from NVML; for a GPU it did not find, an empty address and why.
+std::vector<std::string> pciAddressesFromNvml(const std::vector<std::string>& ids,
+                                              const std::optional<std::string>& cudaDeviceOrder,
+                                              std::vector<std::string>& problems) {
   std::vector<std::string> addresses(ids.size());
+  problems.assign(ids.size(), "NVML, libnvidia-ml.so.1, did not name it; is the NVIDIA driver loaded?");
   withNvml([&](auto symbol) {
     auto pciInfo = reinterpret_cast<NvmlGetPciInfo>(symbol("nvmlDeviceGetPciInfo_v3"));
     if (pciInfo == nullptr) return;
     for (size_t at = 0; at < ids.size(); ++at) {
       nvml::Device device = nullptr;
-      NvmlPciInfo info{};
-      if (!nvml::deviceHandle(symbol, ids[at], &device) || pciInfo(device, &info) != kSuccess) continue;
+      nvml::PciInfo info{};
+      const std::string problem = nvml::deviceHandle(symbol, ids[at], cudaDeviceOrder, &device);
+      if (!problem.empty()) problems[at] = problem;
+      if (!problem.empty() || pciInfo(device, &info) != kSuccess) continue;
       char text[32];
       std::snprintf(text, sizeof text, "%04x:%02x:%02x.0", info.domain, info.bus, info.device);
       addresses[at] = text;
@@ -60,19 +59,19 @@ int physicalGpuCount() {
   return countWithNvml();
 }
 
-std::vector<std::string> gpuPciAddresses(const std::vector<std::string>& ids) {
-  std::vector<std::string> addresses;
+std::vector<std::string> gpuPciAddresses(const std::vector<std::string>& ids,
+                                         const std::optional<std::string>& cudaDeviceOrder) {
+  std::vector<std::string> addresses, problems(ids.size(), "PLTRUN_FAKE_GPU_PCI does not name it");
   if (const char* fake = std::getenv("PLTRUN_FAKE_GPU_PCI")) {
     for (std::string_view address : splitText(fake, ',')) addresses.emplace_back(trimSpaces(address));
     addresses.resize(ids.size());  // one per GPU: extra ones dropped, missing ones empty
   } else {
-    addresses = pciAddressesFromNvml(ids);
+    addresses = pciAddressesFromNvml(ids, cudaDeviceOrder, problems);
   }
   for (size_t at = 0; at < ids.size(); ++at) {
     if (addresses[at].empty()) {
-      throw Error(ErrorCode::InvalidArgument, "--numa-binding: no PCI address for GPU " + ids[at] +
-                                                  " (NVML, libnvidia-ml.so.1, did not name it); is the NVIDIA driver "
-                                                  "loaded?");
+      throw Error(ErrorCode::InvalidArgument,
+                  "--numa-binding: no PCI address for GPU " + ids[at] + " (" + problems[at] + ")");
     }
   }
   return addresses;

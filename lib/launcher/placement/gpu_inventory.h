@@ -18,9 +18,11 @@ int physicalGpuCount();
 std::vector<std::string> visibleGpuIds(const std::optional<std::string>& cudaVisibleDevices, int physicalCount);
 
 /// The PCI address ("0000:3b:00.0", as sysfs names it) of each GPU in `ids` (visibleGpuIds'
-/// entries: CUDA indices, taken as NVML's, or GPU-/MIG- UUIDs), from NVML.
+/// entries: CUDA indices, in CUDA's order under the workers' CUDA_DEVICE_ORDER
+/// `cudaDeviceOrder` (cuda_device_order.h), or GPU-/MIG- UUIDs), from NVML.
 /// PLTRUN_FAKE_GPU_PCI=ADDR,ADDR,... replaces NVML's answer, for tests. Throws
-/// InvalidArgument saying which GPU could not be found.
-std::vector<std::string> gpuPciAddresses(const std::vector<std::string>& ids);
+/// InvalidArgument saying which GPU could not be found, and why.
+std::vector<std::string> gpuPciAddresses(const std::vector<std::string>& ids,
+                                         const std::optional<std::string>& cudaDeviceOrder);
 
 }  // namespace pltrun

@@ -142,10 +142,10 @@ bool listProcesses(GetProcesses list, size_t entrySize, nvml::Device device, std
 }
 
 template <typename Symbol>
-void readFromNvml(Symbol symbol, GpuState& gpu) {
+void readFromNvml(Symbol symbol, const std::optional<std::string>& cudaDeviceOrder, GpuState& gpu) {
   nvml::Device device = nullptr;
-  if (!nvml::deviceHandle(symbol, gpu.id, &device)) {
-    gpu.unknown = "could not be checked: NVML does not know it";
+  if (const std::string problem = nvml::deviceHandle(symbol, gpu.id, cudaDeviceOrder, &device); !problem.empty()) {
+    gpu.unknown = "could not be checked: " + problem;
     return;
   }
   unsigned int index = 0;
@@ -171,12 +171,13 @@ void readFromNvml(Symbol symbol, GpuState& gpu) {
 
 }  // namespace
 
-std::vector<GpuState> readGpuOccupancy(const std::vector<std::string>& ids) {
+std::vector<GpuState> readGpuOccupancy(const std::vector<std::string>& ids,
+                                       const std::optional<std::string>& cudaDeviceOrder) {
   if (std::getenv("PLTRUN_FAKE_GPUS") != nullptr) return fakeOccupancy(ids);
   std::vector<GpuState> gpus;
   for (const std::string& id : ids) gpus.push_back(unreadGpu(id));
-  const bool loaded = nvml::withNvml([&gpus](auto symbol) {
-    for (GpuState& gpu : gpus) readFromNvml(symbol, gpu);
+  const bool loaded = nvml::withNvml([&gpus, &cudaDeviceOrder](auto symbol) {
+    for (GpuState& gpu : gpus) readFromNvml(symbol, cudaDeviceOrder, gpu);
   });
   if (!loaded) {
     for (GpuState& gpu : gpus) gpu.unknown = "could not be checked: NVML (libnvidia-ml.so.1) did not load";

@@ -7,6 +7,7 @@
 //   PLTRUN_FAKE_GPU_MODE=exclusive              every GPU's compute mode, or per GPU:
 //   PLTRUN_FAKE_GPU_MODE=0:exclusive,3:prohibited   (default, exclusive, prohibited)
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,9 +15,12 @@
 
 namespace pltrun {
 
-/// The state of each GPU in `ids` (visibleGpuIds' entries), in their order; lockedByPltrun
-/// is left for gpu_lock.h. A GPU NVML cannot find has `unknown` set. Throws InvalidArgument
-/// naming the variable for a malformed PLTRUN_FAKE_GPU_BUSY or PLTRUN_FAKE_GPU_MODE.
-std::vector<GpuState> readGpuOccupancy(const std::vector<std::string>& ids);
+/// The state of each GPU in `ids` (visibleGpuIds' entries: indices in CUDA's order under the
+/// workers' CUDA_DEVICE_ORDER `cudaDeviceOrder`, cuda_device_order.h), in their order;
+/// lockedByPltrun is left for gpu_lock.h. A GPU NVML cannot find, or whose CUDA index pltrun
+/// cannot map, has `unknown` set. Throws InvalidArgument naming the variable for a malformed
+/// PLTRUN_FAKE_GPU_BUSY or PLTRUN_FAKE_GPU_MODE.
+std::vector<GpuState> readGpuOccupancy(const std::vector<std::string>& ids,
+                                       const std::optional<std::string>& cudaDeviceOrder = std::nullopt);
 
 }  // namespace pltrun

@@ -5,9 +5,12 @@
 
 #include <dlfcn.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "launcher/placement/cuda_device_order.h"
 #include "launcher/plan/text_parsing.h"
 
 namespace pltrun::nvml {
@@ -38,17 +41,56 @@ bool withNvml(Use use) {
   return started;
 }
 
-/// The handle of GPU `id` (a CUDA index, taken as NVML's, or a UUID); false when NVML does
-/// not know it or lacks the functions.
+// nvmlPciInfo_t of nvmlDeviceGetPciInfo_v3 (NVML 2.285 and later).
+struct PciInfo {
+  char busIdLegacy[16];
+  unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+  char busId[32];
+};
+
+/// Every GPU NVML lists, in NVML's order, with its PCI address and model; empty when NVML
+/// cannot say.
 template <typename Symbol>
-bool deviceHandle(Symbol symbol, const std::string& id, Device* device) {
+std::vector<NvmlGpu> listGpus(Symbol symbol) {
+  using GetCount = int (*)(unsigned int*);
+  using ByIndex = int (*)(unsigned int, Device*);
+  using GetPciInfo = int (*)(Device, PciInfo*);
+  using GetName = int (*)(Device, char*, unsigned int);
+  auto getCount = reinterpret_cast<GetCount>(symbol("nvmlDeviceGetCount_v2"));
+  auto byIndex = reinterpret_cast<ByIndex>(symbol("nvmlDeviceGetHandleByIndex_v2"));
+  auto pciInfo = reinterpret_cast<GetPciInfo>(symbol("nvmlDeviceGetPciInfo_v3"));
+  auto getName = reinterpret_cast<GetName>(symbol("nvmlDeviceGetName"));
+  unsigned int count = 0;
+  if (getCount == nullptr || byIndex == nullptr || pciInfo == nullptr || getCount(&count) != kSuccess) return {};
+  std::vector<NvmlGpu> gpus;
+  for (unsigned int index = 0; index < count; ++index) {
+    Device device = nullptr;
+    PciInfo info{};
+    char model[96] = {};  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
+    if (byIndex(index, &device) != kSuccess || pciInfo(device, &info) != kSuccess) return {};
+    if (getName != nullptr && getName(device, model, sizeof model - 1) != kSuccess) model[0] = '\0';
+    gpus.push_back(NvmlGpu{info.domain, info.bus, info.device, model});
+  }
+  return gpus;
+}
+
+/// The handle of GPU `id` as CUDA names it: a UUID, or an index in CUDA's order under the
+/// workers' CUDA_DEVICE_ORDER `order`, mapped to NVML's (cuda_device_order.h). Returns why
+/// not, one phrase ("NVML does not know it"), or empty with `device` set.
+template <typename Symbol>
+std::string deviceHandle(Symbol symbol, const std::string& id, const std::optional<std::string>& order,
+                         Device* device) {
   using ByIndex = int (*)(unsigned int, Device*);
   using ByUuid = int (*)(const char*, Device*);
   auto byIndex = reinterpret_cast<ByIndex>(symbol("nvmlDeviceGetHandleByIndex_v2"));
   auto byUuid = reinterpret_cast<ByUuid>(symbol("nvmlDeviceGetHandleByUUID"));
-  if (isDeviceUuid(id)) return byUuid != nullptr && byUuid(id.c_str(), device) == kSuccess;
+  const std::string unknown = "NVML does not know it";
+  if (isDeviceUuid(id)) return byUuid != nullptr && byUuid(id.c_str(), device) == kSuccess ? "" : unknown;
   const auto index = parseInteger(id);
-  return byIndex != nullptr && index && *index >= 0 && byIndex(static_cast<unsigned int>(*index), device) == kSuccess;
+  if (byIndex == nullptr || !index || *index < 0) return unknown;
+  const NvmlIndexChoice choice = nvmlIndexOfCudaIndex(static_cast<size_t>(*index), listGpus(symbol), order);
+  if (!choice.nvmlIndex) return choice.problem;
+  return byIndex(static_cast<unsigned int>(*choice.nvmlIndex), device) == kSuccess ? "" : unknown;
 }
 
 }  // namespace pltrun::nvml
