@@ -78,6 +78,11 @@ void requirePlantRefused(const std::string& name, const std::string& content, co
   CHECK(readFile(results / "env_0.json").empty());
 }
 
+void writeFile(const std::string& path, const std::string& content, mode_t mode = 0644) {
+  std::ofstream(path) << content;
+  REQUIRE(chmod(path.c_str(), mode) == 0);
+}
+
 #define SKIP_WITHOUT_OTHER_USERS()                                                 \
   if (!canActAsOtherUsers()) {                                                     \
     WARN("skipped: the test plants files as another Unix user, which needs root"); \
@@ -137,6 +142,24 @@ TEST_CASE("files here: another user's site config (PLTRUN_CONFIG) is refused in 
   CHECK(end.status == 2);
   CHECK(linesWith(end.err, "pltrun: error: refused site config " + (shared / "pltrun.toml") + ": it belongs to " +
                                ownerText(other) + ";") == 1);
+}
+
+TEST_CASE("files here: a site config with a NUL in log-dir, or two keys for one option, is one line naming it",
+          "[files_here][e2e]") {
+  TempDir directory;
+  writeFile(directory / "nul.toml", "log-dir = \"\\u0000\"\n");
+  Finished nul = runPltrun({"/bin/true"}, {"PLTRUN_CONFIG=" + (directory / "nul.toml")});
+  INFO(nul.err);
+  CHECK(nul.status == 2);
+  CHECK(nul.err == "pltrun: error: site config " + (directory / "nul.toml") +
+                       ":1:11: 'log-dir': a NUL character (\\u0000) is in the string, and no option's value can hold "
+                       "one; remove it\n");
+  writeFile(directory / "twice.toml", "max-restarts = 3\nmax_restarts = 5\n");
+  Finished twice = runPltrun({"/bin/true"}, {"PLTRUN_CONFIG=" + (directory / "twice.toml")});
+  INFO(twice.err);
+  CHECK(twice.status == 2);
+  CHECK(linesWith(twice.err, "'max_restarts' and 'max-restarts' (at " + (directory / "twice.toml") +
+                                 ":1:1) both set --max-restarts; keep one of them") == 1);
 }
 
 TEST_CASE("files here: a hostfile naming localhost runs a real 2-worker job on this machine without ssh",
