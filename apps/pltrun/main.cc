@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
     if (pltrun::isStatusCommand(argc, argv)) return pltrun::runStatusCommand(argc, argv, pltrun::currentEnvironment());
     // The one place the parser meets the process: its environment and the file system.
     auto parsed = pltrun::parseCommandLine(argc, argv, pltrun::currentEnvironment(), pltrun::readFileFromDisk,
-                                           pltrun::fileExistsOnDisk);
+                                           pltrun::fileExistsOnDisk, pltrun::readOwnFileFromDisk);
     if (auto* information = std::get_if<pltrun::InformationRequest>(&parsed)) {
       std::fputs(information->text.c_str(), stdout);
       return 0;

@@ -75,7 +75,9 @@ std::vector<std::vector<int>> numaBindingFor(NumaMode mode, const WorkerLayout& 
 // about them (the GPUs, PYTHON_EXEC), include them.
 Environment withExportedVariables(const Environment& inherited, const RemoteLaunchSettings& settings) {
   Environment environment = inherited;
-  addExportedVariables(inherited, settings.exports, settings.envFile, environment);
+  if (auto read = addExportedVariables(inherited, settings.exports, settings.envFile, environment)) {
+    spdlog::info("{}", *read);
+  }
   return environment;
 }
 
@@ -137,6 +139,13 @@ int runLauncher(const LaunchConfig& config) {
     if (getppid() == 1) throw Error(ErrorCode::Network, "the connection that started this agent is gone already");
   }
   if (config.slurmSummary) spdlog::info("{}", *config.slurmSummary);
+  for (const LaunchNote& note : config.notes) {
+    if (note.warning) {
+      spdlog::warn("{}", note.text);
+    } else {
+      spdlog::info("{}", note.text);
+    }
+  }
   const Environment inherited = currentEnvironment();
   if (const std::string notice = healthCheckPortNotice(inherited); !notice.empty()) spdlog::info("{}", notice);
   if (!config.remote.hosts.empty()) return runDriver(config, inherited);

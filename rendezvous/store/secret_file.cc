@@ -5,9 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 
+#include "base/file_control.h"
 #include "pltrun/error.h"
 
 namespace pltrun::rdzv {
@@ -18,12 +18,6 @@ constexpr const char* kHowToMake = "make one with: (umask 077; head -c 32 /dev/u
 
 [[noreturn]] void refuse(const std::string& origin, const std::string& what) {
   throw Error(ErrorCode::InvalidArgument, origin + ": " + what);
-}
-
-std::string octalMode(mode_t mode) {
-  char text[8];
-  std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
-  return text;
 }
 
 // Reads the whole descriptor, refusing more than the limit.
@@ -48,7 +42,7 @@ void checkOwnership(const struct stat& status, const std::string& origin, const 
     refuse(origin, "'" + path + "' is readable or writable by other users (mode " + octalMode(status.st_mode) +
                        "): run chmod 600 '" + path + "'");
   }
-  if (status.st_uid != geteuid() && status.st_uid != 0) {
+  if (!ownedByYouOrRoot(status)) {
     refuse(origin, "'" + path + "' belongs to another user (uid " + std::to_string(status.st_uid) +
                        "): the secret file must be your own");
   }

@@ -964,6 +964,41 @@ TEST_CASE("site defaults: [rdzv-conf] is --rdzv-conf's pairs, in the order writt
              Contains("site config /etc/pltrun.toml:1:1: 'rdzv-conf.tls': a table is no option's value"));
 }
 
+TEST_CASE("site defaults: two keys for one option are refused, naming both and the file",
+          "[command_line][site-config]") {
+  // The command line refuses --max-restarts with --max_restarts; the file took the first.
+  CHECK(siteError({"p"}, "max-restarts = 3\nmax_restarts = 5\n") ==
+        "site config /etc/pltrun.toml:2:1: 'max_restarts' and 'max-restarts' (at /etc/pltrun.toml:1:1) both set "
+        "--max-restarts; keep one of them");
+  CHECK_THAT(siteError({"p"}, "nproc_per_node = 2\nlog-dir = \"/l\"\nnproc-per-node = 4\n"),
+             Contains("/etc/pltrun.toml:3:1: 'nproc-per-node' and 'nproc_per_node' (at /etc/pltrun.toml:1:1)"));
+  // Given on the command line, the option is still the file's mistake to report.
+  CHECK_THAT(siteError({"--max-restarts", "1", "p"}, "max_restarts = 3\nmax-restarts = 5\n"),
+             Contains("'max-restarts' and 'max_restarts'"));
+}
+
+TEST_CASE("site defaults: a NUL in a string is refused by place and key, never cut short",
+          "[command_line][site-config]") {
+  CHECK(siteError({"p"}, "log-dir = \"\\u0000\"\n") ==
+        "site config /etc/pltrun.toml:1:11: 'log-dir': a NUL character (\\u0000) is in the string, and no option's "
+        "value can hold one; remove it");
+  CHECK_THAT(siteError({"p"}, "[rdzv-conf]\nsecret_file = \"/s\\u0000x\"\n"),
+             Contains("'rdzv-conf.secret_file': a NUL"));
+}
+
+TEST_CASE("site defaults: [rdzv-conf] values with commas reach the rendezvous whole", "[command_line][site-config]") {
+  const LaunchConfig config = parseWithSite({"p"}, "[rdzv-conf]\nsecret_file = \"/s/a,b=c\"\njoin_timeout = 9\n");
+  CHECK(config.rdzv.secretFile == "/s/a,b=c");
+  CHECK(config.rdzv.joinTimeout == std::chrono::seconds(9));
+}
+
+TEST_CASE("site defaults: the file read is named in one line for the log", "[command_line][site-config]") {
+  const LaunchConfig config = parseWithSite({"p"}, "max-restarts = 3\nterm-timeout = 9\n");
+  REQUIRE(!config.notes.empty());
+  CHECK(config.notes.front().text == "read site config /etc/pltrun.toml (2 settings applied)");
+  CHECK(parseConfig({"p"}).notes.empty());  // no file, no line
+}
+
 TEST_CASE("site defaults: what is not TOML is one line naming the file, line, column and key",
           "[command_line][site-config]") {
   std::vector<std::string> messages;

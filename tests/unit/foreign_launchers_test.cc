@@ -27,20 +27,37 @@ std::string oneHostfile(const std::string& path) {
   throw FileReadError(FileReadError::Reason::Missing, "No such file or directory");
 }
 
-LaunchConfig configOf(const std::vector<std::string>& arguments, const pltrun::Environment& env = {}) {
+// hosts.txt as oneHostfile has it; "localhost:1" is a file another user could have written.
+std::string plantedHostfile(const std::string& path) {
+  if (path == "localhost:1") throw FileReadError(FileReadError::Reason::OthersControl, "belongs to mallory (uid 1001)");
+  if (path == "a-directory") throw FileReadError(FileReadError::Reason::IsDirectory, "");
+  return oneHostfile(path);
+}
+
+// The plain reader serves everything; -H's file and the hostfile go through `readOwnFile`
+// where one is given (the real one refuses a file another user could have written).
+std::variant<LaunchConfig, pltrun::InformationRequest> parseArguments(const std::vector<std::string>& arguments,
+                                                                      const pltrun::Environment& env,
+                                                                      const pltrun::FileReader& readOwnFile = nullptr) {
   std::vector<const char*> argv{"pltrun"};
   for (const std::string& argument : arguments) argv.push_back(argument.c_str());
-  auto result = pltrun::parseCommandLine(static_cast<int>(argv.size()), argv.data(), env, oneHostfile);
+  return pltrun::parseCommandLine(static_cast<int>(argv.size()), argv.data(), env, oneHostfile,
+                                  pltrun::assumeFileExists, readOwnFile);
+}
+
+LaunchConfig configOf(const std::vector<std::string>& arguments, const pltrun::Environment& env = {}) {
+  auto result = parseArguments(arguments, env);
   REQUIRE(std::holds_alternative<LaunchConfig>(result));
   return std::get<LaunchConfig>(result);
 }
 
 // The one-line error for `arguments`, which must contain every fragment.
-void requireRefused(const std::vector<std::string>& arguments, const std::vector<std::string>& fragments) {
+void requireRefused(const std::vector<std::string>& arguments, const std::vector<std::string>& fragments,
+                    const pltrun::FileReader& readOwnFile = nullptr) {
   CAPTURE(arguments);
   std::string message;
   try {
-    configOf(arguments);
+    parseArguments(arguments, {}, readOwnFile);
   } catch (const Error& error) {
     CHECK(error.code() == pltrun::ErrorCode::InvalidArgument);
     message = error.what();
@@ -117,6 +134,60 @@ TEST_CASE("DeepSpeed's -H names a hostfile when the file exists, else -H is mpir
   CHECK(listed.remote.hosts.size() == 2);
   CHECK(listed.remote.sshPort == 2222);
   requireRefused({"-H", "hosts.txt", "--num_nodes", "3", "train.py"}, {"--num_nodes", "2 hosts"});
+}
+
+namespace {
+
+std::variant<LaunchConfig, pltrun::InformationRequest> parsePlanted(const std::vector<std::string>& arguments) {
+  return parseArguments(arguments, {}, plantedHostfile);
+}
+
+std::vector<std::string> noteTexts(const LaunchConfig& config) {
+  std::vector<std::string> texts;
+  for (const pltrun::LaunchNote& note : config.notes) texts.push_back(note.text);
+  return texts;
+}
+
+}  // namespace
+
+TEST_CASE("DeepSpeed's -H says in one line whether it read a hostfile or a host list, and refuses another user's file",
+          "[command_line][foreign][deepspeed]") {
+  using Texts = std::vector<std::string>;
+  const LaunchConfig listed = configOf({"-H", "localhost:1", "train.py"});
+  CHECK(noteTexts(listed) == Texts{"-H localhost:1: read as a host list (no file of that name)"});
+  const LaunchConfig fromFile = configOf({"-H", "hosts.txt", "train.py"});
+  CHECK(noteTexts(fromFile) == Texts{"-H hosts.txt: read as a hostfile, ./hosts.txt (a file of that name here)",
+                                     "read 2 hosts from hostfile ./hosts.txt"});
+  const auto directory = parsePlanted({"-Ha-directory", "train.py"});
+  REQUIRE(std::holds_alternative<LaunchConfig>(directory));
+  CHECK(noteTexts(std::get<LaunchConfig>(directory)) ==
+        Texts{"-H a-directory: read as a host list (a directory has that name, not a file)"});
+  for (const std::vector<std::string>& arguments : {std::vector<std::string>{"-H", "localhost:1", "train.py"},
+                                                    std::vector<std::string>{"-H=localhost:1", "train.py"}}) {
+    requireRefused(arguments,
+                   {"refused -H localhost:1 as a hostfile ./localhost:1: it belongs to mallory (uid 1001);", "--hosts"},
+                   plantedHostfile);
+  }
+}
+
+TEST_CASE("an explicit --hostfile another user could have written is refused, naming the file and its owner",
+          "[command_line][foreign]") {
+  requireRefused({"--hostfile", "localhost:1", "train.py"},
+                 {"refused hostfile ./localhost:1: it belongs to mallory (uid 1001);"}, plantedHostfile);
+}
+
+TEST_CASE(
+    "horovodrun's --start-timeout on one node is ignored with a warning, with hosts or nodes to meet it is theirs",
+    "[command_line][foreign]") {
+  const LaunchConfig alone = configOf({"--start-timeout", "45", "train.py"});
+  REQUIRE(alone.notes.size() == 1);
+  CHECK(alone.notes[0].warning);
+  CHECK_THAT(alone.notes[0].text, Catch::StartsWith("--start-timeout 45 is ignored") && Contains("--hosts"));
+  CHECK(configOf({"-H", "a:1,b:1", "--start-timeout", "45", "train.py"}).notes.size() == 1);  // -H's line only
+  const LaunchConfig elastic =
+      configOf({"--nnodes", "1:2", "--rdzv-endpoint", "127.0.0.1:0", "--start-timeout", "45", "train.py"});
+  CHECK(elastic.notes.empty());
+  CHECK(elastic.rdzv.joinTimeout == std::chrono::seconds(45));
 }
 
 TEST_CASE("horovodrun's --start-timeout and --verbose, mpirun's -x, -N, --oversubscribe and -bind-to none",

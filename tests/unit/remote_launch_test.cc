@@ -151,6 +151,25 @@ TEST_CASE("the remote command: ssh with its options, or a template with {host}",
                     Catch::Contains("--remote-command") && Catch::Contains("not closed"));
 }
 
+TEST_CASE("this machine's own names start their agent here, as mpirun does, other loopback hosts over ssh",
+          "[remote]") {
+  RemoteLaunchSettings remote;
+  for (const char* host : {"localhost", "127.0.0.1", "::1", "gpu-07", "gpu-07.cluster.example"}) {
+    CAPTURE(host);
+    CHECK(startsOnThisMachine(remote, host, "gpu-07.cluster.example"));
+  }
+  // The tests' sshd listens on 127.0.0.2 and 127.0.0.3 as separate hosts; other machines stay remote.
+  for (const char* host : {"127.0.0.2", "127.1.2.3", "gpu-08", "gpu", "localhost2", ""}) {
+    CAPTURE(host);
+    CHECK_FALSE(startsOnThisMachine(remote, host, "gpu-07.cluster.example"));
+  }
+  CHECK_FALSE(startsOnThisMachine(remote, "gpu-07", ""));
+  // A --remote-command is the way to every host, localhost too (a pod or container may have that name).
+  remote.remoteCommand = "kubectl exec -i {host} --";
+  CHECK_FALSE(startsOnThisMachine(remote, "localhost", "gpu-07"));
+  CHECK_FALSE(startsOnThisMachine(remote, "gpu-07", "gpu-07"));
+}
+
 TEST_CASE("the agent's script sets the forwarded variables from stdin, exactly, and leaves the rest for pltrun",
           "[remote]") {
   const std::string tricky = R"(it's $HOME `id` \n "q" ;|&)";

@@ -392,6 +392,34 @@ TEST_CASE("applyRendezvousConf: one pair of quotes around the whole value is tak
   requireBadConf("join_timeout=5,'last_call_timeout=1'", {"--rdzv-conf", "'last_call_timeout"});
 }
 
+TEST_CASE("applyRendezvousConf: a value holds commas where no KEY= follows them, and anything in quotes",
+          "[rendezvous_flags]") {
+  RendezvousSettings settings = confOf("secret_file=/run/a,b/secret,join_timeout=5");
+  CHECK(settings.secretFile == "/run/a,b/secret");
+  CHECK(settings.joinTimeout == milliseconds(5000));
+  settings = confOf("join_timeout=5,secret_file=\"/run/x,y=z \\\"q\\\" \\\\\"");
+  CHECK(settings.secretFile == "/run/x,y=z \"q\" \\");
+  CHECK(confOf("secret_file=/s/trailing,").secretFile == "/s/trailing");
+  requireBadConf("secret_file=\"/s\"x", {"--rdzv-conf", "closing quote"});
+  requireBadConf("secret_file=\"/s", {"--rdzv-conf", "closing quote"});
+}
+
+TEST_CASE("rendezvousConfText: a secret_file with commas, quotes or blanks reads back whole", "[rendezvous_flags]") {
+  for (const std::string path : {"/p/a,b", "/p/a,b=c", "/p/a,,", "/p/\"q\"\\", " /p/blank ", "/p/plain"}) {
+    CAPTURE(path);
+    RendezvousSettings written;
+    written.secretFile = path;
+    written.expectedHosts = {"a", "b"};
+    const std::string text = pltrun::rendezvousConfText(written);
+    RendezvousSettings read;
+    pltrun::applyRendezvousConf(text, read);
+    CHECK(read.secretFile == path);
+    CHECK(read.expectedHosts == written.expectedHosts);
+  }
+  CHECK(pltrun::rendezvousConfPair("secret_file", "/p/plain,x") == "secret_file=/p/plain,x");  // as before
+  CHECK(pltrun::rendezvousConfPair("secret_file", "/p/a,b=c") == "secret_file=\"/p/a,b=c\"");
+}
+
 TEST_CASE("applyRendezvousConf: store_type and use_libuv are checked, not ignored", "[rendezvous_flags]") {
   confOf("store_type=tcp,use_libuv=false");
   confOf("use_libuv=1");

@@ -72,6 +72,15 @@ void applyForeignLauncherFlags(const RawFlags& raw, LaunchConfig& config) {
   config.localRankArgument = passesLocalRankArgument(raw);
 }
 
+// horovodrun's --start-timeout is the hosts' time to start and meet: a job of one node, with
+// no driver and no rendezvous, has nothing to wait for, so the flag would do nothing unseen.
+void warnStartTimeoutOnOneNode(const RawFlags& raw, LaunchConfig& config) {
+  if (raw.startTimeout.empty() || !config.remote.hosts.empty() || config.rdzv.maxNodes > 1) return;
+  config.notes.push_back({true, "--start-timeout " + raw.startTimeout +
+                                    " is ignored: it is the time hosts have to start and meet, and this job runs on "
+                                    "one node (it applies with --hosts/--hostfile or --nnodes above 1)"});
+}
+
 void applySupervisionFlags(const RawFlags& raw, LaunchConfig& config) {
   if (!raw.maxRestarts.empty()) {
     config.maxRestarts = static_cast<int>(
@@ -135,12 +144,13 @@ const CLI::Option* optionByPrefix(const CLI::App& app, const std::string& name) 
 // Before CLI11 reads pltrun's own options (never the program's, after PROGRAM): horovodrun's
 // and mpirun's spellings ("-np N", -hostfile, ...) become pltrun's (foreign_spellings.h),
 // and an abbreviated long option is spelled out as torchrun would read it.
-void normalizeLauncherOptions(std::vector<std::string>& args, const CLI::App& app, const FileReader& readFile) {
+void normalizeLauncherOptions(std::vector<std::string>& args, const CLI::App& app, const FileReader& readOwnFile,
+                              std::vector<LaunchNote>& notes) {
   for (size_t at = 0; at < args.size(); ++at) {
     std::string& arg = args[at];
-    if (arg == "--" || arg.size() < 2 || arg.front() != '-') return;             // PROGRAM starts here
-    if (auto hostfile = hostfileFromDashH(args, at, readFile)) arg = *hostfile;  // DeepSpeed's -H FILE
-    if (auto ours = pltrunSpelling(arg, app)) arg = *ours;                       // -np, -hostfile, -host, -n
+    if (arg == "--" || arg.size() < 2 || arg.front() != '-') return;                       // PROGRAM starts here
+    if (auto hostfile = hostfileFromDashH(args, at, readOwnFile, notes)) arg = *hostfile;  // DeepSpeed's -H FILE
+    if (auto ours = pltrunSpelling(arg, app)) arg = *ours;                                 // -np, -hostfile, -host, -n
     const size_t equals = arg.find('=');
     const std::string name = arg.substr(0, equals);
     const CLI::Option* option = app.get_option_no_throw(name);
@@ -218,7 +228,7 @@ void applyAutoSelectGpus(const RawFlags& raw, LaunchConfig& config) {
 }
 
 LaunchConfig buildConfig(RawFlags raw, const std::vector<std::string>& command, const Environment& env,
-                         const FileReader& readFile) {
+                         const FileReader& readFile, const FileReader& readOwnFile) {
   LaunchConfig config;
   applyProgram(raw, command, config);
   // Parsed here, once: the worker layout resolves them against the GPUs without text.
@@ -232,7 +242,8 @@ LaunchConfig buildConfig(RawFlags raw, const std::vector<std::string>& command, 
   }
   applyNodeFlags(raw, config, env);
   applyForeignLauncherFlags(raw, config);
-  applyRemoteFlags(raw, config, readFile);
+  applyRemoteFlags(raw, config, readOwnFile);
+  warnStartTimeoutOnOneNode(raw, config);
   applyAutoSelectGpus(raw, config);
   // The first node of a Slurm job hosts the store, whatever its name resolves to.
   if (config.slurmSummary && config.rdzv.nodeRankHint && !config.rdzv.isHost)
@@ -252,7 +263,8 @@ LaunchConfig buildConfig(RawFlags raw, const std::vector<std::string>& command, 
 
 std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const char* const* argv,
                                                                 const Environment& env, const FileReader& readFile,
-                                                                const FileProbe& exists) {
+                                                                const FileProbe& exists,
+                                                                const FileReader& readOwnFile) {
   // `pltrun --version` alone: CLI11 would answer the same before reading any variable or
   // file, but only after declaring every flag, which is most of the time it takes (about
   // 1 ms on the 2-core machine; docs/PERFORMANCE.md, "Launch").
@@ -263,15 +275,17 @@ std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const 
   RawFlags raw;
   const std::shared_ptr<const FlagVariables> variables = declareFlags(app, raw);
 
+  const FileReader& ownFile = readOwnFile ? readOwnFile : readFile;
   SiteSettings siteSettings;
+  std::vector<LaunchNote> notes;
   std::vector<std::pair<std::string, std::string>> fromVariables;
   std::vector<std::string> args(argv + 1, argv + argc);
-  normalizeLauncherOptions(args, app, readFile);
+  normalizeLauncherOptions(args, app, ownFile, notes);
   std::reverse(args.begin(), args.end());  // CLI11 takes the arguments in reverse order
   try {
     app.parse(args);
     fromVariables = applyFlagVariables(*variables, env);
-    siteSettings = applySiteConfig(app, env, readFile, exists);
+    siteSettings = applySiteConfig(app, env, ownFile, exists);
     raw.autoSelectGpusFromSite = siteSettings.sets("--auto-select-gpus");
   } catch (const CLI::CallForHelp&) {
     return InformationRequest{app.help()};
@@ -283,8 +297,15 @@ std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const 
   if (!raw.printCompletion.empty()) return InformationRequest{completionFor(app, raw.printCompletion)};
   std::vector<std::string> command = app.remaining();
   if (!command.empty() && command.front() == "--") command.erase(command.begin());  // pltrun -- PROGRAM ...
+  if (siteSettings.read) {
+    notes.push_back({false, "read site config " + siteSettings.path + " (" +
+                                countedNoun(static_cast<long long>(siteSettings.options.size()), "setting") +
+                                " applied)"});
+  }
   try {
-    return buildConfig(raw, command, env, readFile);
+    LaunchConfig config = buildConfig(raw, command, env, readFile, ownFile);
+    config.notes.insert(config.notes.begin(), notes.begin(), notes.end());
+    return config;
   } catch (const Error& error) {
     throw tracedToSiteConfig(tracedToVariables(error, fromVariables), siteSettings);
   }

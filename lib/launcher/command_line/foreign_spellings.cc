@@ -83,12 +83,31 @@ std::string adviceFor(const std::string& word, const CLI::App& app) {
   return best.empty() ? "" : "; did you mean " + best + "?";
 }
 
-bool isReadable(const std::string& path, const FileReader& readFile) {
+// Whether -H's value names a hostfile: one line in `notes` either way. A file another user
+// could have written is refused, not taken as a host list: its owner may have meant it as one.
+bool namesHostfile(const std::string& value, const FileReader& readOwnFile, std::vector<LaunchNote>& notes) {
+  const std::string said = "-H " + value + ": read as ";
   try {
-    readFile(path);
+    readOwnFile(value);
+    notes.push_back({false, said + "a hostfile, " + shownPath(value) + " (a file of that name here)"});
     return true;
-  } catch (const FileReadError&) {
-    return false;  // a host list, or a hostfile that is not there: --hosts says which
+  } catch (const FileReadError& error) {
+    switch (error.reason()) {
+      case FileReadError::Reason::OthersControl:
+        throw Error(ErrorCode::InvalidArgument,
+                    othersFileRefusal("-H " + value + " as a hostfile", value, error) + "; to name hosts use --hosts");
+      case FileReadError::Reason::Missing:
+        notes.push_back({false, said + "a host list (no file of that name)"});
+        return false;
+      case FileReadError::Reason::IsDirectory:
+        notes.push_back({false, said + "a host list (a directory has that name, not a file)"});
+        return false;
+      case FileReadError::Reason::CannotOpen:
+      case FileReadError::Reason::CannotRead:
+        break;
+    }
+    notes.push_back({false, said + "a host list (a file of that name cannot be read: " + error.what() + ")"});
+    return false;
   }
 }
 
@@ -125,15 +144,15 @@ Error unknownOption(const std::string& word, const CLI::App& app) {
 }
 
 std::optional<std::string> hostfileFromDashH(const std::vector<std::string>& args, size_t at,
-                                             const FileReader& readFile) {
+                                             const FileReader& readOwnFile, std::vector<LaunchNote>& notes) {
   const std::string& arg = args[at];
   if (arg.rfind("-H", 0) != 0) return std::nullopt;
   if (arg == "-H") {
-    if (at + 1 < args.size() && isReadable(args[at + 1], readFile)) return std::string("--hostfile");
+    if (at + 1 < args.size() && namesHostfile(args[at + 1], readOwnFile, notes)) return std::string("--hostfile");
     return std::nullopt;
   }
   const std::string value = arg.substr(arg[2] == '=' ? 3 : 2);  // -H=FILE, -HFILE
-  if (isReadable(value, readFile)) return "--hostfile=" + value;
+  if (namesHostfile(value, readOwnFile, notes)) return "--hostfile=" + value;
   return std::nullopt;
 }
 

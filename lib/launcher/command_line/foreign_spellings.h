@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "launcher/plan/file_reader.h"
+#include "launcher/plan/launch_config.h"
 #include "pltrun/error.h"
 
 namespace CLI {
@@ -27,10 +28,13 @@ namespace pltrun {
 std::optional<std::string> pltrunSpelling(const std::string& arg, const CLI::App& app);
 
 /// DeepSpeed's -H names its hostfile, horovodrun's and mpirun's -H the hosts themselves:
-/// "--hostfile" (or "--hostfile=FILE") in place of args[at] when its value names a file
-/// `readFile` can read, nothing when it is a host list (pltrun's -H, --hosts).
+/// "--hostfile" (or "--hostfile=FILE") in place of args[at] when its value names a regular
+/// file `readOwnFile` reads (yours or root's, writable by no one else), nothing when it is a
+/// host list (pltrun's -H, --hosts). Either way `notes` gets one line saying which, and why.
+/// A file of that name that another user could have written (FileReadError::OthersControl)
+/// is refused: Error(InvalidArgument) naming it and its owner, never read as hosts.
 std::optional<std::string> hostfileFromDashH(const std::vector<std::string>& args, size_t at,
-                                             const FileReader& readFile);
+                                             const FileReader& readOwnFile, std::vector<LaunchNote>& notes);
 
 /// "unknown option 'WORD'", with pltrun's likely spelling for it (within two edits) or what to
 /// do instead of another launcher's word pltrun has no flag for.

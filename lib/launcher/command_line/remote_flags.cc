@@ -9,13 +9,16 @@
 namespace pltrun {
 namespace {
 
-std::vector<HostSlots> hostsGiven(const RawFlags& raw, const FileReader& readFile) {
+std::vector<HostSlots> hostsGiven(const RawFlags& raw, const FileReader& readOwnFile, std::vector<LaunchNote>& notes) {
   if (!raw.hosts.empty() && !raw.hostfile.empty()) {
     throw Error(ErrorCode::InvalidArgument, "--hosts and --hostfile exclude each other; give one");
   }
   if (!raw.hosts.empty()) return parseHostList(raw.hosts);
-  if (!raw.hostfile.empty()) return readHostfile(raw.hostfile, readFile);
-  return {};
+  if (raw.hostfile.empty()) return {};
+  std::vector<HostSlots> hosts = readHostfile(raw.hostfile, readOwnFile);
+  notes.push_back({false, "read " + countedNoun(static_cast<long long>(hosts.size()), "host") + " from hostfile " +
+                              shownPath(raw.hostfile)});
+  return hosts;
 }
 
 // -x NAME or -x NAME=VALUE: NAME must be a variable's name.
@@ -59,12 +62,12 @@ void applyDriverFlags(const RawFlags& raw, std::vector<HostSlots> hosts, LaunchC
 
 }  // namespace
 
-void applyRemoteFlags(const RawFlags& raw, LaunchConfig& config, const FileReader& readFile) {
+void applyRemoteFlags(const RawFlags& raw, LaunchConfig& config, const FileReader& readOwnFile) {
   config.exitWithParent = raw.exitWithParent;
   // mpirun's -x and --env-file reach the workers on one node too.
   config.remote.exports = checkedExports(raw.exports);
   if (!raw.envFile.empty()) config.remote.envFile = raw.envFile;
-  std::vector<HostSlots> hosts = hostsGiven(raw, readFile);
+  std::vector<HostSlots> hosts = hostsGiven(raw, readOwnFile, config.notes);
   if (!hosts.empty()) {
     applyDriverFlags(raw, std::move(hosts), config);
     return;

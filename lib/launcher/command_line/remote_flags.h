@@ -11,7 +11,8 @@ namespace pltrun {
 
 /// Sets config.remote (and, for a driver, the c10d rendezvous over the hosts). Throws the
 /// one-line Error(InvalidArgument) of the first flag that is wrong, or of a hostfile that
-/// cannot be read or parsed.
-void applyRemoteFlags(const RawFlags& raw, LaunchConfig& config, const FileReader& readFile);
+/// cannot be read or parsed, or that another user could have written (`readOwnFile` says
+/// so: readOwnFileFromDisk). A hostfile read is named in config.notes.
+void applyRemoteFlags(const RawFlags& raw, LaunchConfig& config, const FileReader& readOwnFile);
 
 }  // namespace pltrun

@@ -8,6 +8,7 @@
 
 #include "base/host_port_text.h"
 #include "launcher/command_line/slurm.h"
+#include "launcher/plan/shell_words.h"
 #include "launcher/plan/text_parsing.h"
 #include "pltrun/error.h"
 
@@ -119,10 +120,22 @@ std::vector<std::string> parseExpectedHosts(const std::string& item, std::string
   } catch (const Error& error) {
     throwInvalidFlag(kConfFlag, item, std::string(kForm) + ": " + error.what());
   }
-  for (const std::string& name : names) {
+  for (std::string& name : names) {
+    name = std::string(trimSpaces(name));  // "a , b": blanks around the commas are the list's
     if (!isNodeName(name)) throwInvalidFlag(kConfFlag, item, std::string(kForm) + "; '" + name + "' is not one");
   }
   return names;
+}
+
+// A value as written, or the inside of its "..." (a backslash keeps " and \ in it).
+std::string unquotedConfValue(const std::string& item, std::string_view value) {
+  if (value.empty() || value.front() != '"') return std::string(value);
+  std::string text;
+  size_t at = 1;
+  if (!appendDoubleQuoted(value, at, text) || at != value.size()) {
+    throwInvalidFlag(kConfFlag, item, "a value in \"...\" ends with its closing quote; write \\\" for a quote in it");
+  }
+  return text;
 }
 
 void applyConfItem(const std::string& item, RendezvousSettings& settings) {
@@ -132,7 +145,8 @@ void applyConfItem(const std::string& item, RendezvousSettings& settings) {
                      "expected KEY=VALUE pairs separated by commas, like join_timeout=900,is_host=false");
   }
   const std::string key(trimSpaces(std::string_view(item).substr(0, equals)));
-  const std::string_view value = trimSpaces(std::string_view(item).substr(equals + 1));
+  const std::string unquoted = unquotedConfValue(item, trimSpaces(std::string_view(item).substr(equals + 1)));
+  const std::string_view value = unquoted;
   if (key.empty()) throwInvalidFlag(kConfFlag, item, "the key before '=' is missing; expected KEY=VALUE");
   if (value.empty()) throwInvalidFlag(kConfFlag, item, key + " needs a value; expected KEY=VALUE");
 
@@ -179,8 +193,6 @@ void applyConfItem(const std::string& item, RendezvousSettings& settings) {
   }
 }
 
-// The pairs of "a=1,b=2": a piece without '=' after expected_hosts=... continues its list
-// (expected_hosts=a,b,c and expected_hosts=gpu-[01-03,07] are one item each).
 // `--rdzv-conf='join_timeout=5,last_call_timeout=1'` with the quotes inside the argument, as
 // torch's own tests and many scripts write it: torchrun reads it, so one pair of matching
 // quotes around the whole value is taken off (a quote anywhere else is still an error).
@@ -192,19 +204,36 @@ std::string_view withoutEnclosingQuotes(std::string_view text) {
   return text;
 }
 
+// Whether a comma before `rest` ends a pair: KEY= follows it (blanks and empty items
+// between), or nothing does (a trailing comma).
+bool pairFollows(std::string_view rest) {
+  const size_t start = rest.find_first_not_of(" \t,");
+  if (start == std::string_view::npos) return true;
+  const size_t equals = rest.find('=', start);
+  return equals != std::string_view::npos && isVariableName(trimSpaces(rest.substr(start, equals - start)));
+}
+
+// The pairs of "a=1,b=2". A comma ends a pair only where another KEY= (or the end) follows,
+// and never inside "...": a value holds commas as it is written where what follows them is
+// no key (expected_hosts=a,b,c and expected_hosts=gpu-[01-03,07], secret_file=/p/a,b), and
+// anything at all in double quotes (secret_file="/p/a,b=c", as rendezvousConfPair writes it).
 std::vector<std::string> rendezvousConfItems(const std::string& text) {
+  const std::string_view whole = withoutEnclosingQuotes(text);
   std::vector<std::string> items;
-  for (std::string_view piece : splitText(withoutEnclosingQuotes(text), ',')) {
-    std::string item(trimSpaces(piece));
-    if (item.empty()) continue;  // "a=1,", ",a=1" and "a=1,,b=2" are fine
-    const bool continuesList =
-        !items.empty() && item.find('=') == std::string::npos &&
-        trimSpaces(std::string_view(items.back()).substr(0, items.back().find('='))) == kExpectedHostsKey;
-    if (continuesList) {
-      items.back() += "," + item;
-    } else {
-      items.push_back(std::move(item));
+  bool quoted = false;
+  size_t start = 0;
+  for (size_t at = 0; at <= whole.size(); ++at) {
+    if (at < whole.size()) {
+      if (quoted && whole[at] == '\\') {
+        ++at;  // \" and \\ stay inside the quotes
+        continue;
+      }
+      if (whole[at] == '"') quoted = !quoted;
+      if (quoted || whole[at] != ',' || !pairFollows(whole.substr(at + 1))) continue;
     }
+    std::string item(trimSpaces(whole.substr(start, at - start)));
+    if (!item.empty()) items.push_back(std::move(item));  // "a=1,", ",a=1" and "a=1,,b=2" are fine
+    start = at + 1;
   }
   return items;
 }
@@ -305,9 +334,25 @@ void applyRendezvousConf(const std::string& text, RendezvousSettings& settings) 
   for (const std::string& item : rendezvousConfItems(text)) applyConfItem(item, settings);
 }
 
+std::string rendezvousConfPair(const std::string& key, const std::string& value) {
+  bool plain = value.find_first_of("\"\\") == std::string::npos && trimSpaces(value).size() == value.size();
+  for (size_t comma = value.find(','); plain && comma != std::string::npos; comma = value.find(',', comma + 1)) {
+    plain = !pairFollows(std::string_view(value).substr(comma + 1));
+  }
+  if (plain) return key + "=" + value;
+  std::string quoted = key + "=\"";
+  for (const char c : value) {
+    if (c == '"' || c == '\\') quoted += '\\';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
 std::string rendezvousConfText(const RendezvousSettings& settings) {
   std::vector<std::string> items;
-  const auto add = [&items](const char* key, const std::string& value) { items.push_back(key + ("=" + value)); };
+  const auto add = [&items](const char* key, const std::string& value) {
+    items.push_back(rendezvousConfPair(key, value));
+  };
   if (settings.isHost) add(kIsHostKey, *settings.isHost ? "1" : "0");
   if (!settings.secretFile.empty()) add(kSecretFileKey, settings.secretFile);
   add(kJoinTimeoutKey, secondsFlagText(settings.joinTimeout));

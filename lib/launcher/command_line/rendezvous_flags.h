@@ -39,7 +39,10 @@ RendezvousBackend parseRendezvousBackend(const std::string& flag, const std::str
 /// parseEndpoint's forms, the port 2379 when none is given).
 std::vector<Endpoint> parseEtcdMembers(const std::string& flag, const std::string& text);
 
-/// --rdzv-conf: comma-separated KEY=VALUE pairs applied on top of `settings` (keys not named
+/// --rdzv-conf: comma-separated KEY=VALUE pairs applied on top of `settings`. A comma ends a
+/// pair only where KEY= (or the end) follows it, so a value may hold commas
+/// (secret_file=/p/a,b; expected_hosts=a,b,c); a value in double quotes may hold anything,
+/// a backslash keeping " and \ (secret_file="/p/x,y=z"). Keys not named
 /// keep their value; empty items, as after a trailing comma, are skipped; a repeated key:
 /// the last wins). Keys: join_timeout (alias timeout), last_call_timeout, close_timeout,
 /// keep_alive_interval (alias heartbeat_timeout), read_timeout: seconds > 0, decimals
@@ -49,12 +52,15 @@ std::vector<Endpoint> parseEtcdMembers(const std::string& flag, const std::strin
 /// prefix starting with /), user, password_file. Any other key is an error listing the accepted ones.
 void applyRendezvousConf(const std::string& text, RendezvousSettings& settings);
 
+/// KEY=VALUE as --rdzv-conf text that applyRendezvousConf reads back to `value`: the value
+/// in double quotes, " and \ escaped, when it holds what would end or change it (a comma
+/// that KEY= follows, a quote, a backslash, blanks at either end).
+std::string rendezvousConfPair(const std::string& key, const std::string& value);
+
 /// The c10d keys of `settings` as --rdzv-conf text that applyRendezvousConf reads back to the
 /// same values (how the driver configures its agents): is_host (when decided), secret_file
 /// (when given), the five times in seconds with milliseconds kept, keep_alive_max_attempt,
-/// then node_name and expected_hosts (when given). Values are written as they are: a
-/// secret_file with a ',' or with blanks at either end, or a name with ',', '[' or ']', would
-/// not read back (host names cannot hold them: parseHostList refuses them).
+/// then node_name and expected_hosts (when given), each written by rendezvousConfPair.
 std::string rendezvousConfText(const RendezvousSettings& settings);
 
 /// No secret_file given: $PLTRUN_SECRET_FILE's, as the agents and `pltrun status` both take it.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -24,6 +25,9 @@ std::optional<std::string> siteConfigText(const Environment& env, const FileRead
     return readFile(path);
   } catch (const FileReadError& error) {
     if (error.reason() == FileReadError::Reason::Missing && !named) return std::nullopt;
+    if (error.reason() == FileReadError::Reason::OthersControl) {
+      throw Error(ErrorCode::InvalidArgument, othersFileRefusal("site config", path, error));
+    }
     const std::string why = error.reason() == FileReadError::Reason::IsDirectory
                                 ? "is a directory; give the path of a file"
                                 : std::string(error.what());
@@ -103,6 +107,17 @@ CLI::Option* siteOption(CLI::App& app, const SiteEntry& entry) {
   return option;
 }
 
+// max-restarts and max_restarts (or term-timeout and shutdown-timeout) in one file: which
+// one the job takes would depend on their order, as the command line refuses the pair.
+void refuseSecondKey(std::map<std::string, const SiteEntry*>& keyOf, const std::string& option,
+                     const SiteEntry& entry) {
+  const auto [earlier, first] = keyOf.emplace(option, &entry);
+  if (first) return;
+  const SiteEntry& other = *earlier->second;
+  throwSiteConfigError(entry.keyPlace, "'" + entry.key + "' and '" + other.key + "' (at " + other.keyPlace +
+                                           ") both set " + option + "; keep one of them");
+}
+
 }  // namespace
 
 SiteSettings applySiteConfig(CLI::App& app, const Environment& env, const FileReader& readFile,
@@ -110,11 +125,14 @@ SiteSettings applySiteConfig(CLI::App& app, const Environment& env, const FileRe
   SiteSettings applied;
   const std::optional<std::vector<SiteEntry>> entries = siteEntries(env, readFile, exists, applied.path);
   if (!entries) return applied;
+  applied.read = true;
   const std::set<std::string> given = givenOptions(app);
   const bool driverRun = given.count("--hosts") != 0 || given.count("--hostfile") != 0;
+  std::map<std::string, const SiteEntry*> keyOf;  // each option's key in the file
   for (const SiteEntry& entry : *entries) {
     CLI::Option* option = siteOption(app, entry);
     const std::string name = option->get_name();
+    refuseSecondKey(keyOf, name, entry);
     if (option->count() != 0 || givenAnotherWay(name, given)) continue;
     if (kDriverOptions.count(name) != 0 && !driverRun) continue;
     try {

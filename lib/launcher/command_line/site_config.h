@@ -49,6 +49,7 @@ struct SiteSettings {
     std::string place;   ///< where its value is: "/etc/pltrun.toml:2:16"
   };
   std::string path;
+  bool read = false;  ///< a file was there and read
   std::vector<Setting> options;
 
   /// True when the file set `option` ("--auto-select-gpus").
@@ -64,8 +65,9 @@ struct SiteSettings {
 /// unset from the site file's key of the same name (max-restarts or max_restarts; a TOML
 /// array is joined with commas). Throws Error(InvalidArgument) naming the file, line, column
 /// and key for what is not TOML, a key that is no option, a [section] other than
-/// [rdzv-conf], a value the option refuses; naming the file for one named by $PLTRUN_CONFIG
-/// that cannot be read.
+/// [rdzv-conf], a value the option refuses, two keys for one option (max-restarts and
+/// max_restarts), a NUL in a string; naming the file for one named by $PLTRUN_CONFIG that
+/// cannot be read, and for one `readFile` refuses as another user's (readOwnFileFromDisk).
 /// Returns what it set, so that a value the plan refuses later can be traced to the file.
 /// `exists` is asked first about the default path, which most machines lack.
 SiteSettings applySiteConfig(CLI::App& app, const Environment& env, const FileReader& readFile,

@@ -8,6 +8,7 @@
 #include <optional>
 #include <utility>
 
+#include "launcher/command_line/rendezvous_flags.h"
 #include "launcher/command_line/toml_key_depth.h"
 #include "launcher/plan/text_parsing.h"
 #include "pltrun/error.h"
@@ -123,7 +124,16 @@ std::string numberText(double number) {
 // A string, number or boolean as the text an option takes; a date, a table or an array
 // inside an array is no option's value.
 std::string scalarText(const std::string& path, const std::string& key, const toml::node& node) {
-  if (const auto* text = node.as_string()) return text->get();
+  if (const auto* text = node.as_string()) {
+    // "\u0000" is valid TOML, but no path, name or argument can hold a NUL: C would cut the
+    // value there, and the error about what is left would name nothing.
+    if (text->get().find('\0') != std::string::npos) {
+      refuseValue(path, node, key,
+                  "a NUL character (\\u0000) is in the string, and no option's value can hold one; "
+                  "remove it");
+    }
+    return text->get();
+  }
   if (const auto* integer = node.as_integer()) return std::to_string(integer->get());
   if (const auto* number = node.as_floating_point()) return numberText(number->get());
   if (const auto* flag = node.as_boolean()) return flag->get() ? "true" : "false";
@@ -148,7 +158,7 @@ std::string rendezvousPairs(const std::string& path, const std::string& key, con
   std::vector<std::string> pairs;
   for (const auto& [name, node] : inFileOrder(table)) {
     const std::string pairKey(name->str());
-    pairs.push_back(pairKey + "=" + joinText(valuesOf(path, key + "." + pairKey, *node), ","));
+    pairs.push_back(rendezvousConfPair(pairKey, joinText(valuesOf(path, key + "." + pairKey, *node), ",")));
   }
   return joinText(pairs, ",");
 }

@@ -1,5 +1,7 @@
 #include "launcher/driver/forwarded_environment.h"
 
+#include <spdlog/spdlog.h>
+
 #include "launcher/plan/exported_variables.h"
 
 namespace pltrun {
@@ -7,6 +9,8 @@ namespace {
 
 constexpr const char* kForwardedPrefixes[] = {"NCCL_", "CUDA_", "PYTHON", "OMP_", "TORCH_",
                                               "GLOO_", "UCX_",  "FI_",    "MKL_", "HF_"};
+
+constexpr const char* kDeepSpeedFile = "DeepSpeed's env file";
 
 bool forwardedByDefault(const std::string& name) {
   if (name == "CUDA_VISIBLE_DEVICES") return false;  // which GPUs is each host's own business
@@ -25,14 +29,19 @@ Environment forwardedEnvironment(const Environment& inherited, const RemoteLaunc
   }
   // DeepSpeed's launcher exports the KEY=VALUE lines of ~/.deepspeed_env, then of
   // ./.deepspeed_env ($DS_ENV_FILE renames both); pltrun reads them the same way, and lets
-  // -x and --env-file override them.
+  // -x and --env-file override them. Each file is another user's way in when it is theirs
+  // (a shared working directory): readEnvFileFromDisk refuses those, and names those read.
   const auto name = inherited.find("DS_ENV_FILE");
   const std::string deepspeedFile = name != inherited.end() && !name->second.empty() ? name->second : ".deepspeed_env";
+  std::vector<std::optional<std::string>> read;
   if (const auto home = inherited.find("HOME"); home != inherited.end() && !home->second.empty()) {
-    readEnvFileIfPresent(home->second + "/" + deepspeedFile, forwarded);
+    read.push_back(readEnvFileFromDisk(home->second + "/" + deepspeedFile, kDeepSpeedFile, false, forwarded));
   }
-  readEnvFileIfPresent(deepspeedFile, forwarded);
-  addExportedVariables(inherited, remote.exports, remote.envFile, forwarded);
+  read.push_back(readEnvFileFromDisk(deepspeedFile, kDeepSpeedFile, false, forwarded));
+  read.push_back(addExportedVariables(inherited, remote.exports, remote.envFile, forwarded));
+  for (const std::optional<std::string>& line : read) {
+    if (line) spdlog::info("{}", *line);
+  }
   return forwarded;
 }
 

@@ -14,6 +14,12 @@ bool runsRemoteShell(const std::string& program) {
 
 }  // namespace
 
+bool startsOnThisMachine(const RemoteLaunchSettings& remote, const std::string& host, const std::string& localName) {
+  if (!remote.remoteCommand.empty()) return false;
+  if (host == "localhost" || host == "127.0.0.1" || host == "::1") return true;
+  return !localName.empty() && (host == localName || host == localName.substr(0, localName.find('.')));
+}
+
 std::vector<std::string> remoteArgv(const RemoteLaunchSettings& remote, const std::string& host,
                                     const std::vector<std::string>& command) {
   std::vector<std::string> argv;

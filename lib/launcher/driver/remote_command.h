@@ -9,6 +9,14 @@
 
 namespace pltrun {
 
+/// Whether the driver starts `host`'s agent itself, as a child process on this machine, as
+/// mpirun and horovodrun do, rather than over ssh: without a --remote-command (the user's way
+/// to every host, whose names only it knows: a pod named localhost), for this machine's own
+/// names: localhost, 127.0.0.1, ::1, and `localName` (gethostname) or its first label. Other
+/// loopback addresses (127.0.0.2, ...) stay hosts of their own, reached over ssh: an sshd
+/// listening there is another machine as far as the job can tell (the tests use them so).
+bool startsOnThisMachine(const RemoteLaunchSettings& remote, const std::string& host, const std::string& localName);
+
 /// The argv that runs `command` on `host`: ssh (its options, `--`, the host) with the
 /// command as one shell-quoted line; or the --remote-command template, split as a shell
 /// would, {host} replaced, and the command as one shell-quoted word where it says {cmd},

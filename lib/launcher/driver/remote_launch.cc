@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 
 #include "launcher/command_line/rendezvous_flags.h"
@@ -32,8 +33,9 @@ constexpr int kSshFailed = 255;
 
 bool isLoopbackHost(const std::string& host) { return host == "localhost" || isLoopbackAddress(host); }
 
-// Where the hosts reach the driver, never a loopback address handed to another machine.
-std::string driverAddress(const RemoteLaunchSettings& remote) {
+// Where the hosts reach the driver, never a loopback address handed to another machine:
+// the address towards the first host that is not this machine (any, when all are).
+std::string driverAddress(const RemoteLaunchSettings& remote, const std::string& localName) {
   if (!remote.networkInterface.empty()) {
     std::string address = interfaceAddress(remote.networkInterface);
     if (address.empty()) {
@@ -42,14 +44,18 @@ std::string driverAddress(const RemoteLaunchSettings& remote) {
     }
     return address;
   }
-  const std::string& first = remote.hosts.front().host;
+  const auto elsewhere = std::find_if(remote.hosts.begin(), remote.hosts.end(), [&](const HostSlots& host) {
+    return !startsOnThisMachine(remote, host.host, localName);
+  });
+  const std::string& first = elsewhere == remote.hosts.end() ? remote.hosts.front().host : elsewhere->host;
   std::string address = localAddressTowards(first, remote.sshPort.value_or(22));
   if (address.empty()) {
     throw Error(ErrorCode::Network,
                 "no route from here to " + first + "; check the host name, or pass --network-interface");
   }
   for (const HostSlots& host : remote.hosts) {
-    if (isLoopbackAddress(address) && !isLoopbackHost(host.host)) {
+    if (isLoopbackAddress(address) && !isLoopbackHost(host.host) &&
+        !startsOnThisMachine(remote, host.host, localName)) {
       throw Error(ErrorCode::InvalidArgument, "the address that reaches " + first + " is loopback (" + address +
                                                   "), which " + host.host +
                                                   " cannot use; pass --network-interface with the interface the "
@@ -93,7 +99,8 @@ struct AgentLaunch {
   std::vector<std::string> environment;  ///< the driver's own, for ssh or --remote-command
   std::string path;                      ///< where ssh or --remote-command's program is looked up
   std::string remotePltrun;
-  std::string endpoint;  ///< the driver's store, as --rdzv-endpoint
+  std::string localName;  ///< this machine's name: its hosts' agents start here (startsOnThisMachine)
+  std::string endpoint;   ///< the driver's store, as --rdzv-endpoint
   std::string runId;
   std::string secret;
 };
@@ -104,13 +111,16 @@ struct AgentLaunch {
 WorkerSpec agentSpec(const AgentLaunch& launch, size_t index) {
   const LaunchConfig& config = launch.config;
   const HostSlots& host = config.remote.hosts[index];
-  std::vector<std::string> pltrun = {launch.remotePltrun};
+  const bool here = startsOnThisMachine(config.remote, host.host, launch.localName);
+  std::vector<std::string> pltrun = {here ? thisExecutable() : launch.remotePltrun};
   for (std::string& arg : agentArguments(config, index, launch.endpoint, launch.runId)) {
     pltrun.push_back(std::move(arg));
   }
   // Run by sh whether or not the far side starts a shell of its own (kubectl exec does
   // not); the forwarded variables come on its standard input, never on a command line.
-  std::vector<std::string> argv = remoteArgv(config.remote, host.host, {"sh", "-c", agentScript(pltrun)});
+  // This machine's own hosts run the same script as the driver's child, without ssh.
+  std::vector<std::string> script = {here ? "/bin/sh" : "sh", "-c", agentScript(pltrun)};
+  std::vector<std::string> argv = here ? script : remoteArgv(config.remote, host.host, script);
 
   WorkerSpec spec;
   spec.rank = static_cast<int>(index);
@@ -133,14 +143,15 @@ WorkerSpec agentSpec(const AgentLaunch& launch, size_t index) {
 }
 
 // The agents ran: the driver's exit status is the job's, and a failure names its host.
-int driverStatus(const GroupOutcome& outcome, const RemoteLaunchSettings& remote) {
+int driverStatus(const GroupOutcome& outcome, const RemoteLaunchSettings& remote, const std::string& localName) {
   if (outcome.kind == GroupOutcome::Kind::Interrupted) {
     spdlog::warn("stopped by {}", signalName(outcome.interruptSignal));
     return 128 + outcome.interruptSignal;
   }
   if (outcome.kind == GroupOutcome::Kind::Failed) {
     const WorkerFailure& root = *outcome.rootCause;
-    if (root.end.exitCode == kSshFailed && root.end.signal == 0) {
+    const bool overSsh = !startsOnThisMachine(remote, remote.hosts[root.rank].host, localName);
+    if (overSsh && root.end.exitCode == kSshFailed && root.end.signal == 0) {
       // ssh's own status: the agent never ran there, so no host report follows.
       spdlog::error(
           "the job failed: the agent on {} could not be started (exit status 255: ssh's or the remote "
@@ -165,7 +176,8 @@ int runDriver(const LaunchConfig& config, const Environment& inherited) {
   const RemoteLaunchSettings& remote = config.remote;
   Environment forwarded = forwardedEnvironment(inherited, remote);  // a bad --env-file fails before anything starts
   const std::string runId = config.runId.empty() ? randomHexId() : config.runId;
-  const std::string address = driverAddress(remote);
+  const std::string localName = localHostName();
+  const std::string address = driverAddress(remote, localName);
   OrphanGuard guard;  // before any thread or process exists
   rdzv::StoreServerOptions storeOptions;
   storeOptions.host = address;
@@ -179,12 +191,17 @@ int runDriver(const LaunchConfig& config, const Environment& inherited) {
   spdlog::info("run {}: {}, rendezvous store on {}; starting one agent per host", runId,
                countedNoun(static_cast<long long>(remote.hosts.size()), "host"), endpoint);
 
-  AgentLaunch launch{config, std::move(forwarded), {}, "", "", endpoint, runId, storeOptions.secret};
+  AgentLaunch launch{config, std::move(forwarded), {}, "", "", localName, endpoint, runId, storeOptions.secret};
   for (const auto& [name, value] : inherited) launch.environment.push_back(name + "=" + value);
   launch.path = inherited.count("PATH") ? inherited.at("PATH") : "";
   launch.remotePltrun = remote.remotePltrun.empty() ? thisExecutable() : remote.remotePltrun;
   std::vector<WorkerSpec> specs;
   for (size_t index = 0; index < remote.hosts.size(); ++index) specs.push_back(agentSpec(launch, index));
+  for (const HostSlots& host : remote.hosts) {
+    if (startsOnThisMachine(remote, host.host, localName)) {
+      spdlog::info("host {} is this machine: its agent starts here, not over ssh", host.host);
+    }
+  }
 
   boost::asio::io_context context;
   GroupRunner runner(context);
@@ -200,7 +217,7 @@ int runDriver(const LaunchConfig& config, const Environment& inherited) {
   progress.start();
   const GroupOutcome outcome = runner.run(group, specs);
   progress.stop();
-  return driverStatus(outcome, remote);
+  return driverStatus(outcome, remote, localName);
 }
 
 }  // namespace pltrun

@@ -1,8 +1,8 @@
 #include "launcher/plan/exported_variables.h"
 
-#include <filesystem>
-#include <fstream>
+#include <sstream>
 
+#include "launcher/plan/file_reader.h"
 #include "launcher/plan/shell_words.h"
 #include "launcher/plan/text_parsing.h"
 #include "pltrun/error.h"
@@ -81,16 +81,32 @@ void readEnvFile(std::istream& file, const std::string& path, Environment& varia
   }
 }
 
-void readEnvFileIfPresent(const std::string& path, Environment& variables) {
-  std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error)) return;
-  std::ifstream file(path);
-  if (!file) throw Error(ErrorCode::InvalidArgument, path + ": cannot be read");
-  readEnvFile(file, path, variables);
+std::optional<std::string> readEnvFileFromDisk(const std::string& path, const std::string& what, bool required,
+                                               Environment& variables) {
+  std::string content;
+  try {
+    content = readOwnFileFromDisk(path);
+  } catch (const FileReadError& error) {
+    const FileReadError::Reason reason = error.reason();
+    if (reason == FileReadError::Reason::OthersControl) {
+      throw Error(ErrorCode::InvalidArgument, othersFileRefusal(what, path, error));
+    }
+    if (!required && (reason == FileReadError::Reason::Missing || reason == FileReadError::Reason::IsDirectory)) {
+      return std::nullopt;
+    }
+    const std::string why = reason == FileReadError::Reason::IsDirectory ? "is a directory" : error.what();
+    throw Error(ErrorCode::InvalidArgument, what + " " + shownPath(path) + ": cannot be read: " + why);
+  }
+  Environment read;
+  std::istringstream lines(content);
+  readEnvFile(lines, path, read);
+  for (auto& [name, value] : read) variables[name] = std::move(value);
+  return "read " + countedNoun(static_cast<long long>(read.size()), "variable") + " from " + what + " " +
+         shownPath(path);
 }
 
-void addExportedVariables(const Environment& inherited, const std::vector<std::string>& exports,
-                          const std::optional<std::string>& envFile, Environment& into) {
+std::optional<std::string> addExportedVariables(const Environment& inherited, const std::vector<std::string>& exports,
+                                                const std::optional<std::string>& envFile, Environment& into) {
   for (const std::string& item : exports) {
     const size_t equals = item.find('=');
     requireVariableName(item.substr(0, equals), "-x " + item);
@@ -104,11 +120,8 @@ void addExportedVariables(const Environment& inherited, const std::vector<std::s
     }
     into[item] = found->second;
   }
-  if (envFile) {
-    std::ifstream file(*envFile);
-    if (!file) throw Error(ErrorCode::InvalidArgument, "--env-file " + *envFile + ": cannot be read");
-    readEnvFile(file, *envFile, into);
-  }
+  if (!envFile) return std::nullopt;
+  return readEnvFileFromDisk(*envFile, "--env-file", true, into);
 }
 
 }  // namespace pltrun

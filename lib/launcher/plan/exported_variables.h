@@ -16,13 +16,18 @@ namespace pltrun {
 /// `variables`; `path` names the file in errors, with the line number.
 void readEnvFile(std::istream& file, const std::string& path, Environment& variables);
 
-/// An env file that is read only when it exists (DeepSpeed's .deepspeed_env).
-void readEnvFileIfPresent(const std::string& path, Environment& variables);
+/// The lines of the env file at `path` into `variables`, read with readOwnFileFromDisk:
+/// Error(InvalidArgument) naming it as `what` ("--env-file") and its owner when another user
+/// could have written it, or when it cannot be read (`required`; else a missing file or a
+/// directory is skipped: DeepSpeed's .deepspeed_env is read only where it exists). Returns
+/// the line for the log, "read 3 variables from ./.deepspeed_env", or none when skipped.
+std::optional<std::string> readEnvFileFromDisk(const std::string& path, const std::string& what, bool required,
+                                               Environment& variables);
 
 /// -x items into `into` (NAME takes its value from `inherited`: an error when unset there),
-/// then the lines of `envFile`, which win. Throws InvalidArgument naming the item or the
-/// file's line.
-void addExportedVariables(const Environment& inherited, const std::vector<std::string>& exports,
-                          const std::optional<std::string>& envFile, Environment& into);
+/// then the lines of `envFile` (readEnvFileFromDisk), which win. Throws InvalidArgument
+/// naming the item or the file's line. Returns the env file's line for the log, if any.
+std::optional<std::string> addExportedVariables(const Environment& inherited, const std::vector<std::string>& exports,
+                                                const std::optional<std::string>& envFile, Environment& into);
 
 }  // namespace pltrun

@@ -1,6 +1,8 @@
 #include "launcher/plan/file_reader.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -8,7 +10,54 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/file_control.h"
+
 namespace pltrun {
+namespace {
+
+[[noreturn]] void throwOpenError(int error) {
+  const bool missing = error == ENOENT || error == ENOTDIR;
+  throw FileReadError(missing ? FileReadError::Reason::Missing : FileReadError::Reason::CannotOpen,
+                      std::strerror(error));
+}
+
+// The directory that holds `path`'s last name.
+std::string directoryOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// Refuses what another user could have written; the descriptor is the file read, so a file
+// swapped after the check is the one judged.
+void refuseOthersFiles(const std::string& path, int fd) {
+  struct stat link {};
+  if (::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode) && !ownedByYouOrRoot(link)) {
+    throw FileReadError(FileReadError::Reason::OthersControl,
+                        "is a symbolic link that belongs to " + userText(link.st_uid));
+  }
+  struct stat status {};
+  if (::fstat(fd, &status) != 0) throw FileReadError(FileReadError::Reason::CannotRead, std::strerror(errno));
+  if (S_ISDIR(status.st_mode)) throw FileReadError(FileReadError::Reason::IsDirectory, "");
+  if (!S_ISREG(status.st_mode)) throw FileReadError(FileReadError::Reason::CannotOpen, "not a regular file");
+  std::optional<std::string> why = othersCanChange(status);
+  if (!why) why = othersCanReplaceIn(directoryOf(path));
+  if (why) throw FileReadError(FileReadError::Reason::OthersControl, *why);
+}
+
+std::string readDescriptor(int fd) {
+  std::string content;
+  char buffer[8192];
+  while (true) {
+    const ssize_t count = ::read(fd, buffer, sizeof buffer);
+    if (count < 0 && errno == EINTR) continue;
+    if (count < 0) throw FileReadError(FileReadError::Reason::CannotRead, std::strerror(errno));
+    if (count == 0) return content;
+    content.append(buffer, static_cast<size_t>(count));
+  }
+}
+
+}  // namespace
 
 bool fileExistsOnDisk(const std::string& path) {
   struct stat status {};
@@ -20,15 +69,34 @@ std::string readFileFromDisk(const std::string& path) {
   // Opening a directory succeeds; say what is wrong before reading it fails obscurely.
   if (std::filesystem::is_directory(path, ignored)) throw FileReadError(FileReadError::Reason::IsDirectory, "");
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const bool missing = errno == ENOENT || errno == ENOTDIR;
-    throw FileReadError(missing ? FileReadError::Reason::Missing : FileReadError::Reason::CannotOpen,
-                        std::strerror(errno));
-  }
+  if (!in) throwOpenError(errno);
   std::ostringstream content;
   content << in.rdbuf();
   if (in.bad()) throw FileReadError(FileReadError::Reason::CannotRead, std::strerror(errno));
   return content.str();
 }
+
+std::string readOwnFileFromDisk(const std::string& path) {
+  // O_NONBLOCK: a FIFO planted under the name must not hang the launcher before it is refused.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) throwOpenError(errno);
+  try {
+    refuseOthersFiles(path, fd);
+    std::string content = readDescriptor(fd);
+    ::close(fd);
+    return content;
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+}
+
+std::string othersFileRefusal(const std::string& what, const std::string& path, const FileReadError& error) {
+  return "refused " + what + " " + shownPath(path) + ": it " + error.what() +
+         "; pltrun reads only files that you or root own and no one else can write (as ssh reads keys): "
+         "remove it, or chown and chmod go-w it if it is yours to trust";
+}
+
+std::string shownPath(const std::string& path) { return path.find('/') == std::string::npos ? "./" + path : path; }
 
 }  // namespace pltrun

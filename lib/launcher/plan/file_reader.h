@@ -16,6 +16,9 @@ class FileReadError : public std::runtime_error {
     Missing,      ///< no file at the path (ENOENT, ENOTDIR)
     CannotOpen,   ///< not permitted, ...: what() says why
     CannotRead,   ///< opened, then reading failed: what() says why
+    /// another user could have written it (readOwnFileFromDisk): what() says why, as the
+    /// end of a sentence about the file ("belongs to pltrun-other1 (uid 999)")
+    OthersControl,
   };
   FileReadError(Reason reason, const std::string& systemMessage) : std::runtime_error(systemMessage), reason_(reason) {}
   Reason reason() const { return reason_; }
@@ -29,6 +32,19 @@ using FileReader = std::function<std::string(const std::string& path)>;
 
 /// The FileReader of the real file system (what() of its errors: strerror's text).
 std::string readFileFromDisk(const std::string& path);
+
+/// The FileReader for what pltrun reads because of where it runs or what it was given (a
+/// hostfile, ./.deepspeed_env, an env file, the site config): as readFileFromDisk, but
+/// Reason::OthersControl for a file another user could have written (base/file_control.h:
+/// not yours or root's, writable by group or others, a symbolic link of another user's, or
+/// in a directory another user can swap it in), and CannotOpen for what is not a regular file.
+std::string readOwnFileFromDisk(const std::string& path);
+
+/// The one line for a file refused with Reason::OthersControl; `what` names it ("hostfile").
+std::string othersFileRefusal(const std::string& what, const std::string& path, const FileReadError& error);
+
+/// `path` as a message names a file: "./.deepspeed_env" for a name without a directory.
+std::string shownPath(const std::string& path);
 
 /// Whether something is at `path`: a probe that throws nothing, for a file most machines
 /// lack (/etc/pltrun.toml), so that a launch without one throws no exception and opens no

@@ -295,6 +295,8 @@ std::vector<HostSlots> readHostfile(const std::string& path, const FileReader& r
       case FileReadError::Reason::CannotOpen:
         throw Error(ErrorCode::InvalidArgument,
                     "cannot read hostfile " + path + ": " + error.what() + "; check the path given for the hostfile");
+      case FileReadError::Reason::OthersControl:
+        throw Error(ErrorCode::InvalidArgument, othersFileRefusal("hostfile", path, error));
       case FileReadError::Reason::CannotRead:
         break;
     }

@@ -94,6 +94,14 @@ struct RemoteLaunchSettings {
   std::string remotePltrun;      ///< pltrun on the hosts; empty: this binary's path
 };
 
+/// A line the launcher logs when it starts, for what the command line read or decided from
+/// what it found on disk ("read 2 hosts from hostfile ./hosts", "-H localhost:1: read as a
+/// host list (no file of that name)"), or a warning about a flag with no effect here.
+struct LaunchNote {
+  bool warning = false;
+  std::string text;
+};
+
 struct LaunchConfig {
   // What to run.
   std::string program;
@@ -164,6 +172,9 @@ struct LaunchConfig {
   /// Each worker's argv gets --local_rank=N before the program's own arguments (DeepSpeed's
   /// way; deepspeed_flags.h says when).
   bool localRankArgument = false;
+
+  /// The parser's lines for the log (LaunchNote), in the order they arose.
+  std::vector<LaunchNote> notes;
 };
 
 }  // namespace pltrun

@@ -85,7 +85,7 @@ RendezvousSettings settingsFor(const StatusOptions& options, const Environment& 
   RendezvousSettings settings;
   // The agents' --rdzv-conf, else the site file's (its secret_file, its etcd TLS files).
   std::optional<std::string> conf = options.rdzvConf;
-  if (conf->empty()) conf = siteConfigValue("rdzv-conf", env, readFileFromDisk, fileExistsOnDisk);
+  if (conf->empty()) conf = siteConfigValue("rdzv-conf", env, readOwnFileFromDisk, fileExistsOnDisk);
   if (conf && !conf->empty()) applyRendezvousConf(*conf, settings);
   applySecretFileDefault(env, settings);
   return settings;
