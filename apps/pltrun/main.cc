@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <variant>
 
+#include "base/terminal_text.h"
 #include "launcher/command_line/command_line.h"
 #include "launcher/launcher.h"
 #include "launcher/output/console_writer.h"
@@ -81,10 +82,11 @@ int main(int argc, char** argv) {
     pltrun::launcherConsole().write(std::string("pltrun: ") + stopped.what() + "\n", true);
     return 128 + stopped.signal;
   } catch (const pltrun::Error& error) {
-    pltrun::launcherConsole().write(std::string("pltrun: error: ") + error.what() + "\n", true);
+    // An error may quote what a store, a peer or a file said: it stays one "pltrun:" line.
+    pltrun::launcherConsole().write("pltrun: error: " + pltrun::terminalSafeLine(error.what()) + "\n", true);
     return exitStatusFor(error.code());
   } catch (const std::exception& error) {
-    pltrun::launcherConsole().write(std::string("pltrun: internal error: ") + error.what() + "\n", true);
+    pltrun::launcherConsole().write("pltrun: internal error: " + pltrun::terminalSafeLine(error.what()) + "\n", true);
     return kLauncherFailure;
   }
 }

@@ -52,10 +52,14 @@ std::optional<NodeState> decodeNodeState(const std::string& text) {
   if (state == value.end() || !state->is_string() || state->get<std::string>().empty()) return std::nullopt;
   NodeState decoded;
   decoded.state = state->get<std::string>();
+  // A worker count is pltrun's word on the node (pltrun status shows it): one that is not a
+  // count makes the whole value another program's.
   const auto workers = value.find("workers");
-  if (workers != value.end() && workers->is_number_integer()) {
+  if (workers != value.end()) {
+    if (!workers->is_number_integer()) return std::nullopt;
     const long long count = workers->get<long long>();
-    if (count >= 0 && count <= std::numeric_limits<int>::max()) decoded.workers = static_cast<int>(count);
+    if (count < -1 || count > std::numeric_limits<int>::max()) return std::nullopt;  // -1: not said
+    decoded.workers = static_cast<int>(count);
   }
   const auto host = value.find("host");
   if (host != value.end() && host->is_string()) decoded.host = host->get<std::string>();

@@ -28,7 +28,8 @@ struct NodeState {
 
 std::string encodeNodeState(const NodeState& state);
 
-/// None when `text` is not a JSON object with a non-empty "state" string. Rank entries of
+/// None when `text` is not a JSON object with a non-empty "state" string, or its "workers"
+/// is there but neither a count from 0 nor -1 (not said). Rank entries of
 /// the wrong shape are left out; a step that is not an integer, or a silence that is not a
 /// finite number of seconds from 0 up, reads as absent.
 std::optional<NodeState> decodeNodeState(const std::string& text);

@@ -75,9 +75,10 @@ RoundEnd RoundEnd::fromStoreValue(const std::string& key, const std::string& tex
 }
 
 std::string RoundEnd::describe() const {
-  // Both come from the store: printed on a terminal, they must not drive it.
-  const std::string who = terminalSafe(host);
-  const std::string why = terminalSafe(message);
+  // Both come from the store: printed on a terminal within one line, they must neither drive
+  // it nor start a line of their own.
+  const std::string who = terminalSafeLine(host);
+  const std::string why = terminalSafeLine(message);
   switch (reason) {
     case Reason::Succeeded:
       return "every node's workers succeeded";

@@ -6,7 +6,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cctype>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -14,6 +16,7 @@
 
 #include "e2e/elastic_job.h"
 #include "e2e/elastic_meeting.h"
+#include "e2e/foreign_store_writes.h"
 #include "helpers/child_process.h"
 #include "helpers/loopback_listener.h"
 #include "pltrun/tcp_store.h"
@@ -259,23 +262,14 @@ TEST_CASE("pltrun status: a wrong endpoint or run id is one line and status 2", 
 
 namespace {
 
-// Writes `keys` (names below pltrun/rdzv/RUN_ID/) to the store at `endpoint` as any client
-// with access could.
-void writeJobKeys(const StandaloneStore& store, const std::string& runId,
-                  const std::vector<std::pair<std::string, std::string>>& keys) {
-  pltrun::TcpStoreOptions options;
-  options.host = "127.0.0.1";
-  options.port = std::stoi(store.endpoint().substr(store.endpoint().rfind(':') + 1));
-  pltrun::TcpStore client(options);
-  for (const auto& [name, value] : keys) client.set("pltrun/rdzv/" + runId + "/" + name, value);
-}
+int portOf(const StandaloneStore& store) { return std::stoi(store.endpoint().substr(store.endpoint().rfind(':') + 1)); }
 
 }  // namespace
 
 TEST_CASE("pltrun status ends against absurd counts and intervals in the store", "[status][e2e][bounded]") {
   TempDir dir;
   StandaloneStore store(dir);
-  writeJobKeys(store, "absurd",
+  writeJobKeys(portOf(store), "absurd",
                {{"round", "0"},
                 {"r0/count", "1000000000"},
                 {"r0/complete", R"({"nnodes":1000000000,"world_size":1,"failures":0})"},
@@ -295,7 +289,7 @@ TEST_CASE("pltrun status ends against absurd counts and intervals in the store",
 TEST_CASE("pltrun status: a round end of the wrong type is named, exit 2", "[status][e2e][bounded]") {
   TempDir dir;
   StandaloneStore store(dir);
-  writeJobKeys(store, "confused", {{"round", "0"}, {"closed", R"({"reason":"worker_failed","host":5})"}});
+  writeJobKeys(portOf(store), "confused", {{"round", "0"}, {"closed", R"({"reason":"worker_failed","host":5})"}});
   Finished run = runPltrun({"status", "--rdzv-endpoint", store.endpoint(), "--rdzv-id", "confused"});
   INFO(run.out << run.err);
   CHECK(run.status == 2);
@@ -313,4 +307,71 @@ TEST_CASE("pltrun status: a store that never answers is given up on after --time
   CHECK(run.status == 2);
   CHECK(seconds < 10);
   CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
+}
+
+namespace {
+
+// A job's keys as another local user may write them into an open store (issue 42): slot 1's
+// host name carries a line of its own and a terminal escape, slot 2's state claims
+// 2147483647 workers of its 1.
+const StoreKeys kForgedJob = {
+    {"round", "0"},
+    {"r0/count", "2"},
+    {"r0/complete", R"({"nnodes":2,"world_size":2,"failures":0})"},
+    {"r0/slot/1",
+     R"({"id":"x","host":"evil\n[forged] line\u001b[2J","addr":"127.0.0.1","nproc":1,"keep_alive_ms":100})"},
+    {"r0/slot/2", R"({"id":"b","host":"node-b","addr":"127.0.0.2","nproc":1,"keep_alive_ms":100})"},
+    {"r0/assign/2", R"({"node_rank":1,"nnodes":2,"world_size":2,"first_rank":1,"rank0_addr":"127.0.0.1"})"},
+    {"r0/state/2", R"({"state":"running","workers":2147483647})"}};
+
+// No byte of `text` is a control character but the newlines that end its lines, and no line
+// starts as `forged`.
+void checkNoForgedLine(const std::string& text, const std::string& forged) {
+  INFO(text);
+  CHECK(std::none_of(text.begin(), text.end(), [](char byte) { return byte != '\n' && std::iscntrl(byte); }));
+  CHECK_THAT("\n" + text, !Catch::Contains("\n" + forged));
+}
+
+}  // namespace
+
+TEST_CASE("pltrun status: a store value no agent writes forges no line, is named, and exits 2",
+          "[status][e2e][bounded][other_user]") {
+  TempDir dir;
+  StandaloneStore store(dir);
+  writeForeignKeys(portOf(store), "forged", kForgedJob);
+
+  Finished text = runPltrun({"status", "--rdzv-endpoint", store.endpoint(), "--rdzv-id", "forged"});
+  CHECK(text.status == 2);
+  checkNoForgedLine(text.out, "[forged]");
+  checkNoForgedLine(text.err, "[forged]");
+  CHECK_THAT(text.out, Catch::Contains("the store holds a value at 'r0/slot/1' that is not pltrun's") &&
+                           Catch::Contains("the store holds a value at 'r0/state/2' that is not pltrun's") &&
+                           !Catch::Contains("2147483647"));
+
+  Finished json = runPltrun({"status", "--rdzv-endpoint", store.endpoint(), "--rdzv-id", "forged", "--json"});
+  CHECK(json.status == 2);
+  checkNoForgedLine(json.out, "[forged]");
+  CHECK(std::count(json.out.begin(), json.out.end(), '\n') == 1);
+  const nlohmann::json value = nlohmann::json::parse(json.out);
+  CHECK(value["malformed_keys"] == nlohmann::json{"r0/slot/1", "r0/state/2"});
+  CHECK(value["exit_status"] == 2);
+  REQUIRE(value["nodes"].size() == 1);
+  CHECK(value["nodes"][0]["host"] == "node-b");
+  CHECK(value["nodes"][0]["workers_running"].is_null());
+}
+
+TEST_CASE("pltrun status: a job's end written by another user stays within the summary line",
+          "[status][e2e][bounded][other_user]") {
+  TempDir dir;
+  StandaloneStore store(dir);
+  writeForeignKeys(
+      portOf(store), "forged-end",
+      {{"round", "0"},
+       {"closed", R"({"reason":"node_lost","host":"x\n[forged] line\u001b[31m","message":"m\r\n[forged] too",)"
+                  R"("status":3,"failures":0,"final":true})"}});
+  Finished text = runPltrun({"status", "--rdzv-endpoint", store.endpoint(), "--rdzv-id", "forged-end"});
+  CHECK(text.status == 2);  // a job that failed
+  checkNoForgedLine(text.out, "[forged]");
+  CHECK_THAT(text.out, Catch::Contains("finished with status 3: node x\\x0a[forged] line\\x1b[31m lost "
+                                       "(m\\x0d\\x0a[forged] too)"));
 }

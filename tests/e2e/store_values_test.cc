@@ -7,6 +7,7 @@
 #include <string>
 
 #include "e2e/elastic_job.h"
+#include "e2e/foreign_store_writes.h"
 #include "helpers/child_process.h"
 #include "pltrun/tcp_store.h"
 
@@ -126,4 +127,26 @@ TEST_CASE("a job state that pltrun does not write stops the agent with one line 
   CHECK_THAT(end.err, Catch::Contains("at 'pltrun/rdzv/not-ours/r0/complete'"));
   CHECK_THAT(end.err, Catch::Contains("another job using the same --rdzv-id?"));
   CHECK_THAT(end.err, !Catch::Contains("terminate called"));
+}
+
+TEST_CASE("an agent's log lines quote another user's round end within the line, escapes shown",
+          "[elastic][e2e][bounded][other_user]") {
+  // Another local user closes a run in an open store with a timed-out end whose message holds
+  // a newline, a line of its own and a terminal escape. The agent that joins it says why the
+  // job is over in one "pltrun: " line; before, the message began a line of its own.
+  TempDir dir;
+  StandaloneStore store(dir);
+  const int port = std::stoi(store.endpoint().substr(store.endpoint().rfind(':') + 1));
+  writeForeignKeys(port, "closed-by-other",
+                   {{"round", "0"},
+                    {"closed", R"({"reason":"timed_out","host":"","message":"x\n[forged] line\u001b[2J",)"
+                               R"("status":1,"failures":0,"final":true})"}});
+  ChildProcess agent(pltrunCommand({"--nnodes", "1:2", "--nproc-per-node", "1", "--rdzv-endpoint", store.endpoint(),
+                                    "--rdzv-id", "closed-by-other", "--rdzv-conf", kConf + ",is_host=0", "/bin/true"}));
+  const Finished end = agent.wait(60s);
+  INFO(end.err);
+  CHECK(end.status == 1);
+  CHECK_THAT(end.err, Catch::Contains("pltrun: rendezvous timed out: x\\x0a[forged] line\\x1b[2J; start the missing"));
+  CHECK_THAT("\n" + end.err, !Catch::Contains("\n[forged]"));
+  CHECK(end.err.find('\x1b') == std::string::npos);
 }

@@ -185,3 +185,110 @@ TEST_CASE("status: workers without heartbeats, and malformed published ranks, sh
   CHECK(statusJson(status)["nodes"][0]["slowest_rank"].is_null());
   CHECK_THAT(renderStatusText(status), Catch::Contains("running   -"));
 }
+
+namespace {
+
+// The keys named malformed when `key` of runningJob() holds `value` instead.
+std::vector<std::string> malformedWith(const std::string& key, const std::string& value) {
+  JobKeys keys = runningJob();
+  keys[key] = value;
+  const JobStatus status = evaluateJob("job", "h:1", keys, {{1, 0.4}, {2, 0.2}});
+  CHECK(statusExitCode(status) == 2);
+  CHECK(statusJson(status)["malformed_keys"] == nlohmann::json(status.malformedKeys));
+  return status.malformedKeys;
+}
+
+const std::vector<std::string> kState1 = {"r1/state/1"};
+
+}  // namespace
+
+TEST_CASE("status: a node state no agent writes is named, and its counts are not shown", "[status][bounded]") {
+  CHECK(malformedWith("r1/state/1", R"({"state":"running","workers":2147483647})") == kState1);
+  CHECK(malformedWith("r1/state/1", R"({"state":"running","workers":3})") == kState1);  // of 2
+  CHECK(malformedWith("r1/state/1", R"({"state":"running","workers":-5})") == kState1);
+  CHECK(malformedWith("r1/state/1", R"({"state":"running\n[forged] line","workers":2})") == kState1);
+  CHECK(malformedWith("r1/state/1", R"({"state":"exploded","workers":2})") == kState1);
+  CHECK(malformedWith("r1/state/1", R"({"state":"running","workers":2,"host":"b\u001b[2J"})") == kState1);
+  // Slot 1 (b) is node rank 1, ranks 2-3: rank 0 is not its own.
+  CHECK(malformedWith("r1/state/1", R"({"state":"running","workers":2,"ranks":[{"rank":0,"step":1,"silent":0}]})") ==
+        kState1);
+  CHECK(malformedWith("r1/state/1", "not json") == kState1);
+  JobKeys keys = runningJob();
+  keys["r1/state/1"] = R"({"state":"running","workers":2147483647})";
+  const JobStatus status = evaluateJob("job", "h:1", keys, {});
+  REQUIRE(status.nodes.size() == 2);
+  CHECK(status.nodes[1].state == "joined");  // what the state said is not shown as the node's
+  CHECK(status.nodes[1].workersRunning == -1);
+  CHECK_THAT(renderStatusText(status),
+             !Catch::Contains("2147483647") &&
+                 Catch::Contains("  the store holds a value at 'r1/state/1' that is not pltrun's"));
+}
+
+TEST_CASE("status: a descriptor or placement no agent writes is named, and the node left out", "[status][bounded]") {
+  const std::vector<std::string> slot1 = {"r1/slot/1"};
+  auto descriptor = [](const std::string& fields) {
+    return R"({"id":"b:102:ab","addr":"10.0.0.2","nproc":2,"pid":102,"nnodes":[2,3],)" + fields + "}";
+  };
+  CHECK(malformedWith("r1/slot/1", descriptor(R"("host":"b\n[forged] line")")) == slot1);
+  CHECK(malformedWith("r1/slot/1", descriptor(R"("host":"b\u001b]0;title\u0007")")) == slot1);
+  CHECK(malformedWith("r1/slot/1", descriptor(R"("host":"b c")")) == slot1);
+  CHECK(malformedWith("r1/slot/1", descriptor(R"("host":")" + std::string(256, 'b') + "\"")) == slot1);
+  CHECK(malformedWith("r1/slot/1", descriptor(R"("host":"")")) == slot1);
+  CHECK(malformedWith("r1/slot/1", R"({"id":"b","host":"b","addr":"a","nproc":5000})") == slot1);
+  CHECK(malformedWith("r1/slot/1", R"({"id":"b","host":"b","addr":"a","nproc":2,"pid":-3})") == slot1);
+  CHECK(malformedWith("r1/slot/1", R"({"id":"b","host":"b","addr":"a","nproc":2,"nnodes":[3,2]})") == slot1);
+  CHECK(malformedWith("r1/slot/1", "[]") == slot1);
+  JobKeys keys = runningJob();
+  keys["r1/slot/1"] = descriptor(R"("host":"b\n[forged] line")");
+  const JobStatus status = evaluateJob("job", "h:1", keys, {});
+  REQUIRE(status.nodes.size() == 1);
+  CHECK(status.nodes[0].host == "a");
+
+  const std::vector<std::string> assign1 = {"r1/assign/1"};
+  auto placement = [](int nodeRank, int nnodes, int worldSize, int firstRank) {
+    return R"({"node_rank":)" + std::to_string(nodeRank) + R"(,"nnodes":)" + std::to_string(nnodes) +
+           R"(,"world_size":)" + std::to_string(worldSize) + R"(,"first_rank":)" + std::to_string(firstRank) +
+           R"(,"rank0_addr":"10.0.0.1"})";
+  };
+  CHECK(malformedWith("r1/assign/1", placement(2, 2, 4, 2)) == assign1);           // node rank 2 of 2
+  CHECK(malformedWith("r1/assign/1", placement(-1, 2, 4, 2)) == assign1);          // a negative one
+  CHECK(malformedWith("r1/assign/1", placement(1, 3, 4, 2)) == assign1);           // not the round's 2 nodes
+  CHECK(malformedWith("r1/assign/1", placement(1, 2, 4, 3)) == assign1);           // ranks 3-4 of 4
+  CHECK(malformedWith("r1/assign/1", placement(1, 2, 4, -1)) == assign1);          // a negative rank
+  CHECK(malformedWith("r1/assign/1", placement(1, 2, 4, 2147483647)) == assign1);  // past int's end
+}
+
+TEST_CASE("status: counters that are not counts, and expected names no node has, are named", "[status][bounded]") {
+  CHECK(malformedWith("failures", "-1") == std::vector<std::string>{"failures"});
+  CHECK(malformedWith("failures", "3 and more") == std::vector<std::string>{"failures"});
+  CHECK(malformedWith("r1/count", "-4") == std::vector<std::string>{"r1/count"});
+  CHECK(malformedWith("r1/complete", R"({"nnodes":0,"world_size":0,"failures":1})") ==
+        std::vector<std::string>{"r1/complete"});
+  JobKeys keys = runningJob();
+  keys["round"] = "-1";
+  CHECK(evaluateJob("job", "h:1", keys, {}).malformedKeys == std::vector<std::string>{"round"});
+
+  JobKeys waiting = {{"round", "0"},
+                     {"r0/count", "1"},
+                     {"r0/slot/1", slot("a", 101)},
+                     {"r0/missing", R"(["gpu-07","gpu-08\n[forged] line"])"}};
+  JobStatus status = evaluateJob("job", "h:1", waiting, {});
+  CHECK(status.malformedKeys == std::vector<std::string>{"r0/missing"});
+  CHECK(status.missing.empty());
+  CHECK(statusExitCode(status) == 2);
+  // A plain job has none of this.
+  CHECK(evaluateJob("job", "h:1", runningJob(), {}).malformedKeys.empty());
+}
+
+TEST_CASE("status: a round end's host and message stay within their line, in text and JSON", "[status]") {
+  JobKeys keys = runningJob();
+  keys["closed"] =
+      R"({"reason":"worker_failed","host":"a\n[forged] line","message":"rank 0\r\n\u001b[31mfine","status":7,"failures":4,"final":true})";
+  const JobStatus status = evaluateJob("job", "h:1", keys, {});
+  const std::string text = renderStatusText(status);
+  CHECK_THAT(text, Catch::Contains("a worker failed on a\\x0a[forged] line: rank 0\\x0d\\x0a\\x1b[31mfine"));
+  CHECK_THAT(text, !Catch::Contains("\n[forged]") && !Catch::Contains("\x1b"));
+  const nlohmann::json json = statusJson(status);
+  CHECK(json["end"]["host"] == "a\\x0a[forged] line");
+  CHECK(json["end"]["message"] == "rank 0\\x0d\\x0a\\x1b[31mfine");
+}

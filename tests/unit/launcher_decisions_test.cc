@@ -119,3 +119,22 @@ TEST_CASE("closedJobStatus and stopSignal", "[decisions]") {
   CHECK(stopSignal(0, std::nullopt) == SIGTERM);
   CHECK(stopSignal(0, GroupOutcome{}) == SIGTERM);
 }
+
+TEST_CASE("the other nodes' published ranks are a stall's evidence, their host names kept within the line", "[agent]") {
+  rdzv::NodeState plain;
+  plain.state = "running";
+  plain.host = "node-b";
+  plain.ranks = {{2, 40, 0.5}, {3, std::nullopt, std::nullopt}};
+  rdzv::NodeState forged = plain;
+  forged.host = "node-c\n[rank 9] forged\x1b[2J";
+  forged.ranks = {{4, 7, 3.0}};
+  const std::vector<RankEvidence> ranks = otherNodesEvidence({plain, forged});
+  REQUIRE(ranks.size() == 3);
+  CHECK(ranks[0].rank == 2);
+  CHECK(ranks[0].host == "node-b");
+  CHECK(ranks[0].counter == 40);
+  CHECK(ranks[0].silentSeconds == 0.5);
+  CHECK(ranks[0].onOtherNode);
+  CHECK_FALSE(ranks[1].counter);
+  CHECK(ranks[2].host == "node-c\\x0a[rank 9] forged\\x1b[2J");
+}

@@ -38,9 +38,18 @@ TEST_CASE("node state: a value that is not a node state reads as none", "[node_s
   }
 }
 
+TEST_CASE("node state: a worker count that is not a count makes the value none", "[node_state]") {
+  for (const char* workers : {"\"two\"", "-2", "1.5", "2147483648", "null"}) {
+    INFO(workers);
+    CHECK_FALSE(decodeNodeState(R"({"state":"running","workers":)" + std::string(workers) + "}"));
+  }
+  CHECK(decodeNodeState(R"({"state":"running","workers":-1})")->workers == -1);  // not said
+  CHECK(decodeNodeState(R"({"state":"running"})")->workers == -1);
+}
+
 TEST_CASE("node state: entries of the wrong shape are left out, wrong fields read as absent", "[node_state]") {
   const auto decoded = decodeNodeState(
-      R"({"state":"running","workers":"two","host":7,"ranks":[5,{"rank":"1"},{"rank":-1},{"rank":4294967296},)"
+      R"({"state":"running","host":7,"ranks":[5,{"rank":"1"},{"rank":-1},{"rank":4294967296},)"
       R"({"rank":1,"step":"9","silent":-2},{"rank":2,"step":1.5,"silent":"nan"},{"rank":3,"step":7,"silent":[1]}]})");
   REQUIRE(decoded);
   CHECK(decoded->workers == -1);

@@ -16,6 +16,7 @@ using Catch::Matchers::Contains;
 using pltrun::Error;
 using pltrun::ErrorCode;
 using pltrun::terminalSafe;
+using pltrun::terminalSafeLine;
 using pltrun::rdzv::RoundEnd;
 
 namespace {
@@ -76,4 +77,13 @@ TEST_CASE("terminal text: escapes and bells are shown, line breaks, tabs and UTF
                      "31m") == "\\xc2\\x9b31m");  // U+009B, the C1 CSI
   CHECK(terminalSafe("\xc3") == "\\xc3");         // cut short
   CHECK(terminalSafe("\x7f\r") == "\\x7f\\x0d");
+}
+
+TEST_CASE("terminal text on one line: line breaks and tabs are shown too, so no line is forged", "[store_values]") {
+  CHECK(terminalSafeLine("gpu-07") == "gpu-07");
+  CHECK(terminalSafeLine("h\n[forged] line") == "h\\x0a[forged] line");
+  CHECK(terminalSafeLine("a\r\tb\x1b[2J") == "a\\x0d\\x09b\\x1b[2J");
+  CHECK(terminalSafeLine("caf\xc3\xa9") == "caf\xc3\xa9");  // é stays
+  CHECK(terminalSafeLine("\xc2\x85") == "\\xc2\\x85");      // U+0085, the C1 next line
+  CHECK(terminalSafeLine(std::string("nul\0", 4)) == "nul\\x00");
 }

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "base/terminal_text.h"
+
 namespace pltrun {
 
 using Reason = rdzv::RoundEnd::Reason;
@@ -27,6 +29,22 @@ int stopSignal(int received, const std::optional<GroupOutcome>& outcome) {
   if (received != 0) return received;
   if (outcome && outcome->interruptSignal != 0) return outcome->interruptSignal;
   return SIGTERM;
+}
+
+std::vector<RankEvidence> otherNodesEvidence(const std::vector<rdzv::NodeState>& nodes) {
+  std::vector<RankEvidence> ranks;
+  for (const rdzv::NodeState& node : nodes) {
+    for (const rdzv::RankProgress& progress : node.ranks) {
+      RankEvidence rank;
+      rank.rank = progress.rank;
+      rank.host = terminalSafeLine(node.host);
+      rank.counter = progress.step;
+      rank.silentSeconds = progress.silentSeconds;
+      rank.onOtherNode = true;
+      ranks.push_back(rank);
+    }
+  }
+  return ranks;
 }
 
 }  // namespace pltrun

@@ -6,8 +6,11 @@
 
 #include <chrono>
 #include <optional>
+#include <vector>
 
 #include "launcher/group/worker_group.h"
+#include "launcher/stall/stall_verdict.h"
+#include "rendezvous/elastic/node_state.h"
 #include "rendezvous/elastic/round_end.h"
 
 namespace pltrun {
@@ -39,5 +42,10 @@ int closedJobStatus(const rdzv::RoundEnd& end, bool beforeJoining);
 /// The signal a stopping agent reports: the one it received, else the one that
 /// interrupted its workers, else SIGTERM.
 int stopSignal(int received, const std::optional<GroupOutcome>& outcome);
+
+/// The other nodes' ranks as their agents published them (rR/state/I), for a stall's
+/// verdict. A node's host name is the store's word (anyone with access may write there): it
+/// is shown within its line of the stall report, its controls and newlines as \xNN.
+std::vector<RankEvidence> otherNodesEvidence(const std::vector<rdzv::NodeState>& nodes);
 
 }  // namespace pltrun

@@ -6,6 +6,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "base/host_port_text.h"
+#include "launcher/agent/agent_decisions.h"
 #include "launcher/plan/text_parsing.h"
 #include "pltrun/error.h"
 #include "rendezvous/elastic/store_json.h"
@@ -155,25 +156,14 @@ void RoundRun::forgetOldRound() {
 // For a stall's verdict: the other nodes' ranks as last published (the event loop waits
 // meanwhile, a second at most). A store that does not answer is the watcher's business.
 std::vector<RankEvidence> RoundRun::otherNodesProgress() {
-  std::vector<RankEvidence> ranks;
-  if (end_ || storeLost_) return ranks;
+  if (end_ || storeLost_) return {};
   try {
     const auto deadline = std::chrono::steady_clock::now() + kOtherNodesReadBudget;
-    for (const rdzv::NodeState& node : connection_.rendezvous().readOtherNodesStates(info_, deadline)) {
-      for (const rdzv::RankProgress& progress : node.ranks) {
-        RankEvidence rank;
-        rank.rank = progress.rank;
-        rank.host = node.host;
-        rank.counter = progress.step;
-        rank.silentSeconds = progress.silentSeconds;
-        rank.onOtherNode = true;
-        ranks.push_back(rank);
-      }
-    }
+    return otherNodesEvidence(connection_.rendezvous().readOtherNodesStates(info_, deadline));
   } catch (const Error& error) {
     spdlog::debug("could not read the other nodes' progress: {}", error.what());
   }
-  return ranks;
+  return {};
 }
 
 // The first failure is announced at once, before this node's workers are stopped: the

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "base/terminal_text.h"
 #include "launcher/output/console_writer.h"
 
 namespace pltrun {
@@ -16,7 +17,10 @@ namespace {
 
 // pltrun's own lines go through the console like the workers' (never blocking the event
 // loop, and after the worker lines queued before them), colored as spdlog's stderr sink
-// colors them when stderr is a terminal.
+// colors them when stderr is a terminal. Every message is one line: what it quotes (a host
+// name or message from the store, a worker's error text, a peer's reply) has its newlines
+// and controls shown as \xNN, so that no one else's text can start a "pltrun: " line of its
+// own or drive the terminal.
 class ConsoleSink : public spdlog::sinks::base_sink<std::mutex> {
  public:
   ConsoleSink() {
@@ -25,7 +29,10 @@ class ConsoleSink : public spdlog::sinks::base_sink<std::mutex> {
   }
 
  protected:
-  void sink_it_(const spdlog::details::log_msg& message) override {
+  void sink_it_(const spdlog::details::log_msg& original) override {
+    const std::string payload = terminalSafeLine(std::string_view(original.payload.data(), original.payload.size()));
+    spdlog::details::log_msg message = original;
+    message.payload = spdlog::string_view_t(payload.data(), payload.size());
     spdlog::memory_buf_t formatted;
     formatter_->format(message, formatted);
     std::string text(formatted.data(), formatted.size());

@@ -1,11 +1,14 @@
 #include "launcher/status/job_status.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <set>
 #include <sstream>
 
 #include "base/printable_key.h"
+#include "base/terminal_text.h"
+#include "launcher/status/impossible_values.h"
 #include "pltrun/error.h"
 #include "rendezvous/elastic/expected_nodes.h"
 #include "rendezvous/elastic/node_assignment.h"
@@ -33,8 +36,6 @@ json parsedOr(const std::optional<std::string>& text) {
   return value.is_discarded() ? json() : value;
 }
 
-// Slot `slot` of `round` as far as the keys tell: who joined, where it was placed, what its
-// workers do. Empty when the slot's descriptor is not there (yet).
 // The slowest of a node's workers in its published ranks (node_state.h, rR/state/I): the
 // lowest step, the longest silence among equals; without steps, the longest silence.
 void readSlowestRank(const std::vector<rdzv::RankProgress>& ranks, NodeStatus& node) {
@@ -49,42 +50,71 @@ void readSlowestRank(const std::vector<rdzv::RankProgress>& ranks, NodeStatus& n
   }
 }
 
-std::optional<NodeStatus> nodeInSlot(const JobKeys& keys, int round, int slot, JobStatus& job) {
-  auto descriptorText = valueOf(keys, layout::slot(round, slot));
-  if (!descriptorText) return std::nullopt;
-  rdzv::NodeDescriptor descriptor;
-  try {
-    descriptor = rdzv::nodeDescriptorFromJson(*descriptorText);
-  } catch (const Error&) {
-    return std::nullopt;
+// Notes that `name` holds a value no pltrun agent writes there (once).
+void noteMalformed(JobStatus& job, const std::string& name) {
+  if (std::find(job.malformedKeys.begin(), job.malformedKeys.end(), name) == job.malformedKeys.end()) {
+    job.malformedKeys.push_back(name);
   }
-  NodeStatus node;
-  node.slot = slot;
-  node.host = descriptor.host;
-  node.address = descriptor.addr;
-  node.pid = descriptor.pid;
-  node.workers = descriptor.localWorldSize;
-  node.state = "joined";
+}
+
+// The value of `name` as `decode` reads it, when `impossible` finds nothing wrong with it;
+// none when it is not there, and none, noted, when it is not pltrun's.
+template <typename Value, typename Decode, typename Impossible>
+std::optional<Value> plausibleValue(const JobKeys& keys, const std::string& name, JobStatus& job, Decode decode,
+                                    Impossible impossible) {
+  const std::optional<std::string> text = valueOf(keys, name);
+  if (!text) return std::nullopt;
+  try {
+    std::optional<Value> value = decode(*text);
+    if (value && !impossible(*value)) return value;
+  } catch (const Error&) {
+  }
+  noteMalformed(job, name);
+  return std::nullopt;
+}
+
+// The settings of the job as a node's descriptor tells them, where none told them before.
+void readJobSettings(const rdzv::NodeDescriptor& descriptor, JobStatus& job) {
   if (descriptor.maxNodes != 0 && !job.maxNodes) {
     job.minNodes = descriptor.minNodes;
     job.maxNodes = descriptor.maxNodes;
   }
   if (descriptor.maxRestarts >= 0 && !job.maxRestarts) job.maxRestarts = descriptor.maxRestarts;
   if (descriptor.keepAliveMs != 0 && !job.keepAliveMs) job.keepAliveMs = descriptor.keepAliveMs;
-  if (auto assigned = valueOf(keys, layout::assign(round, slot))) {
-    try {
-      const rdzv::NodeAssignment assignment = rdzv::nodeAssignmentFromJson(*assigned);
-      node.nodeRank = assignment.nodeRank;
-      node.firstRank = assignment.firstRank;
-    } catch (const Error&) {
-    }
+}
+
+// Slot `slot` of `round` as far as the keys tell: who joined, where it was placed (in a round
+// of `nnodes` nodes, when formed), what its workers do. Empty when the slot's descriptor is
+// not there (yet) or not pltrun's; a placement or a state that is not pltrun's is left out.
+std::optional<NodeStatus> nodeInSlot(const JobKeys& keys, int round, int slot, std::optional<int> nnodes,
+                                     JobStatus& job) {
+  const auto descriptor = plausibleValue<rdzv::NodeDescriptor>(
+      keys, layout::slot(round, slot), job, [](const std::string& text) { return rdzv::nodeDescriptorFromJson(text); },
+      [](const rdzv::NodeDescriptor& value) { return impossibleDescriptor(value); });
+  if (!descriptor) return std::nullopt;
+  NodeStatus node;
+  node.slot = slot;
+  node.host = descriptor->host;
+  node.address = descriptor->addr;
+  node.pid = descriptor->pid;
+  node.workers = descriptor->localWorldSize;
+  node.state = "joined";
+  readJobSettings(*descriptor, job);
+  const auto assignment = plausibleValue<rdzv::NodeAssignment>(
+      keys, layout::assign(round, slot), job,
+      [](const std::string& text) { return rdzv::nodeAssignmentFromJson(text); },
+      [&](const rdzv::NodeAssignment& value) { return impossibleAssignment(value, node.workers, nnodes); });
+  if (assignment) {
+    node.nodeRank = assignment->nodeRank;
+    node.firstRank = assignment->firstRank;
   }
-  if (auto stateText = valueOf(keys, layout::state(round, slot))) {
-    if (const auto state = rdzv::decodeNodeState(*stateText)) {
-      node.state = state->state;
-      node.workersRunning = state->workers;
-      readSlowestRank(state->ranks, node);
-    }
+  const auto state = plausibleValue<rdzv::NodeState>(
+      keys, layout::state(round, slot), job, [](const std::string& text) { return rdzv::decodeNodeState(text); },
+      [&](const rdzv::NodeState& value) { return impossibleNodeState(value, node.workers, node.firstRank); });
+  if (state) {
+    node.state = state->state;
+    node.workersRunning = state->workers;
+    readSlowestRank(state->ranks, node);
   }
   return node;
 }
@@ -93,8 +123,10 @@ std::optional<NodeStatus> nodeInSlot(const JobKeys& keys, int round, int slot, J
 void readFormedRound(const JobKeys& keys, int round, int nnodes, const HeartbeatAges& ages, JobStatus& job) {
   const int joined =
       valueOf(keys, layout::count(round)) ? slotCount(keys, layout::count(round)) : std::min(nnodes, kMaxStatusSlots);
+  // A round cut at kMaxStatusSlots may have more nodes than its assignments are checked against.
+  const std::optional<int> checkedNodes = nnodes < kMaxStatusSlots ? std::optional<int>(nnodes) : std::nullopt;
   for (int slot = 1; slot <= joined; ++slot) {
-    std::optional<NodeStatus> node = nodeInSlot(keys, round, slot, job);
+    std::optional<NodeStatus> node = nodeInSlot(keys, round, slot, checkedNodes, job);
     if (!node) continue;
     if (slot > nnodes) {
       node->state = "spare";
@@ -116,21 +148,21 @@ void readFormedRound(const JobKeys& keys, int round, int nnodes, const Heartbeat
 }
 
 // The expected nodes not joined yet, as the round's slot 1 publishes them (rR/missing)
-// where the job expects named nodes.
-std::optional<std::vector<std::string>> publishedMissing(const JobKeys& keys, int round) {
-  const std::optional<std::string> text = valueOf(keys, layout::missing(round));
-  if (!text) return std::nullopt;
-  return rdzv::nodeNamesFromJson(*text);
+// where the job expects named nodes. Not a list of names, or a name no node has: noted.
+std::optional<std::vector<std::string>> publishedMissing(const JobKeys& keys, int round, JobStatus& job) {
+  return plausibleValue<std::vector<std::string>>(
+      keys, layout::missing(round), job, [](const std::string& text) { return rdzv::nodeNamesFromJson(text); },
+      [](const std::vector<std::string>& names) { return std::any_of(names.begin(), names.end(), impossibleName); });
 }
 
 // The nodes of a formed round, from its rR/complete; none while it forms, or when the value
-// is not pltrun's.
+// is not pltrun's (no round is formed of no node).
 std::optional<int> formedNodes(const JobKeys& keys, int round) {
   const json complete = parsedOr(valueOf(keys, layout::complete(round)));
   if (!complete.is_object()) return std::nullopt;
   const auto nnodes = complete.find("nnodes");
-  if (nnodes == complete.end() || !nnodes->is_number_integer()) return std::nullopt;
-  return static_cast<int>(std::clamp<long long>(nnodes->get<long long>(), 0, kMaxStatusSlots));
+  if (nnodes == complete.end() || !nnodes->is_number_integer() || nnodes->get<long long>() < 1) return std::nullopt;
+  return static_cast<int>(std::min<long long>(nnodes->get<long long>(), kMaxStatusSlots));
 }
 
 // The round end at `name` ("closed", "r3/end"): one that is not pltrun's is noted.
@@ -140,9 +172,20 @@ std::optional<RoundEnd> readRoundEnd(const JobKeys& keys, const std::string& nam
   try {
     return RoundEnd::fromJson(*text);
   } catch (const Error&) {
-    job.malformedKeys.push_back(name);
+    noteMalformed(job, name);
     return std::nullopt;
   }
+}
+
+// The job's counters (round, failures, rR/count) as the agents keep them: decimal counts
+// from 0. Any other value is noted.
+void checkCounter(const JobKeys& keys, const std::string& name, JobStatus& job) {
+  const std::optional<std::string> text = valueOf(keys, name);
+  if (!text) return;
+  long long value = -1;
+  const char* end = text->data() + text->size();
+  const auto [stop, error] = std::from_chars(text->data(), end, value);
+  if (error != std::errc() || stop != end || value < 0) noteMalformed(job, name);
 }
 
 // While a round forms: who joined so far, and who is missing: the expected nodes not joined
@@ -152,20 +195,20 @@ void readFormingRound(const JobKeys& keys, int round, JobStatus& job) {
   const int joined = slotCount(keys, layout::count(round));
   std::multiset<std::string> here;
   for (int slot = 1; slot <= joined; ++slot) {
-    if (std::optional<NodeStatus> node = nodeInSlot(keys, round, slot, job)) {
+    if (std::optional<NodeStatus> node = nodeInSlot(keys, round, slot, std::nullopt, job)) {
       here.insert(node->host + " " + node->address);
       job.nodes.push_back(*node);
     }
   }
   job.joined = joined;
-  if (std::optional<std::vector<std::string>> named = publishedMissing(keys, round)) {
+  if (std::optional<std::vector<std::string>> named = publishedMissing(keys, round, job)) {
     job.missing = std::move(*named);
     return;
   }
   if (round == 0) return;
   const int members = formedNodes(keys, round - 1).value_or(0);
   for (int slot = 1; slot <= members; ++slot) {
-    std::optional<NodeStatus> node = nodeInSlot(keys, round - 1, slot, job);
+    std::optional<NodeStatus> node = nodeInSlot(keys, round - 1, slot, std::nullopt, job);
     if (!node) continue;
     auto back = here.find(node->host + " " + node->address);
     if (back == here.end()) {
@@ -203,8 +246,10 @@ JobStatus evaluateJob(const std::string& runId, const std::string& endpoint, con
   const std::optional<std::string> closed = valueOf(keys, "closed");
   const std::optional<std::string> ended = valueOf(keys, layout::end(job.round));
   const std::optional<int> formed = formedNodes(keys, job.round);
-  if (!formed && valueOf(keys, layout::complete(job.round))) {
-    job.malformedKeys.push_back(layout::complete(job.round));
+  if (!formed && valueOf(keys, layout::complete(job.round))) noteMalformed(job, layout::complete(job.round));
+  for (const std::string& counter :
+       {layout::kRound, layout::kFailures, layout::count(job.round), layout::count(std::max(job.round - 1, 0))}) {
+    checkCounter(keys, counter, job);
   }
   job.end = readRoundEnd(keys, closed ? layout::kClosed : layout::end(job.round), job);
   job.slotsCut = keyInteger(keys, layout::count(job.round), 0) > kMaxStatusSlots;
@@ -253,7 +298,7 @@ std::string nodeRange(const JobStatus& status) {
 
 std::string summaryLine(const JobStatus& status) {
   std::ostringstream line;
-  line << "run " << status.runId << " at " << status.endpoint << ": ";
+  line << "run " << terminalSafeLine(status.runId) << " at " << terminalSafeLine(status.endpoint) << ": ";
   switch (status.state) {
     case JobStatus::State::Unknown:
       line << "no such job (no agent has joined this run id at this endpoint)";
@@ -305,29 +350,37 @@ std::string slowestText(const NodeStatus& node) {
   return text;
 }
 
+// Every text of a node row or JSON object comes from the store: shown within one line.
 std::string nodeRow(const NodeStatus& node) {
-  char row[512];
+  char row[1024];
   std::snprintf(row, sizeof row, "  %-5s %-16s %-16s %-8s %-9s %-8s %-11s %-9s %s\n",
-                node.nodeRank < 0 ? "-" : std::to_string(node.nodeRank).c_str(), node.host.c_str(),
-                node.address.c_str(), node.pid == 0 ? "-" : std::to_string(node.pid).c_str(), ranksText(node).c_str(),
+                node.nodeRank < 0 ? "-" : std::to_string(node.nodeRank).c_str(), terminalSafeLine(node.host).c_str(),
+                terminalSafeLine(node.address).c_str(), node.pid == 0 ? "-" : std::to_string(node.pid).c_str(),
+                ranksText(node).c_str(),
                 node.workersRunning < 0
                     ? std::to_string(node.workers).c_str()
                     : (std::to_string(node.workersRunning) + "/" + std::to_string(node.workers)).c_str(),
-                heartbeatText(node).c_str(), node.state.c_str(), slowestText(node).c_str());
+                heartbeatText(node).c_str(), terminalSafeLine(node.state).c_str(), slowestText(node).c_str());
   return row;
+}
+
+std::vector<std::string> safeNames(const JobStatus& status) {
+  std::vector<std::string> names;
+  for (const std::string& name : status.missing) names.push_back(terminalSafeLine(name));
+  return names;
 }
 
 json nodeJson(const NodeStatus& node) {
   return {{"slot", node.slot},
           {"node_rank", node.nodeRank < 0 ? json() : json(node.nodeRank)},
-          {"host", node.host},
-          {"address", node.address},
+          {"host", terminalSafeLine(node.host)},
+          {"address", terminalSafeLine(node.address)},
           {"pid", node.pid == 0 ? json() : json(node.pid)},
           {"ranks", node.firstRank < 0 ? json() : json{node.firstRank, node.firstRank + node.workers - 1}},
           {"workers", node.workers},
           {"workers_running", node.workersRunning < 0 ? json() : json(node.workersRunning)},
           {"heartbeat_age_s", node.heartbeatAge ? json(*node.heartbeatAge) : json()},
-          {"state", node.state},
+          {"state", terminalSafeLine(node.state)},
           {"slowest_rank", node.slowestRank ? json(*node.slowestRank) : json()},
           {"slowest_step", node.slowestStep ? json(*node.slowestStep) : json()},
           {"slowest_heartbeat_age_s", node.slowestSilence ? json(*node.slowestSilence) : json()}};
@@ -345,11 +398,11 @@ std::string renderStatusText(const JobStatus& status) {
     for (const NodeStatus& node : status.nodes) text += nodeRow(node);
   }
   for (const NodeStatus& spare : status.spares) {
-    text += "  spare: " + spare.host + " (" + spare.address + (spare.pid ? ", pid " + std::to_string(spare.pid) : "") +
-            ")\n";
+    text += "  spare: " + terminalSafeLine(spare.host) + " (" + terminalSafeLine(spare.address) +
+            (spare.pid ? ", pid " + std::to_string(spare.pid) : "") + ")\n";
   }
   if (!status.missing.empty())
-    text += "  missing: " + rdzv::nodeNamesText(status.missing, status.missing.size()) + "\n";
+    text += "  missing: " + rdzv::nodeNamesText(safeNames(status), status.missing.size()) + "\n";
   if (status.slotsCut)
     text += "  (the round claims more than " + std::to_string(kMaxStatusSlots) + " nodes; the first " +
             std::to_string(kMaxStatusSlots) + " are shown)\n";
@@ -365,10 +418,14 @@ json statusJson(const JobStatus& status) {
   for (const NodeStatus& node : status.nodes) nodes.push_back(nodeJson(node));
   for (const NodeStatus& spare : status.spares) spares.push_back(nodeJson(spare));
   json end;
-  if (status.end) end = json::parse(status.end->toJson());
+  if (status.end) {
+    end = json::parse(status.end->toJson());
+    end["host"] = terminalSafeLine(status.end->host);
+    end["message"] = terminalSafeLine(status.end->message);
+  }
   return {{"schema", 1},
-          {"run_id", status.runId},
-          {"endpoint", status.endpoint},
+          {"run_id", terminalSafeLine(status.runId)},
+          {"endpoint", terminalSafeLine(status.endpoint)},
           {"state", stateName(status.state)},
           {"exit_status", statusExitCode(status)},
           {"round", status.round},
@@ -380,7 +437,7 @@ json statusJson(const JobStatus& status) {
           {"joined", status.joined},
           {"nodes", nodes},
           {"spares", spares},
-          {"missing", status.missing},
+          {"missing", safeNames(status)},
           {"malformed_keys", status.malformedKeys},
           {"end", end},
           {"job_exit_status", status.state == JobStatus::State::Finished ? json(status.exitStatus) : json()}};

@@ -208,9 +208,11 @@ JobStatus sample(const JobSource& source, const StatusOptions& options, Heartbea
 }
 
 void show(const JobStatus& status, const StatusOptions& options, bool redraw) {
-  // Host names and messages come from the store: valid UTF-8 in JSON, harmless on a terminal.
+  // Host names and messages come from the store. renderStatusText shows each within its line;
+  // the JSON is ASCII, every control and non-ASCII character \u-escaped, so that it cannot
+  // drive a terminal it is printed on either.
   std::string text = options.json
-                         ? statusJson(status).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
+                         ? statusJson(status).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace) + "\n"
                          : terminalSafe(renderStatusText(status));
   if (redraw && isatty(STDOUT_FILENO)) text = "\033[H\033[2J" + text;
   std::fputs(text.c_str(), stdout);
@@ -249,7 +251,8 @@ int runStatusCommand(int argc, const char* const* argv, const Environment& env) 
     return reportStatus(argc, argv, env);
   } catch (const Error& error) {
     // Every way of not knowing the job's state is "unknown": 2, as a failed job.
-    std::fprintf(stderr, "pltrun status: error: %s\n", error.what());
+    // The error may quote what a store or an etcd member answered: one line all the same.
+    std::fprintf(stderr, "pltrun status: error: %s\n", terminalSafeLine(error.what()).c_str());
     return 2;
   }
 }

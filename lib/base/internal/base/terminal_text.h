@@ -1,9 +1,13 @@
 #pragma once
 // Text from outside pltrun (a worker's error file and stderr, a host name or message read
 // from the store) as pltrun's own reports may print it on a terminal: an ESC or BEL in it
-// must not recolour, retitle or ring the user's terminal. Line breaks and tabs stay; valid
-// UTF-8 stays, but for the C1 controls (U+0080-U+009F, which some terminals obey); every
-// other control byte or invalid byte becomes \xNN.
+// must not recolour, retitle or ring the user's terminal. Valid UTF-8 stays, but for the C1
+// controls (U+0080-U+009F, which some terminals obey); every other control byte or invalid
+// byte becomes \xNN.
+//   terminalSafe     keeps line breaks and tabs: for text of many lines (a report, a stack).
+//   terminalSafeLine keeps none: for text shown inside one line (a host name, a key, a state,
+//                    an error on a one-line message), where a newline would forge a line
+//                    of pltrun's own that the other party wrote.
 
 #include <string>
 #include <string_view>
@@ -37,19 +41,18 @@ inline size_t utf8SequenceLength(std::string_view text, size_t at) {
   return length;
 }
 
-}  // namespace terminal_text_detail
-
-inline std::string terminalSafe(std::string_view text) {
+// The loop of both: `keepLineBreaks` keeps '\n' and '\t' as they are.
+inline std::string safeText(std::string_view text, bool keepLineBreaks) {
   std::string safe;
   safe.reserve(text.size());
   for (size_t at = 0; at < text.size();) {
     const auto byte = static_cast<unsigned char>(text[at]);
-    if ((byte >= 0x20 && byte < 0x7F) || byte == '\n' || byte == '\t') {
+    if ((byte >= 0x20 && byte < 0x7F) || (keepLineBreaks && (byte == '\n' || byte == '\t'))) {
       safe += static_cast<char>(byte);
       ++at;
       continue;
     }
-    if (const size_t length = terminal_text_detail::utf8SequenceLength(text, at)) {
+    if (const size_t length = utf8SequenceLength(text, at)) {
       safe.append(text.substr(at, length));
       at += length;
       continue;
@@ -59,5 +62,14 @@ inline std::string terminalSafe(std::string_view text) {
   }
   return safe;
 }
+
+}  // namespace terminal_text_detail
+
+/// Text of many lines: line breaks and tabs kept, every other control shown as \xNN.
+inline std::string terminalSafe(std::string_view text) { return terminal_text_detail::safeText(text, true); }
+
+/// Text printed within one line: every control, '\n', '\r' and '\t' included, shown as
+/// \xNN, so that it can neither drive the terminal nor start a line of its own.
+inline std::string terminalSafeLine(std::string_view text) { return terminal_text_detail::safeText(text, false); }
 
 }  // namespace pltrun
