@@ -4,8 +4,11 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "e2e/elastic_job.h"
@@ -80,6 +83,10 @@ TEST_CASE("stall: a silent rank is named, its stack shown, the job exits 124 wit
   CHECK(report["schema"] == 1);  // docs/EVENTS.md
   CHECK(report["root_cause"]["rank"] == 1);
   CHECK(report["root_cause"]["stall"]["culprits"] == nlohmann::json::array({1}));
+  // Ranks 0 and 2 ended by the SIGTERM pltrun sent them: stopped, not failed (docs/EVENTS.md).
+  CHECK(report["others"] == nlohmann::json::array());
+  CHECK_FALSE(contains(run.err, "also: rank"));
+  CHECK(contains(run.err, "the stall report above has the culprit's stack"));
   bool eventSeen = false;
   for (const nlohmann::json& event : readJsonLines(logs / "hang/events.jsonl")) {
     if (event["event"] != "stall_detected") continue;
@@ -213,4 +220,76 @@ TEST_CASE("stall: a bad --stall-timeout is one line, exit 2", "[stall][bad_input
   Finished run = runPltrun({"--stall-timeout", "soon", "/bin/true"});
   CHECK(run.status == 2);
   CHECK(contains(run.err, "--stall-timeout: 'soon' is not valid"));
+}
+
+TEST_CASE(
+    "stall: a --stall-timeout below 0.1 s is refused in one line naming the shortest, exit 2, even one that "
+    "rounds to 0",
+    "[stall][bad_input]") {
+  for (const std::string value : {"0.05", "0.0004"}) {
+    Finished run = runPltrun({"--stall-timeout", value, "/bin/true"});
+    INFO(value << ": " << run.err);
+    CHECK(run.status == 2);
+    CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
+    CHECK(contains(run.err, "--stall-timeout: '" + value + "' is not valid: below the shortest stall timeout, 0.1 s"));
+  }
+}
+
+namespace {
+
+// A stand-in for eu-stack that never answers, first in pltrun's PATH; it notes each start.
+std::string slowStackSampler(const TempDir& dir) {
+  const std::string bin = dir / "bin";
+  fs::create_directories(bin);
+  std::ofstream(bin + "/eu-stack") << "#!/bin/sh\necho \"$@\" >> '" << (dir / "calls") << "'\nexec sleep 30\n";
+  fs::permissions(bin + "/eu-stack", fs::perms::owner_all);
+  return "PATH=" + bin + ":" + std::getenv("PATH");
+}
+
+}  // namespace
+
+// A worker in uninterruptible sleep (`D`: a dead NFS mount, a driver call) neither runs a
+// dump handler nor lets eu-stack in. That cannot be made portably here, so an eu-stack that
+// never answers stands in for it: what it costs the report is the same. Six native workers
+// stop beating at step 5 while two go on; each sampler is given its deadline at once, and
+// the event loop goes on reading the two that beat.
+TEST_CASE("stall: six stalled workers whose stack sampler never answers are all named within the timeout + 1 s",
+          "[stall]") {
+  TempDir dir;
+  const std::string path = slowStackSampler(dir);
+  Finished run = runPltrun({"--nproc-per-node", "8", "--stall-timeout", "1", "--term-timeout", "1", "--log-dir",
+                            dir.path(), "--rdzv-id", "slow", heartbeatWorker(), "1500", "0,1,2,3,4,5"},
+                           {path});
+  INFO(run.err);
+  CHECK(run.status == 124);
+  CHECK(contains(run.err, "culprit: ranks 0, 1, 2, 3, 4, 5 are behind: progress counter 5"));
+  CHECK(contains(run.err, "no stack: eu-stack did not answer within 0.5 s"));
+  const std::string calls = readFile(dir / "calls");
+  CHECK(std::count(calls.begin(), calls.end(), '\n') == 8);  // every running worker, the stand-in each time
+  const nlohmann::json stall = nlohmann::json::parse(readFile(dir / "slow/failure.json"))["root_cause"]["stall"];
+  CHECK(stall["culprits"] == nlohmann::json::array({0, 1, 2, 3, 4, 5}));
+  REQUIRE(stall["ranks"].size() == 8);
+  for (const nlohmann::json& rank : stall["ranks"]) {
+    INFO(rank.dump());
+    const bool stalled = rank["rank"].get<int>() < 6;
+    CHECK(rank["stalled"] == stalled);
+    CHECK(rank["no_stack"] == "eu-stack did not answer within 0.5 s");
+    // The report's own figure: each rank's silence when the report was made. The stalled
+    // ones': the timeout, the check and the stacks' deadline, within the timeout + 1 s (one
+    // sampler after another, 8 x 0.7 s, took 6 s). The others' still counts their heartbeats.
+    CHECK(rank["silent_seconds"].get<double>() <= (stalled ? 2.0 : 0.5));
+  }
+}
+
+TEST_CASE("stall: a stopped worker's report says that no stack was read, not that it shows one", "[stall]") {
+  Finished run = runPltrun(with({"--nproc-per-node", "1", "--stall-timeout", "1", "--term-timeout", "2"},
+                                python(kBeat + "import signal\n"
+                                               "for step in range(4): beat(step); time.sleep(0.05)\n"
+                                               "os.kill(os.getpid(), signal.SIGSTOP)\n"
+                                               "time.sleep(3600)\n")));
+  INFO(run.err);
+  CHECK(run.status == 124);
+  CHECK(contains(run.err, "stopped (SIGSTOP or SIGTSTP)"));
+  CHECK(contains(run.err, "no stack could be read for the stall report above"));
+  CHECK_FALSE(contains(run.err, "has the culprit's stack"));
 }

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 using Catch::Matchers::Contains;
 using pltrun::failureReportJson;
@@ -165,6 +166,64 @@ TEST_CASE("the report lists the other failed workers", "[failure_report]") {
   other.end.signal = SIGTERM;
   std::string report = formatFailureReport(root, {other});
   CHECK_THAT(report, Contains("rank 7 ended with signal SIGTERM (15)"));
+}
+
+namespace {
+
+// Rank 1 stalled and was named; its sample as `stack`.
+WorkerFailure stalledRank(const pltrun::StackSample& stack) {
+  WorkerFailure root = failure(1, 1);
+  root.end = pltrun::ProcessEnd{0, SIGTERM};
+  pltrun::StallReport stall;
+  stall.host = "node-a";
+  stall.timeoutText = "1.0 s";
+  pltrun::RankEvidence rank;
+  rank.rank = 1;
+  rank.stalled = true;
+  rank.silentSeconds = 1.2;
+  rank.stack = stack;
+  stall.ranks = {rank};
+  stall.verdict = pltrun::judgeStall(stall.ranks);
+  root.stall = stall;
+  return root;
+}
+
+}  // namespace
+
+TEST_CASE("a stall's report says the culprit's stack is above only when the stall report showed one",
+          "[failure_report]") {
+  const std::string shown = "the stall report above has the culprit's stack";
+  SECTION("a Python dump: shown") {
+    const std::string dump = "Current thread 0x00007f (most recent call first):\n  File \"t.py\", line 3 in f\n";
+    const WorkerFailure root = stalledRank(pltrun::pythonStackSample(dump));
+    REQUIRE(root.stall->text().find("line 3 in f") != std::string::npos);
+    CHECK_THAT(formatFailureReport(root, {}), Contains(shown));
+  }
+  SECTION("a stopped process: nothing to show") {
+    const WorkerFailure root = stalledRank(pltrun::stoppedStackSample('T'));
+    const std::string report = formatFailureReport(root, {});
+    CHECK_THAT(report, !Contains(shown));
+    CHECK_THAT(report, Contains("no stack could be read for the stall report above"));
+  }
+  SECTION("nothing read") {
+    const std::string report = formatFailureReport(stalledRank(pltrun::StackSample{}), {});
+    CHECK_THAT(report, !Contains(shown));
+    CHECK_THAT(report, Contains("no stack could be read for the stall report above"));
+  }
+}
+
+TEST_CASE("endedByStopSignal: a worker that ended by a stop signal it was sent was stopped, not failed",
+          "[failure_report]") {
+  using pltrun::endedByStopSignal;
+  using pltrun::ProcessEnd;
+  const std::vector<int> sent = {SIGTERM, SIGKILL};
+  CHECK(endedByStopSignal(ProcessEnd{0, SIGTERM}, sent));
+  CHECK(endedByStopSignal(ProcessEnd{0, SIGKILL}, sent));
+  CHECK(endedByStopSignal(ProcessEnd{128 + SIGTERM, 0}, sent));  // a shell's status for it
+  CHECK_FALSE(endedByStopSignal(ProcessEnd{1, 0}, sent));        // an error of its own
+  CHECK_FALSE(endedByStopSignal(ProcessEnd{0, SIGSEGV}, sent));
+  CHECK_FALSE(endedByStopSignal(ProcessEnd{0, SIGTERM}, {}));  // nobody here sent it
+  CHECK_FALSE(endedByStopSignal(ProcessEnd{0, 0}, sent));
 }
 
 TEST_CASE("failureReportJson", "[failure_report]") {

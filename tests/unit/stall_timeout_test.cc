@@ -59,3 +59,23 @@ TEST_CASE("stall timeout: a bad value is an invalid argument with the flag's one
     }
   }
 }
+
+TEST_CASE("stall timeout: below 0.1 s is refused naming the shortest, even a value that rounds to 0",
+          "[stall_timeout]") {
+  for (const std::string value : {"0.05", "0.0004", "0.09", "0.001"}) {
+    INFO("value '" << value << "'");
+    try {
+      parseStallTimeout("--stall-timeout", value);
+      FAIL("accepted");
+    } catch (const pltrun::Error& error) {
+      CHECK(error.code() == pltrun::ErrorCode::InvalidArgument);
+      CHECK(std::string(error.what()) == "--stall-timeout: '" + value +
+                                             "' is not valid: below the shortest stall timeout, 0.1 s (silence is "
+                                             "checked every 0.1 s): give 0.1 or more, auto, or off");
+    }
+  }
+  REQUIRE(parseStallTimeout("--stall-timeout", "0.1"));
+  CHECK(parseStallTimeout("--stall-timeout", "0.1")->fixed == milliseconds(100));
+  CHECK_FALSE(parseStallTimeout("--stall-timeout", "0.000"));
+  CHECK_FALSE(parseStallTimeout("--stall-timeout", "00"));
+}

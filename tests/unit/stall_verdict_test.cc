@@ -193,6 +193,22 @@ TEST_CASE("stall report: the console shows every rank's line and the culprit's s
   CHECK_THAT(text, !Contains("Current thread 0x00007f3b3c1b2741"));     // the waiters' only in the JSON
 }
 
+TEST_CASE("stall report: a rank whose sampler was late says why it has no stack, on the console and in the JSON",
+          "[stall_report]") {
+  StallReport report;
+  report.host = "node-a";
+  report.timeoutText = "1.0 s";
+  report.ranks = collectiveHang();
+  report.ranks[2].stack = pltrun::kernelStackSample("do_sys_poll", "");
+  report.ranks[2].stack.noStack = "eu-stack did not answer within 0.5 s";
+  report.verdict = judgeStall(report.ranks);
+  CHECK_THAT(report.text(), Contains("rank 2 (pid 1002 on node-a): step 41, last heartbeat 4.3 s ago (stalled); no "
+                                     "stack: eu-stack did not answer within 0.5 s; at kernel wait in do_sys_poll"));
+  const nlohmann::json json = report.json();
+  CHECK(json["ranks"][2]["no_stack"] == "eu-stack did not answer within 0.5 s");
+  CHECK(json["ranks"][1]["no_stack"].is_null());
+}
+
 TEST_CASE("stall report: the JSON has the verdict and every rank's evidence", "[stall_report]") {
   StallReport report;
   report.attempt = 1;

@@ -1,5 +1,6 @@
 #include "launcher/group/failure_report.h"
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -53,7 +54,23 @@ nlohmann::json failureJson(const WorkerFailure& failure) {
   return entry;
 }
 
+// What the stall report on the console showed of the stacks, as it was.
+std::string stallStackNote(const StallReport& stall) {
+  const bool named = !stall.verdict.culprits.empty();
+  const std::string whose = !named                               ? "every rank's stack"
+                            : stall.verdict.culprits.size() == 1 ? "the culprit's stack"
+                                                                 : "the culprits' stacks";
+  const std::string json = "every rank's evidence goes to failure.json with --log-dir";
+  if (stall.showsStack()) return "the stall report above has " + whose + " (" + json + ")";
+  return "no stack could be read for the stall report above (" + json + ")";
+}
+
 }  // namespace
+
+bool endedByStopSignal(const ProcessEnd& end, const std::vector<int>& sent) {
+  if (end.succeeded()) return false;
+  return std::any_of(sent.begin(), sent.end(), [&](int signal) { return end.shellStatus() == 128 + signal; });
+}
 
 std::optional<RecordedError> readErrorFile(const std::string& path) {
   // The worker controls this file: a FIFO, a link to a file it cannot read, or gigabytes
@@ -81,8 +98,8 @@ std::string formatFailureReport(const WorkerFailure& root, const std::vector<Wor
             root.host + ", pid " + std::to_string(root.pid) + ", attempt " + std::to_string(root.attempt) + "\n";
   if (root.stall) {
     report += "  " + root.describe() + "\n";
-    report += "  stopped, then ended with " + root.end.describe() + " at " + isoTime(root.time) +
-              "; the stall report above has the culprit's stack (every rank's goes to failure.json with --log-dir)\n";
+    report += "  stopped, then ended with " + root.end.describe() + " at " + isoTime(root.time) + "; " +
+              stallStackNote(*root.stall) + "\n";
   } else {
     report += "  " + root.describe() + " at " + isoTime(root.time) + "\n";
   }

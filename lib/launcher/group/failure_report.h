@@ -38,6 +38,12 @@ struct WorkerFailure {
   std::string describe() const;
 };
 
+/// Whether a worker that ended as `end` was stopped by pltrun rather than failing on its own:
+/// killed by one of the stop signals pltrun sent it (`sent`: SIGTERM, SIGKILL, a forwarded
+/// SIGINT...), or exited with the status a shell gives for one (128 + N). The report's
+/// `others` (docs/EVENTS.md) leaves such workers out.
+bool endedByStopSignal(const ProcessEnd& end, const std::vector<int>& sent);
+
 /// parseErrorFile of the file at `path`. Empty when missing, unreadable, not a regular file
 /// (a FIFO is never waited on, a symbolic link never followed) or over kErrorFileLimit.
 std::optional<RecordedError> readErrorFile(const std::string& path);

@@ -14,8 +14,6 @@ namespace pltrun {
 namespace {
 
 constexpr size_t kStderrTailLines = 20;
-// How long the stack dumps of a stall may take before the report goes out without them.
-constexpr std::chrono::milliseconds kStackBudget{700};
 
 std::string rankLabel(const WorkerSpec& spec) {
   return spec.label.empty() ? "rank " + std::to_string(spec.rank) : spec.label;
@@ -32,8 +30,9 @@ struct WorkerGroup::Worker {
   pid_t pid = 0;
   std::optional<ProcessEnd> end;
   std::chrono::system_clock::time_point endTime;
-  bool retired = false;      ///< its group killed and forgotten, the leader reaped
-  std::string expiredTimer;  ///< torch's FileTimer killed it
+  bool retired = false;          ///< its group killed and forgotten, the leader reaped
+  std::string expiredTimer;      ///< torch's FileTimer killed it
+  std::vector<int> stopSignals;  ///< the stop signals it was sent (or Slurm sent it) while running
 };
 
 WorkerGroup::WorkerGroup(boost::asio::io_context& context, ConsoleWriter& console, OrphanGuard& guard,
@@ -131,11 +130,32 @@ void WorkerGroup::becomeRootCause(Worker& worker, const RootCauseNotice& notice)
 }
 
 // Ranks stopped sending heartbeats. Before anything is stopped: where every running worker
-// is, which rank caused it, and the report on the console and to the observers. Then it is a
-// failure like any other, with the culprit (or the first stalled worker) as its root cause.
+// is, read off the event loop (which meanwhile reads heartbeats and watches the workers) within
+// kStackSampleDeadline, whatever state the workers are in; then reportStall.
 void WorkerGroup::onStall(const std::vector<size_t>& stalled) {
-  if (finished_ || stopping_ || rootCause_ != nullptr || running_ == 0) return;
-  StallReport report = diagnoseStall();
+  if (!canReportStall()) return;
+  std::vector<StackTarget> targets;
+  std::vector<size_t> sampled;
+  for (auto& worker : workers_) {
+    if (worker->end) continue;
+    sampled.push_back(worker->index);
+    targets.push_back(StackTarget{worker->pid, worker->spec.stackFile});
+  }
+  stackSampling_ = std::make_unique<StackSampling>(
+      runtime_.timers.makeTimer(context_), targets, settings_.stackSignal, kStackSampleDeadline,
+      [this, stalled, sampled](const std::vector<StackSample>& stacks) { reportStall(stalled, sampled, stacks); });
+}
+
+// Nothing has overtaken the stall: no worker failed first (that failure is then the root
+// cause), no stop signal came, some worker still runs.
+bool WorkerGroup::canReportStall() const { return !finished_ && !stopping_ && rootCause_ == nullptr && running_ > 0; }
+
+// Which rank caused it, and the report on the console and to the observers. Then it is a
+// failure like any other, with the culprit (or the first stalled worker) as its root cause.
+void WorkerGroup::reportStall(const std::vector<size_t>& stalled, const std::vector<size_t>& sampled,
+                              const std::vector<StackSample>& stacks) {
+  if (!canReportStall()) return;
+  StallReport report = diagnoseStall(stalled, sampled, stacks);
   console_.write(terminalSafe(report.text()), true);  // stacks name the workers' files
   if (settings_.onStall) settings_.onStall(report);
   const bool allWaiting = std::all_of(report.ranks.begin(), report.ranks.end(), [](const RankEvidence& rank) {
@@ -147,7 +167,7 @@ void WorkerGroup::onStall(const std::vector<size_t>& stalled) {
         "unless that node does first",
         settings_.unexplainedStallGrace.count() / 1000.0);
     stallGraceTimer_->expireAfter(settings_.unexplainedStallGrace, [this, report, first = stalled.front()] {
-      if (finished_ || stopping_ || rootCause_ != nullptr || running_ == 0) return;
+      if (!canReportStall()) return;
       stopForStall(report, first);
     });
     return;
@@ -172,28 +192,25 @@ void WorkerGroup::stopForStall(const StallReport& report, size_t firstStalled) {
   signalRunningWorkers(SIGCONT);
 }
 
-// Every running worker's evidence. Its `stalled` flag is the monitor's own judgement at this
-// turn of the loop, the same one that reported the stall: no heartbeat was read in between.
-StallReport WorkerGroup::diagnoseStall() {
+// The evidence of every worker sampled that still runs, as of now: its heartbeat age then
+// counts the time the stacks took, and the heartbeats read meanwhile. A worker the monitor
+// reported stays stalled in it even if it beat again while its stack was read.
+StallReport WorkerGroup::diagnoseStall(const std::vector<size_t>& stalled, const std::vector<size_t>& sampled,
+                                       const std::vector<StackSample>& stacks) {
   StallReport report;
   report.attempt = settings_.attempt;
   report.host = settings_.host;
   report.timeoutText = monitor_->timeoutText();
   if (const auto inForce = monitor_->timeoutInForce()) report.timeoutSeconds = inForce->count();
-  std::vector<StackTarget> targets;
-  std::vector<Worker*> running;
-  for (auto& worker : workers_) {
-    if (worker->end) continue;
-    running.push_back(worker.get());
-    targets.push_back(StackTarget{worker->pid, worker->spec.stackFile});
-  }
-  const std::vector<StackSample> stacks = sampleStacks(targets, settings_.stackSignal, kStackBudget);
-  for (size_t index = 0; index < running.size(); ++index) {
-    RankEvidence evidence = monitor_->progressEvidence(running[index]->index);
-    evidence.rank = running[index]->spec.rank;
+  for (size_t position = 0; position < sampled.size(); ++position) {
+    const Worker& worker = *workers_.at(sampled[position]);
+    if (worker.end) continue;
+    RankEvidence evidence = monitor_->progressEvidence(worker.index);
+    evidence.stalled = evidence.stalled || std::find(stalled.begin(), stalled.end(), worker.index) != stalled.end();
+    evidence.rank = worker.spec.rank;
     evidence.host = settings_.host;
-    evidence.pid = running[index]->pid;
-    evidence.stack = stacks[index];
+    evidence.pid = worker.pid;
+    evidence.stack = stacks.at(position);
     report.ranks.push_back(evidence);
   }
   if (settings_.otherNodesProgress) {
@@ -250,6 +267,7 @@ void WorkerGroup::handleSignal(int signal, bool workersHaveIt) {
     return;
   }
   const int forwarded = workersHaveIt ? 0 : signal;  // 0: Slurm has sent it to them already
+  if (workersHaveIt) noteStopSignal(signal);
   if (stopping_) {
     // Already stopping after a failure: pass the signal on, keep the grace period running.
     spdlog::warn("received {}: {} the workers, which are already being stopped", signalName(signal),
@@ -290,8 +308,18 @@ void WorkerGroup::stopRunningWorkers(int signal) {
 void WorkerGroup::killRunningWorkers() { signalRunningWorkers(SIGKILL); }
 
 void WorkerGroup::signalRunningWorkers(int signal) {
+  noteStopSignal(signal);
   for (auto& worker : workers_) {
     if (!worker->end) worker->process->signalGroup(signal);
+  }
+}
+
+// A worker that ends by a stop signal it was sent was stopped: the failure report does not
+// list it among the failures (endedByStopSignal).
+void WorkerGroup::noteStopSignal(int signal) {
+  if (signal != SIGKILL && !isStopSignal(signal)) return;
+  for (auto& worker : workers_) {
+    if (!worker->end) worker->stopSignals.push_back(signal);
   }
 }
 
@@ -363,7 +391,8 @@ GroupOutcome WorkerGroup::outcome() const {
     outcome.interruptSignal = interruptSignal_;
   }
   for (const auto& worker : workers_) {
-    if (worker.get() != rootCause_ && worker->end && !worker->end->succeeded()) {
+    if (worker.get() != rootCause_ && worker->end && !worker->end->succeeded() &&
+        !endedByStopSignal(*worker->end, worker->stopSignals)) {
       outcome.others.push_back(describeFailure(*worker));
     }
   }

@@ -21,6 +21,8 @@
 
 namespace pltrun {
 
+class StackSampling;
+
 /// Everything needed to start one worker of one attempt.
 struct WorkerSpec {
   int rank = 0;
@@ -72,7 +74,9 @@ struct GroupOutcome {
   Kind kind = Kind::Succeeded;
   int interruptSignal = 0;                 ///< for Interrupted
   std::optional<WorkerFailure> rootCause;  ///< for Failed; also for Interrupted after a failure
-  std::vector<WorkerFailure> others;       ///< other workers that did not succeed
+  /// Other workers that failed on their own: not those that ended by a stop signal they were
+  /// sent (endedByStopSignal).
+  std::vector<WorkerFailure> others;
 };
 
 class WorkerGroup {
@@ -119,12 +123,17 @@ class WorkerGroup {
 
   void onWorkerEnd(Worker& worker, ProcessEnd end);
   void onStall(const std::vector<size_t>& stalled);
+  void reportStall(const std::vector<size_t>& stalled, const std::vector<size_t>& sampled,
+                   const std::vector<StackSample>& stacks);
+  bool canReportStall() const;
   void stopForStall(const StallReport& report, size_t firstStalled);
-  StallReport diagnoseStall();
+  StallReport diagnoseStall(const std::vector<size_t>& stalled, const std::vector<size_t>& sampled,
+                            const std::vector<StackSample>& stacks);
   void becomeRootCause(Worker& worker, const RootCauseNotice& notice);
   void stopRunningWorkers(int signal);  ///< signal 0: none is sent, the grace period starts
   void killRunningWorkers();
   void signalRunningWorkers(int signal);
+  void noteStopSignal(int signal);
   void afterAllEnded();
   void retire(Worker& worker);
   void onStreamEnd();
@@ -149,7 +158,8 @@ class WorkerGroup {
   int interruptSignal_ = 0;
   Worker* rootCause_ = nullptr;
   std::unique_ptr<StallMonitor> monitor_;
-  std::optional<StallReport> stallReport_;  ///< when the root cause is a stall
+  std::optional<StallReport> stallReport_;        ///< when the root cause is a stall
+  std::unique_ptr<StackSampling> stackSampling_;  ///< the stall's stacks, being read
 };
 
 }  // namespace pltrun

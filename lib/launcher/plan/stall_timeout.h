@@ -21,8 +21,13 @@ constexpr double kAutoStallFactor = 5.0;
 constexpr std::chrono::milliseconds kAutoStallFloor{60000};
 constexpr int kAutoStallIntervals = 3;
 
-/// "off" or "0": none; "auto"; or a number of seconds (parseSeconds). Throws the flag's
-/// one-line error for anything else.
+/// The shortest fixed timeout: silence is checked every 0.1 s (StallMonitor::kCheckInterval)
+/// and a heartbeat's time may be read up to 50 ms late (kLongestReadWindow), so a shorter
+/// one could not be told from a worker that beats.
+constexpr std::chrono::milliseconds kShortestStallTimeout{100};
+
+/// "off" or "0": none; "auto"; or a number of seconds (parseSeconds), at least
+/// kShortestStallTimeout. Throws the flag's one-line error for anything else.
 std::optional<StallTimeout> parseStallTimeout(const std::string& flag, const std::string& value);
 
 /// The flag's text again (for the driver's agents): "auto" or seconds.

@@ -24,6 +24,9 @@ struct StackSample {
   std::string where;
   bool inCollective = false;  ///< the main thread waits in a collective or for the device
   std::string waitingIn;      ///< for inCollective: "all_reduce", "backward", "ncclAllReduce"
+  /// Why the program's own stack is missing, when a sampler was late: "eu-stack did not
+  /// answer within 0.5 s" (the sample is then the kernel's view, where there is one).
+  std::string noStack;
 };
 
 /// The most of a dump that is kept: a few hundred frames.

@@ -1,88 +1,61 @@
 #include "launcher/stall/stack_sampler.h"
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <optional>
-#include <sstream>
+#include <system_error>
 #include <thread>
 
-#include "launcher/output/private_file.h"
-#include "launcher/process/descendant_sweep.h"
-
-extern char** environ;
+#include "base/seconds_text.h"
+#include "launcher/stall/eu_stack_run.h"
+#include "launcher/stall/process_view.h"
 
 namespace pltrun {
-namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct ProcessStat {
-  char state = '?';
-  pid_t group = 0;
-  unsigned long long startTime = 0;
+struct StackSampling::Shared {
+  std::mutex mutex;
+  std::vector<std::optional<StackSample>> samples;  ///< each published as soon as it is read
+  bool finished = false;                            ///< the thread has published every sample
+
+  void publish(size_t index, StackSample sample) {
+    std::lock_guard<std::mutex> lock(mutex);
+    samples[index] = std::move(sample);
+  }
 };
 
-// /proc/PID/stat: "pid (comm) state ppid pgrp ... starttime(22nd)"; comm may hold spaces and ')'.
-std::optional<ProcessStat> readStat(pid_t pid) {
-  std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  if (!std::getline(file, text)) return std::nullopt;
-  const size_t close = text.rfind(')');
-  if (close == std::string::npos) return std::nullopt;
-  std::istringstream fields(text.substr(close + 2));
-  ProcessStat stat;
-  long long ppid = 0, group = 0;
-  fields >> stat.state >> ppid >> group;
-  std::string skipped;
-  for (int field = 6; field < 22 && fields >> skipped; ++field) {
-  }
-  fields >> stat.startTime;
-  stat.group = static_cast<pid_t>(group);
-  return fields ? std::optional<ProcessStat>(stat) : std::nullopt;
-}
+namespace {
 
-bool catchesSignal(pid_t pid, int signal) {
-  std::ifstream file("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(file, line)) {
-    if (line.rfind("SigCgt:", 0) != 0) continue;
-    const unsigned long long mask = std::strtoull(line.c_str() + 7, nullptr, 16);
-    return (mask >> (signal - 1)) & 1ULL;
-  }
-  return false;
-}
+// How often the thread looks at the dump files, and the loop at the thread.
+constexpr std::chrono::milliseconds kPollSlice{10};
+// A dump is complete once its file has grown and then stayed the same this long.
+constexpr std::chrono::milliseconds kDumpSettled{50};
 
-// The oldest process of the worker's process group that catches `signal`: the worker's
-// Python (or the Python a wrapper script started), not its data loaders.
-std::optional<pid_t> pythonProcessOf(pid_t workerPid, int signal) {
-  if (catchesSignal(workerPid, signal)) return workerPid;
-  std::optional<pid_t> oldest;
-  unsigned long long oldestStart = 0;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return std::nullopt;
-  while (dirent* entry = readdir(proc)) {
-    const pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
-    if (pid <= 0 || pid == workerPid) continue;
-    const std::optional<ProcessStat> stat = readStat(pid);
-    if (!stat || stat->group != workerPid || !catchesSignal(pid, signal)) continue;
-    if (!oldest || stat->startTime < oldestStart) {
-      oldest = pid;
-      oldestStart = stat->startTime;
-    }
-  }
-  closedir(proc);
-  return oldest;
-}
+struct PendingDump {
+  size_t index;
+  pid_t python;
+  std::string file;
+  off_t offset;
+  off_t lastSize;
+  Clock::time_point lastGrowth;
+};
+
+struct PendingNative {
+  size_t index;
+  pid_t pid;
+  std::unique_ptr<EuStackRun> run;  ///< none: eu-stack is not installed
+};
+
+struct Work {
+  std::vector<PendingDump> dumps;
+  std::vector<PendingNative> natives;
+};
 
 off_t fileSize(const std::string& path) {
   struct stat info {};
@@ -98,109 +71,165 @@ std::string readFrom(const std::string& path, off_t offset) {
   return text;
 }
 
-std::string readSmallFile(const std::string& path) { return readRegularFile(path, kStackTextLimit).value_or(""); }
+StackSample kernelView(pid_t pid) { return kernelStackSample(readProcText(pid, "wchan"), readProcText(pid, "stack")); }
 
-// eu-stack's output within `timeout`, or empty: it is killed if it takes longer.
-std::string runEuStack(pid_t pid, std::chrono::milliseconds timeout) {
-  int pipeFds[2];
-  if (pipe2(pipeFds, O_CLOEXEC) != 0) return {};
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, pipeFds[1], 1);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  const std::string pidText = std::to_string(pid);
-  char* argv[] = {const_cast<char*>("eu-stack"), const_cast<char*>("-p"), const_cast<char*>(pidText.c_str()), nullptr};
-  pid_t child = 0;
-  const int failed = posix_spawnp(&child, "eu-stack", &actions, nullptr, argv, environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (failed == 0) claimOwnChild(child);
-  close(pipeFds[1]);
-  std::string output;
-  const auto deadline = Clock::now() + timeout;
-  while (failed == 0 && output.size() < kStackTextLimit) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    pollfd ready{pipeFds[0], POLLIN, 0};
-    if (left <= 0 || poll(&ready, 1, static_cast<int>(left)) <= 0) break;
-    char buffer[4096];
-    const ssize_t count = read(pipeFds[0], buffer, sizeof buffer);
-    if (count <= 0) break;
-    output.append(buffer, static_cast<size_t>(count));
+StackSample lateSample(pid_t pid, const std::string& why) {
+  StackSample sample = kernelView(pid);
+  sample.noStack = why;
+  return sample;
+}
+
+// Waits up to `wait` for output from any eu-stack still running.
+void waitForOutput(const std::vector<PendingNative>& natives, std::chrono::milliseconds wait) {
+  std::vector<pollfd> ready;
+  for (const PendingNative& native : natives) ready.push_back({native.run->output(), POLLIN, 0});
+  if (ready.empty()) {
+    std::this_thread::sleep_for(wait);
+  } else {
+    poll(ready.data(), ready.size(), static_cast<int>(wait.count()));
   }
-  close(pipeFds[0]);
-  if (failed != 0) return {};
-  kill(child, SIGKILL);  // done or late: either way it is reaped now
-  waitpid(child, nullptr, 0);
-  releaseOwnChild(child);
-  return output;
 }
 
-StackSample sampleWithoutPython(pid_t pid, std::chrono::milliseconds timeout) {
-  const std::string proc = "/proc/" + std::to_string(pid);
-  const std::string native = runEuStack(pid, timeout);
-  if (native.find("TID ") != std::string::npos) return nativeStackSample(native, pid);
-  return kernelStackSample(readSmallFile(proc + "/wchan"), readSmallFile(proc + "/stack"));
+// Publishes the eu-stack runs that have answered (and kills and reaps them).
+void takeAnswers(std::vector<PendingNative>& natives, StackSampling::Shared& shared) {
+  for (auto native = natives.begin(); native != natives.end();) {
+    if (native->run->readMore()) {
+      ++native;
+      continue;
+    }
+    const std::string& text = native->run->text();
+    shared.publish(native->index, text.find("TID ") != std::string::npos ? nativeStackSample(text, native->pid)
+                                                                         : kernelView(native->pid));
+    native = natives.erase(native);
+  }
 }
 
-struct PendingDump {
-  size_t index;
-  std::string file;
-  off_t offset;
-  off_t lastSize;
-  Clock::time_point lastGrowth;
-};
-
-// Waits until every signalled dump has been written (its file grew, then stayed the same
-// for a moment) or the budget is spent; fills their samples.
-void collectDumps(std::vector<PendingDump>& pending, std::vector<StackSample>& samples,
-                  std::chrono::milliseconds budget) {
-  constexpr auto kSettled = std::chrono::milliseconds(50);
-  const auto deadline = Clock::now() + budget;
-  auto settled = [&](const PendingDump& dump) {
-    return dump.lastSize > dump.offset && Clock::now() - dump.lastGrowth >= kSettled;
-  };
-  while (Clock::now() < deadline && !std::all_of(pending.begin(), pending.end(), settled)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    for (PendingDump& dump : pending) {
-      const off_t size = fileSize(dump.file);
-      if (size != dump.lastSize) {
-        dump.lastSize = size;
-        dump.lastGrowth = Clock::now();
-      }
+// Publishes the Python dumps that have been written: their file grew, then stayed the same.
+void takeDumps(std::vector<PendingDump>& dumps, StackSampling::Shared& shared) {
+  const auto now = Clock::now();
+  for (auto dump = dumps.begin(); dump != dumps.end();) {
+    const off_t size = fileSize(dump->file);
+    if (size != dump->lastSize) {
+      dump->lastSize = size;
+      dump->lastGrowth = now;
+    }
+    if (dump->lastSize > dump->offset && now - dump->lastGrowth >= kDumpSettled) {
+      shared.publish(dump->index, pythonStackSample(readFrom(dump->file, dump->offset)));
+      dump = dumps.erase(dump);
+    } else {
+      ++dump;
     }
   }
-  for (const PendingDump& dump : pending) {
-    if (dump.lastSize > dump.offset) samples[dump.index] = pythonStackSample(readFrom(dump.file, dump.offset));
+}
+
+// The sampling thread: every sampler at once, until each has answered or the deadline.
+void sampleUntil(std::shared_ptr<StackSampling::Shared> shared, Work work, Clock::time_point deadline,
+                 std::string deadlineText) {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);  // pltrun's signals are the event loop's
+  auto& natives = work.natives;
+  for (auto native = natives.begin(); native != natives.end();) {
+    if (native->run) {
+      ++native;
+      continue;
+    }
+    shared->publish(native->index, kernelView(native->pid));
+    native = natives.erase(native);
   }
+  while ((!natives.empty() || !work.dumps.empty()) && Clock::now() < deadline) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    waitForOutput(natives, std::max(std::chrono::milliseconds(1), std::min(kPollSlice, left)));
+    takeAnswers(natives, *shared);
+    takeDumps(work.dumps, *shared);
+  }
+  for (const PendingNative& native : natives) {
+    shared->publish(native.index, lateSample(native.pid, "eu-stack did not answer within " + deadlineText));
+  }
+  for (const PendingDump& dump : work.dumps) {
+    shared->publish(dump.index, lateSample(dump.python, "its Python stack dump did not arrive within " + deadlineText));
+  }
+  {
+    std::lock_guard<std::mutex> lock(shared->mutex);
+    shared->finished = true;
+  }
+  natives.clear();  // the late ones are killed and reaped, after the report has what it needs
 }
 
 }  // namespace
 
 int pythonStackSignal() { return SIGRTMAX - 4; }
 
-std::vector<StackSample> sampleStacks(const std::vector<StackTarget>& targets, int stackSignal,
-                                      std::chrono::milliseconds budget) {
-  std::vector<StackSample> samples(targets.size());
-  std::vector<PendingDump> pending;
-  std::vector<size_t> native;
+StackSampling::StackSampling(std::unique_ptr<Timer> timer, const std::vector<StackTarget>& targets, int stackSignal,
+                             std::chrono::milliseconds deadline, OnStacks onStacks)
+    : timer_(std::move(timer)),
+      shared_(std::make_shared<Shared>()),
+      giveUpAt_(Clock::now() + deadline + kStackDeliveryMargin),
+      deadline_(deadline),
+      onStacks_(std::move(onStacks)) {
+  shared_->samples.resize(targets.size());
+  const auto started = Clock::now();
+  Work work;
   for (size_t index = 0; index < targets.size(); ++index) {
     const StackTarget& target = targets[index];
     const std::optional<pid_t> python = pythonProcessOf(target.workerPid, stackSignal);
-    const pid_t inspected = python.value_or(target.workerPid);
-    const std::optional<ProcessStat> stat = readStat(inspected);
-    if (stat && (stat->state == 'T' || stat->state == 't')) {
-      samples[index] = stoppedStackSample(stat->state);
+    const std::optional<ProcessStat> stat = readProcessStat(python.value_or(target.workerPid));
+    if (!stat) {
+      shared_->publish(index, StackSample{});  // gone
+    } else if (stat->state == 'T' || stat->state == 't') {
+      shared_->publish(index, stoppedStackSample(stat->state));
     } else if (python && !target.stackFile.empty()) {
       const off_t offset = fileSize(target.stackFile);
       if (kill(*python, stackSignal) == 0) {
-        pending.push_back({index, target.stackFile, offset, offset, Clock::now()});
+        work.dumps.push_back({index, *python, target.stackFile, offset, offset, started});
+      } else {
+        shared_->publish(index, StackSample{});
       }
-    } else if (stat) {
-      native.push_back(index);
+    } else {
+      work.natives.push_back({index, target.workerPid, EuStackRun::start(target.workerPid)});
     }
   }
-  collectDumps(pending, samples, budget);
-  for (size_t index : native) samples[index] = sampleWithoutPython(targets[index].workerPid, budget);
-  return samples;
+  try {
+    std::thread(sampleUntil, shared_, std::move(work), started + deadline, secondsText(deadline) + " s").detach();
+  } catch (const std::system_error&) {
+    // No thread: the report goes out with what was read here, the rest said to be missing.
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    shared_->finished = true;
+  }
+  // Not at once: `onStacks` never runs before the constructor has returned.
+  timer_->expireAfter(kPollSlice, [this] { checkDone(); });
+}
+
+StackSampling::~StackSampling() { timer_->cancel(); }
+
+void StackSampling::checkDone() {
+  bool finished = false;
+  {
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    finished = shared_->finished;
+  }
+  if (finished || Clock::now() >= giveUpAt_) {
+    deliver();
+    return;
+  }
+  timer_->expireAfter(kPollSlice, [this] { checkDone(); });
+}
+
+void StackSampling::deliver() {
+  std::vector<StackSample> samples;
+  {
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    for (const std::optional<StackSample>& sample : shared_->samples) {
+      samples.push_back(sample.value_or(StackSample{}));
+      if (!sample) {
+        samples.back().noStack =
+            "the stack sampler did not finish within " + secondsText(deadline_ + kStackDeliveryMargin) + " s";
+      }
+    }
+  }
+  OnStacks onStacks = std::move(onStacks_);
+  onStacks_ = nullptr;
+  if (onStacks) onStacks(std::move(samples));  // last: it may destroy this
 }
 
 }  // namespace pltrun

@@ -8,6 +8,10 @@
 
 namespace pltrun {
 
+// --stall-timeout refuses what the monitor could not tell from a worker that beats.
+static_assert(StallMonitor::kCheckInterval <= kShortestStallTimeout);
+static_assert(2 * kLongestReadWindow <= kShortestStallTimeout);
+
 StallMonitor::StallMonitor(boost::asio::io_context& context, std::unique_ptr<Timer> checkTimer,
                            std::unique_ptr<Timer> readWindowTimer, std::optional<StallTimeout> timeout, size_t workers)
     : checkTimer_(std::move(checkTimer)),

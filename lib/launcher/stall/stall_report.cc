@@ -1,5 +1,7 @@
 #include "launcher/stall/stall_report.h"
 
+#include <algorithm>
+
 #include "base/seconds_text.h"
 
 namespace pltrun {
@@ -27,6 +29,7 @@ std::string rankLine(const RankEvidence& rank) {
               ? ", last heartbeat " + secondsText(std::chrono::duration<double>(*rank.silentSeconds)) + " s ago"
               : ", never sent a heartbeat";
   if (rank.stalled) line += " (stalled)";
+  if (!rank.stack.noStack.empty()) line += "; no stack: " + rank.stack.noStack;
   if (!rank.stack.where.empty()) {
     line += rank.stack.inCollective
                 ? "; waits in " + rank.stack.waitingIn + " at " + rank.stack.where
@@ -61,12 +64,19 @@ std::string StallReport::text() const {
       "pltrun: stall detected on " + host + ", attempt " + std::to_string(attempt) + ": " + summary() + "\n";
   for (const RankEvidence& rank : ranks) {
     report += "  " + rankLine(rank) + "\n";
-    const bool culprit =
-        std::find(verdict.culprits.begin(), verdict.culprits.end(), rank.rank) != verdict.culprits.end();
-    // The culprits' stacks, and every stack when it cannot tell; the waiters' are in the JSON.
-    if ((culprit || verdict.culprits.empty()) && !rank.stack.text.empty()) report += indented(rank.stack.text, "    ");
+    if (showsStackOf(rank)) report += indented(rank.stack.text, "    ");
   }
   return report;
+}
+
+// The culprits' stacks, and every stack when it cannot tell; the waiters' are in the JSON.
+bool StallReport::showsStackOf(const RankEvidence& rank) const {
+  const bool culprit = std::find(verdict.culprits.begin(), verdict.culprits.end(), rank.rank) != verdict.culprits.end();
+  return (culprit || verdict.culprits.empty()) && !rank.stack.text.empty();
+}
+
+bool StallReport::showsStack() const {
+  return std::any_of(ranks.begin(), ranks.end(), [this](const RankEvidence& rank) { return showsStackOf(rank); });
 }
 
 nlohmann::json StallReport::json() const {
@@ -90,7 +100,8 @@ nlohmann::json StallReport::json() const {
          {"where", rank.stack.where},
          {"in_collective", rank.stack.inCollective},
          {"waiting_in", rank.stack.waitingIn},
-         {"stack", rank.stack.text}});
+         {"stack", rank.stack.text},
+         {"no_stack", rank.stack.noStack.empty() ? nlohmann::json() : nlohmann::json(rank.stack.noStack)}});
   }
   return document;
 }

@@ -21,8 +21,14 @@ struct StallReport {
 
   /// "rank 2 stalled (no heartbeat for 4.1 s); culprit: rank 2 is in train.py:33 in step; ..."
   std::string summary() const;
-  /// The console's report: the summary, then every rank's state and stack.
+  /// The console's report: the summary, then every rank's state, and the stacks
+  /// showsStackOf says.
   std::string text() const;
+  /// Whether text() shows `rank`'s stack: the culprits' (every rank's when it names none),
+  /// where one was read.
+  bool showsStackOf(const RankEvidence& rank) const;
+  /// Whether text() shows any stack.
+  bool showsStack() const;
   nlohmann::json json() const;
 };
 
