@@ -344,8 +344,8 @@ WorkerFailure WorkerGroup::describeFailure(const Worker& worker) const {
   failure.pid = worker.pid;
   failure.end = *worker.end;
   failure.time = worker.endTime;
-  failure.errorFile = worker.spec.errorFile;
   failure.recorded = readErrorFile(worker.spec.errorFile);
+  if (worker.spec.errorFile.exists()) failure.errorFile = worker.spec.errorFile.path();
   failure.expiredTimer = worker.expiredTimer;
   if (&worker == rootCause_) failure.stall = stallReport_;
   if (!failure.recorded) failure.stderrTail = worker.stderrStream->lastLines(kStderrTailLines);

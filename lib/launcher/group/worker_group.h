@@ -29,7 +29,7 @@ struct WorkerSpec {
   std::string consolePrefix;  ///< e.g. "[rank 3] ", or empty
   OutputRoute stdoutRoute;
   OutputRoute stderrRoute;
-  std::string errorFile;
+  RunFile errorFile;          ///< TORCHELASTIC_ERROR_FILE, read through the run directory
   std::string label;          ///< in pltrun's messages, e.g. "host h2"; empty: "rank N"
   std::string heartbeatPath;  ///< PLTRUN_HEARTBEAT, bound before it starts; empty: none
   std::string stackFile;      ///< PLTRUN_STACK_FILE; empty: no Python stack dumps
