@@ -107,7 +107,8 @@ class WorkerGroup {
 
   GroupOutcome outcome() const;
 
-  /// The worker (or a process of its group) `pid` belongs to: its rank, or none.
+  /// The worker `pid` belongs to (the worker, a process of its group, or a descendant of
+  /// it): its rank, or none for a process that is not the job's.
   std::optional<int> rankOfProcess(pid_t pid) const;
   /// torch's FileTimer killed `pid` of rank `rank` (file_timer_server.h): its failure report says so.
   void noteExpiredTimer(int rank, const std::string& what);
