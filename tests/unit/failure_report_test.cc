@@ -230,6 +230,7 @@ TEST_CASE("failureReportJson", "[failure_report]") {
   WorkerFailure root = failure(5, 1);
   root.end.signal = SIGKILL;
   root.stderrTail = {"last words"};
+  root.errorFile.clear();  // the worker wrote none
   WorkerFailure other = failure(6, 2);
   other.recorded = RecordedError{"boom", "tb", "1700000000"};
 

@@ -22,7 +22,7 @@ AgentWorkers::AgentWorkers(const ResolvedJob& job, const std::string& host)
     : job_(job),
       host_(host),
       directory_(job.config, job.runId, host + "_" + std::to_string(getpid())),
-      events_(directory_.eventLogPath()) {
+      events_(directory_.eventLog()) {
   if (directory_.keepsLogs()) spdlog::info("worker logs go to {}", directory_.root().string());
   events_.write("run_started",
                 runStartedFields(job.config, job.runId, directory_.root().string(), host, job.layout.workerCount));
@@ -32,7 +32,7 @@ AgentWorkers::AgentWorkers(const ResolvedJob& job, const std::string& host, Proc
     : job_(job),
       host_(host),
       directory_(job.config, job.runId, host + "_" + std::to_string(getpid())),
-      events_(std::nullopt),
+      events_(RunFile{}),
       runtime_(runtime) {}
 
 // Created before any round: its listeners open only when this node is rank 0. It listens

@@ -60,10 +60,12 @@ class AgentWorkers {
  private:
   const ResolvedJob& job_;
   const std::string host_;
-  OrphanGuard guard_;  // before any thread or worker exists
   RunDirectory directory_;
   /// Heartbeat sockets, stack files and the Python hook of every round's workers.
   SupervisionFiles supervision_{job_.config.stallTimeout.has_value()};
+  /// Before any thread or worker exists; after the directories it removes should the agent
+  /// be killed.
+  OrphanGuard guard_{temporaryDirectories(directory_, &supervision_)};
   EventLog events_;
   boost::asio::io_context context_;
   /// torch's FileTimer watchdog, when TORCHELASTIC_ENABLE_FILE_TIMER=1.

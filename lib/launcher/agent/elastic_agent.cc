@@ -252,7 +252,7 @@ RoundResult ElasticAgent::stopJob(const std::optional<GroupOutcome>& outcome) {
   const int signal = stopSignal(stop_.signal(), outcome);
   announceStop(signal);
   if (outcome && outcome->rootCause) {
-    printFailureReport(*outcome->rootCause, outcome->others, workers_.directory().failureReportPath());
+    printFailureReport(*outcome->rootCause, outcome->others, workers_.directory().failureReport());
   }
   spdlog::warn("stopped by {}", signalName(signal));
   if (std::optional<int> member = connection_.rendezvous().lastMemberRound()) {

@@ -61,7 +61,7 @@ RoundReport RoundRun::run() {
     return RoundReport{RoundReport::Kind::Interrupted, {}, false, "", outcome};
   }
   if (reportedHere_ && end_->final && outcome.rootCause) {
-    printFailureReport(*outcome.rootCause, outcome.others, workers_.directory().failureReportPath());
+    printFailureReport(*outcome.rootCause, outcome.others, workers_.directory().failureReport());
   }
   if (!end_ && !storeLost_ && outcome.kind == GroupOutcome::Kind::Succeeded) {
     waitForOtherNodes();

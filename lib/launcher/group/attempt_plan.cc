@@ -3,14 +3,11 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <filesystem>
 
 #include "launcher/plan/line_prefix_template.h"
 #include "launcher/plan/text_parsing.h"
 
 namespace pltrun {
-namespace fs = std::filesystem;
-
 namespace {
 
 // The attempt's filtered copies (--duplicate-*-filters), shared by every worker's streams.
@@ -21,13 +18,12 @@ struct FilteredCopies {
 FilteredCopies filteredCopiesFor(const RunPlan& plan, int attempt) {
   FilteredCopies copies;
   if (!plan.directory.keepsLogs()) return copies;
-  const fs::path attemptDirectory = plan.directory.workerDirectory(attempt, 0).parent_path();
   if (!plan.job.config.duplicateStdoutFilters.empty()) {
-    copies.out = std::make_shared<FilteredCopy>((attemptDirectory / "filtered_stdout.log").string(),
+    copies.out = std::make_shared<FilteredCopy>(plan.directory.attemptFile(attempt, "filtered_stdout.log"),
                                                 plan.job.config.duplicateStdoutFilters);
   }
   if (!plan.job.config.duplicateStderrFilters.empty()) {
-    copies.err = std::make_shared<FilteredCopy>((attemptDirectory / "filtered_stderr.log").string(),
+    copies.err = std::make_shared<FilteredCopy>(plan.directory.attemptFile(attempt, "filtered_stderr.log"),
                                                 plan.job.config.duplicateStderrFilters);
   }
   return copies;
@@ -48,9 +44,8 @@ std::pair<OutputRoute, OutputRoute> outputRoutes(const RunPlan& plan, int attemp
   err.consoleIsStderr = true;
   err.keepTail = true;
   if (plan.directory.keepsLogs()) {
-    const fs::path workerDirectory = plan.directory.workerDirectory(attempt, localRank);
-    out.logPath = (workerDirectory / "stdout.log").string();
-    err.logPath = (workerDirectory / "stderr.log").string();
+    out.logFile = plan.directory.workerFile(attempt, localRank, "stdout.log");
+    err.logFile = plan.directory.workerFile(attempt, localRank, "stderr.log");
   }
   out.filteredCopy = copies.out;
   err.filteredCopy = copies.err;
@@ -107,7 +102,9 @@ std::vector<WorkerSpec> workerSpecsFor(const RunPlan& plan, int attempt, const N
   const FilteredCopies copies = filteredCopiesFor(plan, attempt);
   for (int localRank = 0; localRank < workers; ++localRank) {
     placement.localRank = localRank;
-    placement.errorFile = plan.directory.errorFile(attempt, localRank);
+    const RunFile errorFile = plan.directory.errorFile(attempt, localRank);
+    errorFile.remove();  // never report a previous run's error
+    placement.errorFile = plan.directory.pathForWorkers(errorFile);
     placement.timerFile = plan.timerFile;
     if (plan.supervision != nullptr) {
       placement.heartbeatPath = plan.supervision->heartbeatPath(attempt, localRank);
@@ -115,12 +112,11 @@ std::vector<WorkerSpec> workerSpecsFor(const RunPlan& plan, int attempt, const N
       placement.stackSignal = plan.supervision->stackSignal();
       placement.pythonHookDirectory = plan.supervision->pythonHookDirectory();
     }
-    fs::remove(placement.errorFile);  // never report a previous run's error
 
     WorkerSpec spec;
     spec.rank = firstRank + localRank;
     spec.localRank = localRank;
-    spec.errorFile = placement.errorFile;
+    spec.errorFile = errorFile;
     spec.heartbeatPath = placement.heartbeatPath;
     spec.stackFile = placement.stackSignal != 0 ? placement.stackFile : "";
     spec.consolePrefix = consolePrefix(plan.job.config, spec.rank, localRank);

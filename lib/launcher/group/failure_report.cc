@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <ctime>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <utility>
 #include <vector>
@@ -24,11 +23,6 @@ std::string isoTime(std::chrono::system_clock::time_point time) {
   return text;
 }
 
-bool hasErrorFile(const WorkerFailure& failure) {
-  std::error_code error;
-  return !failure.errorFile.empty() && std::filesystem::exists(failure.errorFile, error);
-}
-
 nlohmann::json failureJson(const WorkerFailure& failure) {
   nlohmann::json entry = {
       {"rank", failure.rank},
@@ -40,7 +34,7 @@ nlohmann::json failureJson(const WorkerFailure& failure) {
       {"signal", failure.end.signal ? nlohmann::json(signalName(failure.end.signal)) : nlohmann::json()},
       {"time", isoTime(failure.time)},
       // null where the worker wrote none (torch's @record writes it on an exception)
-      {"error_file", hasErrorFile(failure) ? nlohmann::json(failure.errorFile) : nlohmann::json()},
+      {"error_file", !failure.errorFile.empty() ? nlohmann::json(failure.errorFile) : nlohmann::json()},
   };
   if (failure.stall) entry["stall"] = failure.stall->json();
   if (!failure.expiredTimer.empty()) entry["expired_timer"] = failure.expiredTimer;
@@ -72,13 +66,17 @@ bool endedByStopSignal(const ProcessEnd& end, const std::vector<int>& sent) {
   return std::any_of(sent.begin(), sent.end(), [&](int signal) { return end.shellStatus() == 128 + signal; });
 }
 
-std::optional<RecordedError> readErrorFile(const std::string& path) {
-  // The worker controls this file: a FIFO, a link to a file it cannot read, or gigabytes
-  // must neither block nor feed pltrun.
-  const std::optional<std::string> text = readRegularFile(path, kErrorFileLimit);
-  if (!text) return std::nullopt;
-  return parseErrorFile(*text);
+// The worker controls its error file: a FIFO, a link to a file it cannot read, or gigabytes
+// must neither block nor feed pltrun (readRegularFile reads none of them).
+std::optional<RecordedError> parseIfRead(const std::optional<std::string>& text) {
+  return text ? parseErrorFile(*text) : std::nullopt;
 }
+
+std::optional<RecordedError> readErrorFile(const std::string& path) {
+  return parseIfRead(readRegularFile(path, kErrorFileLimit));
+}
+
+std::optional<RecordedError> readErrorFile(const RunFile& file) { return parseIfRead(file.read(kErrorFileLimit)); }
 
 std::string WorkerFailure::describe() const {
   if (stall) return "stalled: " + stall->summary();
@@ -140,16 +138,15 @@ nlohmann::json failureReportJson(const WorkerFailure& root, const std::vector<Wo
 
 namespace pltrun {
 
-int printFailureReport(WorkerFailure rootCause, const std::vector<WorkerFailure>& others,
-                       const std::optional<std::string>& jsonPath) {
-  if (!jsonPath) rootCause.errorFile.clear();  // a temporary file, gone when pltrun exits
+int printFailureReport(WorkerFailure rootCause, const std::vector<WorkerFailure>& others, const RunFile& jsonFile) {
+  if (!jsonFile) rootCause.errorFile.clear();  // a temporary file, gone when pltrun exits
   std::string report = formatFailureReport(rootCause, others);
-  if (jsonPath) {
+  if (jsonFile) {
     // Replacing invalid UTF-8 (a worker's stderr, a stack's path) rather than throwing.
     const std::string json =
         failureReportJson(rootCause, others).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
-    if (writePrivateFile(*jsonPath, json + "\n")) {
-      report += "  report: " + *jsonPath + "\n";
+    if (jsonFile.write(json + "\n")) {
+      report += "  report: " + jsonFile.path() + "\n";
     }
   }
   // A worker's words (its stderr, error file) and host names must not drive the terminal.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "launcher/group/error_file.h"
+#include "launcher/output/run_directory.h"
 #include "launcher/process/worker_process.h"
 #include "launcher/stall/stall_report.h"
 
@@ -25,7 +26,7 @@ struct WorkerFailure {
   pid_t pid = 0;
   ProcessEnd end;
   std::chrono::system_clock::time_point time;
-  std::string errorFile;
+  std::string errorFile;  ///< where the worker's error file is, when it wrote one
   std::optional<RecordedError> recorded;
   std::vector<std::string> stderrTail;  ///< used when there is no recorded error
   std::optional<StallReport> stall;     ///< it was stopped because ranks stalled
@@ -47,14 +48,15 @@ bool endedByStopSignal(const ProcessEnd& end, const std::vector<int>& sent);
 /// parseErrorFile of the file at `path`. Empty when missing, unreadable, not a regular file
 /// (a FIFO is never waited on, a symbolic link never followed) or over kErrorFileLimit.
 std::optional<RecordedError> readErrorFile(const std::string& path);
+/// The same for a worker's error file in the run directory, read through its handle.
+std::optional<RecordedError> readErrorFile(const RunFile& file);
 
 /// The human-readable report: what failed, where, how, and the error or last stderr lines.
 std::string formatFailureReport(const WorkerFailure& rootCause, const std::vector<WorkerFailure>& others);
 
-/// Prints the report to stderr and, when `jsonPath` is given, writes its JSON there (the
+/// Prints the report to stderr and, when `jsonFile` is given, writes its JSON there (its
 /// path is then named in the report). Returns the root cause's shell status.
-int printFailureReport(WorkerFailure rootCause, const std::vector<WorkerFailure>& others,
-                       const std::optional<std::string>& jsonPath);
+int printFailureReport(WorkerFailure rootCause, const std::vector<WorkerFailure>& others, const RunFile& jsonFile);
 
 nlohmann::json failureReportJson(const WorkerFailure& rootCause, const std::vector<WorkerFailure>& others);
 

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "base/seconds_text.h"
+#include "base/terminal_text.h"
 #include "launcher/group/worker_group.h"
 #include "launcher/process/process_end.h"
 #include "pltrun/error.h"
@@ -19,7 +20,23 @@ namespace {
 // torch's client refuses to send more than PIPE_BUF in one request; a longer line is not one.
 constexpr size_t kLineLimit = 4096;
 
+// How many bytes of a scope id a line shows: the rest of a 4 KiB one adds nothing.
+constexpr size_t kShownScope = 200;
+
 double unixNow() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
+
+// A worker's scope id as pltrun prints it: no control byte reaches the terminal, and a
+// line break in it cannot make a line of pltrun's own.
+std::string shownScope(const std::string& scope) {
+  std::string shown;
+  for (const char c : terminalSafe(scope.substr(0, kShownScope))) {
+    if (c == '\n' || c == '\t')
+      appendByteEscape(shown, static_cast<unsigned char>(c));
+    else
+      shown += c;
+  }
+  return "'" + shown + (scope.size() > kShownScope ? "'..." : "'");
+}
 
 // Returns whether this call made the FIFO.
 bool makeFifo(const std::string& path) {
@@ -64,6 +81,7 @@ FileTimerServer::~FileTimerServer() {
 void FileTimerServer::serve(WorkerGroup* group) {
   group_ = group;
   table_.clear();
+  ranks_.clear();
 }
 
 void FileTimerServer::readRequests() {
@@ -88,12 +106,53 @@ void FileTimerServer::takeLines() {
         continue;
       }
       if (!skippingLine_ && group_ != nullptr) {
-        if (auto request = parseFileTimerRequest(pending_)) table_.apply(*request);
+        if (auto request = parseFileTimerRequest(pending_)) take(*request);
       }
       pending_.clear();
       skippingLine_ = false;
     }
   }
+}
+
+std::optional<int> FileTimerServer::rankOf(pid_t pid) {
+  constexpr size_t kMostRemembered = 4096;
+  if (const auto found = ranks_.find(pid); found != ranks_.end()) return found->second;
+  if (ranks_.size() >= kMostRemembered) ranks_.clear();
+  return ranks_[pid] = group_->rankOfProcess(pid);
+}
+
+void FileTimerServer::take(const FileTimerRequest& request) {
+  const std::optional<int> rank = rankOf(request.pid);
+  if (!rank) {
+    if (request.expirationTime >= 0) {
+      refuse(foreign_, "FileTimer: ignored the timer " + shownScope(request.scopeId) + " of pid " +
+                           std::to_string(request.pid) + ": not a process of this job's workers");
+    }
+    return;
+  }
+  const TimerApplied applied = table_.apply(request, *rank);
+  if (applied != TimerApplied::WorkerFull && applied != TimerApplied::TableFull) return;
+  refuse(overLimit_, "FileTimer: refused the timer " + shownScope(request.scopeId) + " of rank " +
+                         std::to_string(*rank) + " (pid " + std::to_string(request.pid) + "): a worker holds at most " +
+                         std::to_string(table_.limits().perWorker) + " timers at once, and the job " +
+                         std::to_string(table_.limits().total) + " (release them as each scope ends)");
+}
+
+void FileTimerServer::refuse(Refusals& refusals, const std::string& first) {
+  if (refusals.lastSaid) {
+    ++refusals.unsaid;  // said in a line of its own later (sayRefusals)
+    return;
+  }
+  refusals.lastSaid = std::chrono::steady_clock::now();
+  spdlog::warn("{}; more such are counted, in one line a minute at most", first);
+}
+
+void FileTimerServer::sayRefusals(Refusals& refusals, const char* what) {
+  const auto now = std::chrono::steady_clock::now();
+  if (refusals.unsaid == 0 || !refusals.lastSaid || now - *refusals.lastSaid < kRefusalWarningInterval) return;
+  spdlog::warn("FileTimer: {} more timers {} since the last such line", refusals.unsaid, what);
+  refusals.unsaid = 0;
+  refusals.lastSaid = now;
 }
 
 void FileTimerServer::checkTimers() {
@@ -102,6 +161,9 @@ void FileTimerServer::checkTimers() {
     if (error) return;
     const double now = unixNow();
     for (const FileTimerRequest& timer : table_.takeExpired(now)) expire(timer, now);
+    ranks_.clear();  // a pid may be another process by the next check
+    sayRefusals(foreign_, "of processes not the job's ignored");
+    sayRefusals(overLimit_, "refused (past the limits)");
     checkTimers();
   });
 }
@@ -119,12 +181,12 @@ void FileTimerServer::expire(const FileTimerRequest& timer, double now) {
   const std::optional<int> rank = group_ != nullptr ? group_->rankOfProcess(timer.pid) : std::nullopt;
   if (!rank) {
     spdlog::warn(
-        "FileTimer: the timer '{}' of pid {} expired, but that is not a process of this job's workers: "
+        "FileTimer: the timer {} of pid {} expired, but that is not a process of this job's workers: "
         "not signalled",
-        timer.scopeId, timer.pid);
+        shownScope(timer.scopeId), timer.pid);
     return;
   }
-  const std::string what = "its FileTimer scope '" + timer.scopeId + "' expired " +
+  const std::string what = "its FileTimer scope " + shownScope(timer.scopeId) + " expired " +
                            secondsText(std::chrono::duration<double>(now - timer.expirationTime)) +
                            " s ago: " + signalName(timer.signal) + " sent to pid " + std::to_string(timer.pid);
   spdlog::warn("rank {}: {}", *rank, what);

@@ -5,12 +5,20 @@
 // the running group's workers (a line in the FIFO cannot make pltrun signal anyone else),
 // and the worker's failure report names the scope that expired. One server for the run:
 // every attempt's workers write to the same path, as under torchrun.
+// Only the job's own processes hold timers: a request for a pid that is not one of the
+// workers or a descendant of one is ignored, and the table is bounded per worker and in all
+// (file_timer_table.h). What is refused is said in one warning line, then counted and said
+// again at most once a minute, never a line per request. A scope id is the worker's text:
+// it is shown escaped (terminalSafe, a line break as \x0a), on one line.
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "launcher/group/file_timer_table.h"
 #include "launcher/plan/launch_config.h"
@@ -23,6 +31,8 @@ class FileTimerServer {
  public:
   /// How often expired timers are looked for (torch's server: max_interval=0.1).
   static constexpr std::chrono::milliseconds kCheckInterval{100};
+  /// The least time between two warning lines about refused timers of one kind.
+  static constexpr std::chrono::seconds kRefusalWarningInterval{60};
 
   /// Makes the FIFO at `path` unless one is there, and opens it. Throws Error with one line
   /// when `path` is something else or cannot be made.
@@ -38,8 +48,19 @@ class FileTimerServer {
   void serve(WorkerGroup* group);
 
  private:
+  // Refused requests of one kind: the first is a warning line at once, the rest are counted
+  // and said in one line at most every kRefusalWarningInterval.
+  struct Refusals {
+    size_t unsaid = 0;
+    std::optional<std::chrono::steady_clock::time_point> lastSaid;
+  };
+
   void readRequests();
   void takeLines();
+  void take(const FileTimerRequest& request);
+  std::optional<int> rankOf(pid_t pid);
+  void refuse(Refusals& refusals, const std::string& first);
+  void sayRefusals(Refusals& refusals, const char* what);
   void checkTimers();
   void expire(const FileTimerRequest& timer, double now);
 
@@ -52,6 +73,11 @@ class FileTimerServer {
   bool skippingLine_ = false;
   FileTimerTable table_;
   WorkerGroup* group_ = nullptr;
+  /// pid -> rank (or none) as found within the last kCheckInterval: a flood of requests
+  /// for one pid walks /proc once.
+  std::unordered_map<pid_t, std::optional<int>> ranks_;
+  Refusals foreign_;
+  Refusals overLimit_;
 };
 
 /// The run's server when the config asks for one (TORCHELASTIC_ENABLE_FILE_TIMER=1), at its

@@ -34,19 +34,36 @@ std::optional<FileTimerRequest> parseFileTimerRequest(std::string_view line) {
   return parsed;
 }
 
-void FileTimerTable::apply(const FileTimerRequest& request) {
+void FileTimerTable::erase(std::map<std::pair<pid_t, std::string>, Timer>::iterator timer) {
+  auto count = perWorker_.find(timer->second.rank);
+  if (count != perWorker_.end() && --count->second == 0) perWorker_.erase(count);
+  timers_.erase(timer);
+}
+
+TimerApplied FileTimerTable::apply(const FileTimerRequest& request, int rank) {
   const auto key = std::make_pair(request.pid, request.scopeId);
+  const auto found = timers_.find(key);
   if (request.expirationTime < 0) {
-    timers_.erase(key);
-  } else {
-    timers_[key] = request;
+    if (found != timers_.end()) erase(found);
+    return TimerApplied::Released;
   }
+  if (found != timers_.end()) {  // a new expiration time for a timer it holds
+    found->second.request = request;
+    return TimerApplied::Set;
+  }
+  const auto count = perWorker_.find(rank);
+  if (count != perWorker_.end() && count->second >= limits_.perWorker) return TimerApplied::WorkerFull;
+  if (timers_.size() >= limits_.total) return TimerApplied::TableFull;
+  ++perWorker_[rank];
+  timers_.emplace(key, Timer{request, rank});
+  return TimerApplied::Set;
 }
 
 std::vector<FileTimerRequest> FileTimerTable::takeExpired(double now) {
   std::map<pid_t, FileTimerRequest> earliest;
   std::set<pid_t> expiredProcesses;
-  for (const auto& [key, timer] : timers_) {
+  for (const auto& [key, held] : timers_) {
+    const FileTimerRequest& timer = held.request;
     if (timer.expirationTime > now) continue;
     expiredProcesses.insert(timer.pid);
     if (timer.signal <= 0) continue;
@@ -54,7 +71,9 @@ std::vector<FileTimerRequest> FileTimerTable::takeExpired(double now) {
     if (found == earliest.end() || timer.expirationTime < found->second.expirationTime) earliest[timer.pid] = timer;
   }
   for (auto it = timers_.begin(); it != timers_.end();) {
-    it = expiredProcesses.count(it->first.first) ? timers_.erase(it) : std::next(it);
+    const auto next = std::next(it);
+    if (expiredProcesses.count(it->first.first)) erase(it);
+    it = next;
   }
   std::vector<FileTimerRequest> expired;
   for (const auto& [pid, timer] : earliest) expired.push_back(timer);

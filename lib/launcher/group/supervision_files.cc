@@ -83,4 +83,11 @@ int SupervisionFiles::stackSignal() const { return hookDirectory_.empty() ? 0 : 
 
 std::string SupervisionFiles::timerFifoPath() const { return (root_ / "watchdog_timer").string(); }
 
+std::vector<std::string> temporaryDirectories(const RunDirectory& directory, const SupervisionFiles* supervision) {
+  std::vector<std::string> directories;
+  if (!directory.keepsLogs()) directories.push_back(directory.root().string());
+  if (supervision != nullptr) directories.push_back(supervision->root().string());
+  return directories;
+}
+
 }  // namespace pltrun

@@ -7,6 +7,9 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
+
+#include "launcher/output/run_directory.h"
 
 namespace pltrun {
 
@@ -30,10 +33,17 @@ class SupervisionFiles {
   std::string timerFifoPath() const;
   /// The signal the hook dumps stacks on; 0 without the hook.
   int stackSignal() const;
+  /// The directory, removed when the run ends.
+  const std::filesystem::path& root() const { return root_; }
 
  private:
   std::filesystem::path root_;
   std::string hookDirectory_;
 };
+
+/// What the orphan guard removes when pltrun is gone (a `kill -9 pltrun` cannot remove them
+/// itself): the run directory when it is a temporary one (it keeps no logs), and the
+/// supervision files' directory when there is one.
+std::vector<std::string> temporaryDirectories(const RunDirectory& directory, const SupervisionFiles* supervision);
 
 }  // namespace pltrun

@@ -8,6 +8,7 @@
 
 #include "base/terminal_text.h"
 #include "launcher/group/group_runner.h"
+#include "launcher/process/process_parent.h"
 #include "launcher/stall/stack_sampler.h"
 
 namespace pltrun {
@@ -221,9 +222,18 @@ StallReport WorkerGroup::diagnoseStall(const std::vector<size_t>& stalled, const
 }
 
 std::optional<int> WorkerGroup::rankOfProcess(pid_t pid) const {
-  const pid_t group = getpgid(pid);
-  for (const auto& worker : workers_) {
-    if (!worker->end && (worker->pid == pid || worker->pid == group)) return worker->spec.rank;
+  // A worker, a process of its group, or one that left the group (setsid) found by walking
+  // up its parents; pltrun itself (the subreaper of orphans) or init ends the walk.
+  constexpr int kMostGenerations = 64;
+  const pid_t self = getpid();
+  for (int generation = 0; generation < kMostGenerations && pid > 1 && pid != self; ++generation) {
+    const pid_t group = getpgid(pid);
+    for (const auto& worker : workers_) {
+      if (!worker->end && (worker->pid == pid || worker->pid == group)) return worker->spec.rank;
+    }
+    const std::optional<pid_t> parent = parentOf(pid);
+    if (!parent) break;
+    pid = *parent;
   }
   return std::nullopt;
 }
@@ -372,8 +382,8 @@ WorkerFailure WorkerGroup::describeFailure(const Worker& worker) const {
   failure.pid = worker.pid;
   failure.end = *worker.end;
   failure.time = worker.endTime;
-  failure.errorFile = worker.spec.errorFile;
   failure.recorded = readErrorFile(worker.spec.errorFile);
+  if (worker.spec.errorFile.exists()) failure.errorFile = worker.spec.errorFile.path();
   failure.expiredTimer = worker.expiredTimer;
   if (&worker == rootCause_) failure.stall = stallReport_;
   if (!failure.recorded) failure.stderrTail = worker.stderrStream->lastLines(kStderrTailLines);

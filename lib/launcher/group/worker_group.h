@@ -31,7 +31,7 @@ struct WorkerSpec {
   std::string consolePrefix;  ///< e.g. "[rank 3] ", or empty
   OutputRoute stdoutRoute;
   OutputRoute stderrRoute;
-  std::string errorFile;
+  RunFile errorFile;          ///< TORCHELASTIC_ERROR_FILE, read through the run directory
   std::string label;          ///< in pltrun's messages, e.g. "host h2"; empty: "rank N"
   std::string heartbeatPath;  ///< PLTRUN_HEARTBEAT, bound before it starts; empty: none
   std::string stackFile;      ///< PLTRUN_STACK_FILE; empty: no Python stack dumps
@@ -111,7 +111,8 @@ class WorkerGroup {
 
   GroupOutcome outcome() const;
 
-  /// The worker (or a process of its group) `pid` belongs to: its rank, or none.
+  /// The worker `pid` belongs to (the worker, a process of its group, or a descendant of
+  /// it): its rank, or none for a process that is not the job's.
   std::optional<int> rankOfProcess(pid_t pid) const;
   /// torch's FileTimer killed `pid` of rank `rank` (file_timer_server.h): its failure report says so.
   void noteExpiredTimer(int rank, const std::string& what);

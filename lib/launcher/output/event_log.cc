@@ -5,12 +5,11 @@
 #include <chrono>
 
 #include "launcher/output/console_writer.h"
-#include "launcher/output/private_file.h"
 
 namespace pltrun {
 
-EventLog::EventLog(const std::optional<std::string>& path) {
-  if (path) fd_ = openPrivateFile(*path, WriteMode::Append);
+EventLog::EventLog(const RunFile& file) {
+  if (file) fd_ = file.open(WriteMode::Append);
 }
 
 EventLog::~EventLog() {

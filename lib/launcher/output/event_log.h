@@ -6,8 +6,9 @@
 // field. Without --log-dir nothing is written.
 
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
+
+#include "launcher/output/run_directory.h"
 
 namespace pltrun {
 
@@ -17,8 +18,8 @@ constexpr int kEventSchema = 1;
 
 class EventLog {
  public:
-  /// Appends to `path` (a private file: see private_file.h); no path, no log.
-  explicit EventLog(const std::optional<std::string>& path);
+  /// Appends to `file` (a private file: see private_file.h); no file, no log.
+  explicit EventLog(const RunFile& file);
   ~EventLog();
   EventLog(const EventLog&) = delete;
   EventLog& operator=(const EventLog&) = delete;

@@ -5,12 +5,11 @@
 #include <algorithm>
 
 #include "launcher/output/console_writer.h"
-#include "launcher/output/private_file.h"
 
 namespace pltrun {
 
-FilteredCopy::FilteredCopy(const std::string& path, std::vector<std::string> filters)
-    : filters_(std::move(filters)), fd_(openPrivateFile(path, WriteMode::Truncate)) {}
+FilteredCopy::FilteredCopy(const RunFile& file, std::vector<std::string> filters)
+    : filters_(std::move(filters)), fd_(file.open(WriteMode::Truncate)) {}
 
 FilteredCopy::~FilteredCopy() {
   if (fd_ >= 0) close(fd_);

@@ -11,14 +11,15 @@
 #include <vector>
 
 #include "launcher/output/line_prefixer.h"
+#include "launcher/output/run_directory.h"
 
 namespace pltrun {
 
 class FilteredCopy {
  public:
-  /// Creates `path` as a private file (never following a link, never overwriting another
+  /// Creates `file` as a private file (never following a link, never overwriting another
   /// user's); throws Error(System) when it cannot.
-  FilteredCopy(const std::string& path, std::vector<std::string> filters);
+  FilteredCopy(const RunFile& file, std::vector<std::string> filters);
   ~FilteredCopy();
   FilteredCopy(const FilteredCopy&) = delete;
   FilteredCopy& operator=(const FilteredCopy&) = delete;

@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "launcher/output/private_file.h"
 #include "pltrun/error.h"
 
 namespace pltrun {
@@ -33,9 +32,7 @@ OutputStream::OutputStream(boost::asio::io_context& context, std::string prefix,
       console_(console),
       prefixer_(std::move(prefix), consoleIsTerminal(route_)),
       buffer_(new char[kReadSize]) {
-  if (!route_.logPath.empty()) {
-    logFd_ = openPrivateFile(route_.logPath, WriteMode::Truncate);
-  }
+  if (route_.logFile) logFd_ = route_.logFile.open(WriteMode::Truncate);
   if (route_.filteredCopy) filtered_.emplace(route_.filteredCopy, prefixer_.prefix());
 }
 
@@ -75,7 +72,7 @@ void OutputStream::deliver(size_t size) {
     // A full disk must not stop the job; say it once and keep the console going.
     close(logFd_);
     logFd_ = -1;
-    std::string warning = "pltrun: warning: stopped writing " + route_.logPath + ": " + strerror(errno) + "\n";
+    std::string warning = "pltrun: warning: stopped writing " + route_.logFile.path() + ": " + strerror(errno) + "\n";
     console_.write(warning, true);
   }
   if (filtered_) filtered_->feed(std::string_view(data, size));

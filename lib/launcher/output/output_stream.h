@@ -13,13 +13,14 @@
 #include "launcher/output/console_writer.h"
 #include "launcher/output/filtered_copy.h"
 #include "launcher/output/line_prefixer.h"
+#include "launcher/output/run_directory.h"
 
 namespace pltrun {
 
 struct OutputRoute {
   bool toConsole = true;
   bool consoleIsStderr = false;  ///< the console stream this one goes to
-  std::string logPath;           ///< empty: no log file
+  RunFile logFile;               ///< none: no log file
   bool keepTail = false;         ///< remember the last lines for the failure report
   /// --duplicate-*-filters: the attempt's filtered copy of this kind of stream; null: none.
   std::shared_ptr<FilteredCopy> filteredCopy;

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <set>
 
 #include "launcher/process/descendant_sweep.h"
@@ -18,8 +19,10 @@ namespace {
 
 // The guard's whole life: read records (a positive group id to watch, a negative one to
 // forget) until end of file, then kill what is still watched and the job's cgroup
-// (cgroupKillFd -1: none), and remove the cgroup. It never returns.
-[[noreturn]] void runGuard(int readFd, int cgroupKillFd, const char* cgroupPath) {
+// (cgroupKillFd -1: none), and remove the cgroup and the temporary directories. It never
+// returns.
+[[noreturn]] void runGuard(int readFd, int cgroupKillFd, const char* cgroupPath,
+                           const std::vector<std::string>& temporaryDirectories) {
   prctl(PR_SET_NAME, "pltrun-guard");
   // Its own process group: `kill -9 -PGID` of the launcher's group (a shell's kill %1)
   // must not take the guard down with the launcher.
@@ -54,12 +57,16 @@ namespace {
   // The launcher removes the cgroup when it ends normally; after `kill -9 pltrun` only
   // the guard is left to do it.
   if (cgroupPath != nullptr) removeCgroupWhenEmpty(cgroupPath, 200);
+  for (const std::string& directory : temporaryDirectories) {
+    std::error_code ignored;  // a link found at its name is removed, never followed
+    std::filesystem::remove_all(directory, ignored);
+  }
   _exit(0);
 }
 
 }  // namespace
 
-OrphanGuard::OrphanGuard() : cgroup_(JobCgroup::create()) {
+OrphanGuard::OrphanGuard(std::vector<std::string> temporaryDirectories) : cgroup_(JobCgroup::create()) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
     throw Error(ErrorCode::System, std::string("cannot create the orphan guard's pipe: ") + strerror(errno));
@@ -70,7 +77,8 @@ OrphanGuard::OrphanGuard() : cgroup_(JobCgroup::create()) {
   }
   if (guardPid_ == 0) {
     close(fds[1]);
-    runGuard(fds[0], cgroup_ ? cgroup_->killFd() : -1, cgroup_ ? cgroup_->path().c_str() : nullptr);
+    runGuard(fds[0], cgroup_ ? cgroup_->killFd() : -1, cgroup_ ? cgroup_->path().c_str() : nullptr,
+             temporaryDirectories);
   }
   claimOwnChild(guardPid_);
   close(fds[0]);

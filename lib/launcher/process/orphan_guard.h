@@ -4,11 +4,15 @@
 // process, forked before anything else, is told every worker process group and kills
 // them all the moment the launcher's end of a pipe closes, however the launcher died.
 // Where the job has a cgroup of its own (job_cgroup.h) the guard also kills the cgroup,
-// which reaches what left its group and session too, and removes it.
+// which reaches what left its group and session too, and removes it. Last, it removes the
+// run's temporary directories (error files, heartbeat sockets, the FileTimer FIFO), which a
+// killed launcher cannot.
 
 #include <sys/types.h>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "launcher/process/job_cgroup.h"
 
@@ -22,8 +26,9 @@ void writeGuardRecord(int fd, pid_t record);
 class OrphanGuard {
  public:
   /// Makes the job's cgroup where possible, then forks the guard. Call before any thread
-  /// or event loop exists.
-  OrphanGuard();
+  /// or event loop exists. The guard removes `temporaryDirectories` (made before it) once
+  /// the launcher is gone, however it ended: after a normal end they are gone already.
+  explicit OrphanGuard(std::vector<std::string> temporaryDirectories = {});
   /// Closes the pipe: the guard kills the groups still registered (and the cgroup) and
   /// exits; it is reaped here, then the cgroup is removed.
   ~OrphanGuard();

@@ -56,7 +56,12 @@ int runStaticJob(const ResolvedJob& job) {
   // machine into one --log-dir, and a rerun must not write over the last run's logs).
   const RunDirectory directory(config, job.runId,
                                config.nnodes > 1 ? localHostName() + "_" + std::to_string(getpid()) : "");
-  OrphanGuard guard;  // before any worker exists
+  // Heartbeat sockets only where something reads them: on one node that is --stall-timeout
+  // (they cost about 0.6 ms of a 4-worker launch); an elastic agent's also feed pltrun status.
+  std::optional<SupervisionFiles> supervision;
+  if (config.stallTimeout || config.fileTimer) supervision.emplace(config.stallTimeout.has_value());
+  // Before any worker exists; after the directories it removes should pltrun be killed.
+  OrphanGuard guard(temporaryDirectories(directory, supervision ? &*supervision : nullptr));
   boost::asio::io_context context;
 
   if (setsOmpNumThreads(job.inherited, layout.workerCount)) {
@@ -65,10 +70,6 @@ int runStaticJob(const ResolvedJob& job) {
   }
   if (directory.keepsLogs()) spdlog::info("worker logs go to {}", directory.root().string());
 
-  // Heartbeat sockets only where something reads them: on one node that is --stall-timeout
-  // (they cost about 0.6 ms of a 4-worker launch); an elastic agent's also feed pltrun status.
-  std::optional<SupervisionFiles> supervision;
-  if (config.stallTimeout || config.fileTimer) supervision.emplace(config.stallTimeout.has_value());
   std::unique_ptr<FileTimerServer> fileTimer =
       supervision ? serveFileTimer(config, context, supervision->timerFifoPath()) : nullptr;
   const RunPlan plan{job, directory, localHostName(), supervision ? &*supervision : nullptr,
@@ -78,12 +79,12 @@ int runStaticJob(const ResolvedJob& job) {
   options.maxRestarts = config.maxRestarts;
   options.termTimeout = config.termTimeout;
   options.host = plan.host;
-  options.reportPath = directory.failureReportPath();
+  options.report = directory.failureReport();
   options.slurmSignalReach = config.slurmSignalReach;
   options.stallTimeout = config.stallTimeout;
   options.stackSignal = supervision ? supervision->stackSignal() : 0;
   options.fileTimer = fileTimer.get();
-  options.eventLogPath = directory.eventLogPath();
+  options.eventLog = directory.eventLog();
   options.runStarted = runStartedFields(config, job.runId, directory.root().string(), plan.host, layout.workerCount);
   return Supervisor(context, options, guard).run([&attempts](int attempt) { return attempts.workersOf(attempt); });
 }

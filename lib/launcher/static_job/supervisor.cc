@@ -10,11 +10,7 @@ namespace pltrun {
 
 Supervisor::Supervisor(boost::asio::io_context& context, SupervisorOptions options, OrphanGuard& guard,
                        ProcessRuntime runtime)
-    : context_(context),
-      options_(std::move(options)),
-      guard_(guard),
-      runtime_(runtime),
-      events_(options_.eventLogPath) {}
+    : context_(context), options_(std::move(options)), guard_(guard), runtime_(runtime), events_(options_.eventLog) {}
 
 int Supervisor::run(const AttemptPlanner& planAttempt) {
   GroupRunner runner(context_);
@@ -43,7 +39,7 @@ int Supervisor::run(const AttemptPlanner& planAttempt) {
                    options_.maxRestarts, outcome.rootCause->rank, outcome.rootCause->describe());
       continue;
     }
-    if (next.reportFailure) printFailureReport(*outcome.rootCause, outcome.others, options_.reportPath);
+    if (next.reportFailure) printFailureReport(*outcome.rootCause, outcome.others, options_.report);
     events_.write("job_finished", {{"status", next.status}, {"attempts", attempt + 1}});
     if (outcome.kind == GroupOutcome::Kind::Succeeded) {
       std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - started;

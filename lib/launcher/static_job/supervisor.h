@@ -22,13 +22,13 @@ struct SupervisorOptions {
   int maxRestarts = 0;
   std::chrono::milliseconds termTimeout{30000};
   std::string host;
-  std::optional<std::string> reportPath;  ///< where the failure report's JSON goes, if anywhere
+  RunFile report;  ///< where the failure report's JSON goes, if anywhere
   SlurmSignalReach slurmSignalReach = SlurmSignalReach::TaskGroup;  ///< under srun: Slurm's own signals
   std::optional<StallTimeout> stallTimeout;                         ///< --stall-timeout
   int stackSignal = 0;                                              ///< pltrun's Python hook's
-  std::optional<std::string> eventLogPath;  ///< events.jsonl (stalls, restarts, the end), if anywhere
-  nlohmann::json runStarted;                ///< the first event's fields (run_events.h)
-  FileTimerServer* fileTimer = nullptr;     ///< torch's FileTimer, when served
+  RunFile eventLog;                      ///< events.jsonl (stalls, restarts, the end), if anywhere
+  nlohmann::json runStarted;             ///< the first event's fields (run_events.h)
+  FileTimerServer* fileTimer = nullptr;  ///< torch's FileTimer, when served
 };
 
 /// What the supervisor does once an attempt's group has ended.
