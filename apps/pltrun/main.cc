@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <variant>
 
+#include "base/out_of_descriptors.h"
 #include "launcher/command_line/command_line.h"
 #include "launcher/launcher.h"
 #include "launcher/output/console_writer.h"
@@ -81,10 +82,14 @@ int main(int argc, char** argv) {
     pltrun::launcherConsole().write(std::string("pltrun: ") + stopped.what() + "\n", true);
     return 128 + stopped.signal;
   } catch (const pltrun::Error& error) {
-    pltrun::launcherConsole().write(std::string("pltrun: error: ") + error.what() + "\n", true);
+    pltrun::launcherConsole().write("pltrun: error: " + pltrun::withDescriptorAdvice(error.what()) + "\n", true);
     return exitStatusFor(error.code());
   } catch (const std::exception& error) {
-    pltrun::launcherConsole().write(std::string("pltrun: internal error: ") + error.what() + "\n", true);
+    // Out of descriptors is no internal error, wherever it is met (epoll, a pipe, a socket).
+    const std::string what = error.what();
+    const char* kind = pltrun::saysOutOfDescriptors(what) ? "error" : "internal error";
+    pltrun::launcherConsole().write(std::string("pltrun: ") + kind + ": " + pltrun::withDescriptorAdvice(what) + "\n",
+                                    true);
     return kLauncherFailure;
   }
 }
