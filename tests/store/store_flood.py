@@ -34,17 +34,19 @@ def closed_by_store(connection, seconds):
         while True:
             if not connection.recv(65536):
                 return True
-    except ConnectionResetError:
+    except (ConnectionResetError, BrokenPipeError):
         return True
     except socket.timeout:
         return False
 
 
 def send_all(connection, data):
+    """False once the store has closed the connection (what closed_by_store reports)."""
     try:
         connection.sendall(data)
-    except (BrokenPipeError, ConnectionResetError):
-        pass  # the store refused it part way: what closed_by_store reports
+        return True
+    except OSError:
+        return False
 
 
 def queue_flood(port, count):
@@ -52,8 +54,12 @@ def queue_flood(port, count):
     push = b"\x0e" + text(b"/flood") + text(b"")
     batch = push * 10000
     for _ in range(count // 10000):
-        send_all(connection, batch)
-    connection.shutdown(socket.SHUT_WR)
+        if not send_all(connection, batch):
+            break
+    try:
+        connection.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass  # closed by the store already
     print("closed by the store" if closed_by_store(connection, 10) else "not closed", flush=True)
     probe = connect(port)
     probe.sendall(b"\x10" + text(b"/flood"))  # QUEUE_LEN
