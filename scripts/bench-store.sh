@@ -64,7 +64,9 @@ build_dir=$PWD/build-bench
 if [[ $build == 1 ]]; then
   echo "== building Release into $build_dir" >&2
   cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON -Wno-dev >/dev/null
-  make -C "$build_dir" -j"$(nproc)" store_bench pltrun-store pltrun >/dev/null
+  targets=(store_bench pltrun-store)
+  [[ $flood == 0 ]] || targets+=(pltrun)  # the floods attack a job's agent store too
+  make -C "$build_dir" -j"$(nproc)" "${targets[@]}" >/dev/null
 fi
 if [[ $flood == 1 ]]; then
   exec bash scripts/lib/store-flood.sh "$build_dir/apps/pltrun-store" "$build_dir/apps/pltrun"
