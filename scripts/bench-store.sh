@@ -10,12 +10,17 @@
 #   scripts/bench-store.sh [--seconds 3] [--repeat 1] [--clients "1 16 64 256"]
 #                          [--ops "set get add"] [--connections 4096] [--idle-connections 0]
 #                          [--no-build]
+#   scripts/bench-store.sh --flood [--no-build]
 #
 # --repeat R measures every point R times, the three configurations of a point one after
 # another each time, and tables the medians (on a shared or noisy machine use 3 or 5).
 # --idle-connections M holds M more connections open and silent through every load point,
 # as the many workers of a big job hold theirs (torch's server scans every connection on
 # every event; the default, 0, leaves that out).
+#
+# --flood instead runs issue 42's floods (scripts/lib/store-flood.sh): empty QUEUE_PUSH
+# and parked WAITs of big keys against pltrun-store and a single-node job's agent store,
+# and tables each server's peak RSS growth against its --max-store-bytes (goal: within 2x).
 #
 # Prints a table; the raw JSON lines go to a results file in a fresh temporary directory
 # (named at the end). Run on an otherwise idle machine. Exit status: 0 when every
@@ -30,6 +35,7 @@ ops="set get add"
 connections=4096
 idle_connections=0
 build=1
+flood=0
 torch_python=/usr/bin/python3  # Debian's python3-torch (torch 1.13), not whatever python3 is on PATH
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -40,6 +46,7 @@ while [[ $# -gt 0 ]]; do
     --connections) connections=${2:?--connections needs a value}; shift 2 ;;
     --idle-connections) idle_connections=${2:?--idle-connections needs a value}; shift 2 ;;
     --no-build) build=0; shift ;;
+    --flood) flood=1; shift ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "bench-store.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -57,7 +64,12 @@ build_dir=$PWD/build-bench
 if [[ $build == 1 ]]; then
   echo "== building Release into $build_dir" >&2
   cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON -Wno-dev >/dev/null
-  make -C "$build_dir" -j"$(nproc)" store_bench pltrun-store >/dev/null
+  targets=(store_bench pltrun-store)
+  [[ $flood == 0 ]] || targets+=(pltrun)  # the floods attack a job's agent store too
+  make -C "$build_dir" -j"$(nproc)" "${targets[@]}" >/dev/null
+fi
+if [[ $flood == 1 ]]; then
+  exec bash scripts/lib/store-flood.sh "$build_dir/apps/pltrun-store" "$build_dir/apps/pltrun"
 fi
 bench=$build_dir/tests/store_bench
 store=$build_dir/apps/pltrun-store

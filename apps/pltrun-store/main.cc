@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/out_of_descriptors.h"
 #include "pltrun/error.h"
 #include "rendezvous/store/secret_file.h"
 #include "rendezvous/store/store_server.h"
@@ -55,9 +56,11 @@ void declareOptions(CLI::App& app, pltrun::rdzv::StoreServerOptions& options, Ti
   app.add_option("--max-value-size", options.limits.maxValueSize, "largest value in bytes (default 64 MiB)")
       ->check(CLI::PositiveNumber);
   app.add_option("--max-store-bytes", options.maxStoreBytes,
-                 "keys and values held in all, in bytes; a write past it is refused (default 2 GiB)")
+                 "bytes held in all: keys, values, queue items and parked requests, each with its fixed cost "
+                 "(and as much again in connection buffers); a request past it is refused (default 2 GiB)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--max-keys", options.maxStoreKeys, "keys held at once; a new key past it is refused (default 4 Mi)")
+  app.add_option("--max-keys", options.maxStoreKeys,
+                 "keys and queue items held at once; a new one past it is refused (default 4 Mi)")
       ->check(CLI::PositiveNumber);
   app.add_option("--request-timeout", seconds.request,
                  "seconds a started request may take to arrive whole (default 30)")
@@ -108,7 +111,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "pltrun-store: error: %s (see pltrun-store --help)\n", error.what());
     return kUsageError;
   } catch (const pltrun::Error& error) {
-    std::fprintf(stderr, "pltrun-store: error: %s\n", error.what());
+    std::fprintf(stderr, "pltrun-store: error: %s\n", pltrun::withDescriptorAdvice(error.what()).c_str());
     return error.code() == pltrun::ErrorCode::InvalidArgument ? kUsageError : 1;
+  } catch (const std::exception& error) {
+    // Out of descriptors at start-up (epoll, the signal pipe): one line, not an abort.
+    std::fprintf(stderr, "pltrun-store: error: %s\n", pltrun::withDescriptorAdvice(error.what()).c_str());
+    return 1;
   }
 }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <variant>
 
+#include "base/out_of_descriptors.h"
 #include "base/terminal_text.h"
 #include "launcher/command_line/command_line.h"
 #include "launcher/launcher.h"
@@ -83,10 +84,16 @@ int main(int argc, char** argv) {
     return 128 + stopped.signal;
   } catch (const pltrun::Error& error) {
     // An error may quote what a store, a peer or a file said: it stays one "pltrun:" line.
-    pltrun::launcherConsole().write("pltrun: error: " + pltrun::terminalSafeLine(error.what()) + "\n", true);
+    const std::string what = pltrun::terminalSafeLine(pltrun::withDescriptorAdvice(error.what()));
+    pltrun::launcherConsole().write("pltrun: error: " + what + "\n", true);
     return exitStatusFor(error.code());
   } catch (const std::exception& error) {
-    pltrun::launcherConsole().write("pltrun: internal error: " + pltrun::terminalSafeLine(error.what()) + "\n", true);
+    // Out of descriptors is no internal error, wherever it is met (epoll, a pipe, a socket).
+    const std::string what = error.what();
+    const char* kind = pltrun::saysOutOfDescriptors(what) ? "error" : "internal error";
+    pltrun::launcherConsole().write(
+        std::string("pltrun: ") + kind + ": " + pltrun::terminalSafeLine(pltrun::withDescriptorAdvice(what)) + "\n",
+        true);
     return kLauncherFailure;
   }
 }

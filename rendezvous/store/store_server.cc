@@ -52,7 +52,8 @@ StoreServer::StoreServer(asio::io_context& context, StoreServerOptions options)
     : options_(std::move(options)),
       acceptor_(context),
       retryTimer_(context),
-      table_(TableLimits{options_.limits.maxValueSize, options_.maxStoreBytes, options_.maxStoreKeys}) {
+      table_(TableLimits{options_.limits.maxValueSize, options_.maxStoreBytes, options_.maxStoreKeys}),
+      buffers_(options_.maxStoreBytes) {
   boost::system::error_code error;
   auto address = asio::ip::make_address(options_.host, error);
   if (error) {

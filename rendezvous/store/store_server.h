@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "pltrun/error.h"
+#include "rendezvous/store/buffer_budget.h"
 #include "rendezvous/store/store_protocol.h"
 #include "rendezvous/store/store_table.h"
 #include "rendezvous/store/warning_rate.h"
@@ -25,7 +26,9 @@ struct StoreServerOptions {
   std::string host = "127.0.0.1";
   int port = 0;  ///< 0: a free port, read back with port()
   ProtocolLimits limits;
-  /// The whole table: keys and values together, and how many keys.
+  /// The whole table as charged (store_costs.h: keys and values, queue items, parked
+  /// requests, close notices), and how many keys and queue items. The connections' buffers
+  /// (requests arriving, replies unwritten) may hold as much again, all together.
   std::uint64_t maxStoreBytes = 2ull * 1024 * 1024 * 1024;
   std::uint64_t maxStoreKeys = 4 * 1024 * 1024;
   size_t maxConnections = 100000;
@@ -52,11 +55,18 @@ struct StoreServerOptions {
 class StoreSession;
 
 /// What a session needs from the server that accepted it, and nothing more: the options,
-/// the table, and where to report that it authenticated or closed.
+/// the table, the budget of all connections' buffers, the one read buffer they share, and
+/// where to report that it authenticated or closed.
 class SessionHost {
  public:
+  /// Bytes read from one socket at a time: the event loop's one thread copies them into that
+  /// connection's input at once, so one buffer serves every connection.
+  static constexpr size_t kReadBufferSize = 64 * 1024;
+
   virtual const StoreServerOptions& options() const = 0;
   virtual StoreTable& table() = 0;
+  virtual BufferBudget& buffers() = 0;
+  virtual char* readBuffer() = 0;
   virtual void sessionAuthenticated(StoreTable::OwnerId id) = 0;
   virtual void sessionClosed(StoreTable::OwnerId id) = 0;
 
@@ -91,6 +101,8 @@ class StoreServer final : public SessionHost {
   /// --max-connections, or fewer where the descriptors allow fewer.
   size_t maxConnections() const { return maxConnections_; }
   StoreTable& table() override { return table_; }
+  BufferBudget& buffers() override { return buffers_; }
+  char* readBuffer() override { return readBuffer_.get(); }
   const StoreServerOptions& options() const override { return options_; }
 
  private:
@@ -110,6 +122,8 @@ class StoreServer final : public SessionHost {
   boost::asio::steady_timer retryTimer_;
   int port_ = 0;
   StoreTable table_;
+  BufferBudget buffers_;
+  std::unique_ptr<char[]> readBuffer_{new char[kReadBufferSize]};
   std::unordered_map<StoreTable::OwnerId, std::shared_ptr<StoreSession>> sessions_;
   std::set<StoreTable::OwnerId> pending_;  ///< not authenticated yet; ids grow, so begin() waited longest
   int spareDescriptor_ = -1;

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <stdexcept>
@@ -42,6 +43,7 @@ StoreSession::StoreSession(boost::asio::ip::tcp::socket socket, SessionHost& ser
       authTimer_(socket_.get_executor()) {
   boost::system::error_code ignored;
   socket_.set_option(boost::asio::ip::tcp::no_delay(true), ignored);
+  socket_.non_blocking(true, ignored);  // readAvailable() takes what is there, never waits
   // A peer whose host died sends no FIN: TCP keepalive probes find it within about 11 s,
   // the connection closes, its ephemeral keys go with it and its close notice fires. Idle
   // torch clients are not affected (their kernel answers the probes).
@@ -90,6 +92,8 @@ void StoreSession::close(const std::string& reason) {
   }
   dropParked();
   table_.dropOwner(id_);  // ephemeral keys go with their connection; its close notice fires
+  releaseBuffered(heldInput_, heldInput_);
+  releaseBuffered(heldReplies_, heldReplies_);
   requestTimer_.cancel();
   idleTimer_.cancel();
   authTimer_.cancel();
@@ -99,24 +103,79 @@ void StoreSession::close(const std::string& reason) {
   server_.sessionClosed(id_);
 }
 
+// Waits until the socket has bytes, then reads them into the server's one read buffer: a
+// connection holds no read buffer of its own while it waits (64 KiB each, for thousands of
+// idle connections, was most of the server's memory).
 void StoreSession::readMore() {
   auto self = shared_from_this();
-  socket_.async_read_some(boost::asio::buffer(readBuffer_), [this, self](boost::system::error_code error, size_t size) {
+  socket_.async_wait(boost::asio::ip::tcp::socket::wait_read, [this, self](boost::system::error_code error) {
     if (closed_) return;
     if (error) {
-      close("");  // the client went away (or the server is stopping): nothing to report
+      close("");  // the server is stopping: nothing to report
       return;
     }
-    try {
-      input_.append(readBuffer_, size);
-    } catch (const std::bad_alloc&) {
-      close("out of memory buffering its request");
-      return;
-    }
+    if (!readAvailable()) return;
     armIdleTimer();
     processInputSafely();
     if (!closed_) readIfRoom();
   });
+}
+
+// Reads no more than the buffer budget has room for: a small store (--max-store-bytes below
+// the 64 KiB a read may bring) takes a client's pipelined requests a part at a time. Room
+// is what input_ holds already, charged, or a new buffer of what the budget has left
+// (reserveInput charges the old and the new one together while it copies).
+bool StoreSession::readAvailable() {
+  const BufferBudget& budget = server_.buffers();
+  const std::uint64_t buffered = input_.size(), left = budget.limit() - budget.held();
+  const std::uint64_t room =
+      std::max(heldInput_ > buffered ? heldInput_ - buffered : 0, left > buffered ? left - buffered : 0);
+  if (room == 0) return holdBuffered(heldInput_, left + 1, "its requests");  // refused: says why
+  boost::system::error_code error;
+  const size_t size = socket_.read_some(
+      boost::asio::buffer(server_.readBuffer(), std::min<std::uint64_t>(SessionHost::kReadBufferSize, room)), error);
+  if (error == boost::asio::error::would_block) return true;  // woken for nothing: wait again
+  if (error) {
+    close("");  // the client went away: nothing to report
+    return false;
+  }
+  try {
+    if (!reserveInput(input_.size() + size)) return false;
+    input_.append(server_.readBuffer(), size);
+  } catch (const std::bad_alloc&) {
+    close("out of memory buffering its request");
+    return false;
+  }
+  return true;
+}
+
+// Grows input_ itself, as std::string would (doubling), or to exactly what is needed when
+// doubling would pass the budget. What is charged is what is allocated, the old buffer and
+// the new one together while the bytes are copied from one to the other.
+bool StoreSession::reserveInput(size_t needed) {
+  if (needed <= input_.capacity()) return true;
+  size_t capacity = std::max(needed, 2 * input_.capacity());
+  if (capacity > server_.buffers().limit() - server_.buffers().held()) capacity = needed;
+  if (!holdBuffered(heldInput_, capacity, "its requests")) return false;
+  input_.reserve(capacity);
+  releaseBuffered(heldInput_, heldInput_ - std::min<std::uint64_t>(heldInput_, input_.capacity()));
+  return true;
+}
+
+bool StoreSession::holdBuffered(std::uint64_t& held, std::uint64_t bytes, const char* what) {
+  if (server_.buffers().take(bytes)) {
+    held += bytes;
+    return true;
+  }
+  close(std::string(what) + " would take the buffers of all connections past their limit of " +
+        std::to_string(server_.buffers().limit()) + " bytes (--max-store-bytes)");
+  return false;
+}
+
+void StoreSession::releaseBuffered(std::uint64_t& held, std::uint64_t bytes) {
+  bytes = std::min(bytes, held);
+  held -= bytes;
+  server_.buffers().give(bytes);
 }
 
 // Backpressure: a client that does not read its replies (or sends while its WAIT is
@@ -184,6 +243,10 @@ void StoreSession::processInput() {
     if (!mayOvertakeParked(decoded.request)) break;
     measure_.reset();
     inputStart_ += decoded.consumed;
+    // The request's bytes go before it is served: a WAIT on megabytes of keys is then held
+    // once, parked (and charged to the table), not twice. One request at a time is
+    // decoded in the whole server (one thread).
+    if (inputStart_ == input_.size()) compactInput();
     ++requestsDone_;
     if (!handle(decoded.request)) return;
   }
@@ -217,6 +280,9 @@ void StoreSession::compactInput() {
     input_.erase(0, inputStart_);
     inputStart_ = 0;
   }
+  // An idle connection holds no buffer (nor budget): only requests still arriving do.
+  if (input_.empty()) std::string().swap(input_);
+  releaseBuffered(heldInput_, heldInput_ - std::min<std::uint64_t>(heldInput_, input_.capacity()));
 }
 
 void StoreSession::refuseUnauthenticated(Command command) {
@@ -224,7 +290,7 @@ void StoreSession::refuseUnauthenticated(Command command) {
         ": this store requires pltrun's shared-secret authentication (torch clients cannot use it)");
 }
 
-bool StoreSession::handle(const Request& request) {
+bool StoreSession::handle(Request& request) {
   if (!authenticated_ && !allowedBeforeAuthentication(request.command)) {
     refuseUnauthenticated(request.command);
     return false;
@@ -241,7 +307,7 @@ bool StoreSession::handle(const Request& request) {
   }
 }
 
-bool StoreSession::apply(const Request& request) {
+bool StoreSession::apply(Request& request) {
   switch (request.command) {
     case Command::Validate:
       return true;  // checked by the decoder; torch expects no reply
@@ -260,7 +326,7 @@ bool StoreSession::apply(const Request& request) {
     case Command::Wait:
     case Command::Get:
     case Command::MultiGet:
-      answerOrPark(request);
+      answerOrPark(std::move(request));
       return !closed_;
     case Command::Barrier:
       return arriveAtBarrier(request);
@@ -447,6 +513,9 @@ void StoreSession::onKeysReady(std::uint64_t generation) {
   } catch (const std::bad_alloc&) {
     close("out of memory building its reply");
     return;
+  } catch (const TableFull& full) {  // parked again, with no room left for its wait
+    close(std::string(commandName(request.command)) + " refused: " + full.what());
+    return;
   }
   if (!parked_) processInputSafely();
 }
@@ -476,6 +545,7 @@ void StoreSession::answerReady(const Request& request) {
 }
 
 void StoreSession::send(const std::string& bytes) {
+  if (!holdBuffered(heldReplies_, bytes.size(), "its replies")) return;
   outbox_ += bytes;
   flush();
 }
@@ -489,8 +559,15 @@ void StoreSession::flush() {
   boost::asio::async_write(socket_, boost::asio::buffer(writing_),
                            [this, self](boost::system::error_code error, size_t) {
                              writeInFlight_ = false;
-                             writing_.clear();
+                             const size_t written = writing_.size();
+                             // A large reply's buffer is given back, not kept for the next.
+                             if (writing_.capacity() > SessionHost::kReadBufferSize) {
+                               std::string().swap(writing_);
+                             } else {
+                               writing_.clear();
+                             }
                              if (closed_) return;
+                             releaseBuffered(heldReplies_, written);
                              if (error) {
                                close("");
                                return;

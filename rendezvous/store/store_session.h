@@ -40,14 +40,26 @@ class StoreSession : public std::enable_shared_from_this<StoreSession> {
   };
 
   void readMore();
+  /// Copies what the socket holds into input_, within the buffer budget. False: the
+  /// connection was closed.
+  bool readAvailable();
+  /// Makes room in input_ for `needed` bytes, its capacity charged to the buffer budget
+  /// before it is allocated. False: the connection was closed.
+  bool reserveInput(size_t needed);
   void readIfRoom();
+  /// Takes `bytes` of the server's buffer budget for this connection's input or replies
+  /// (`held`); closes the connection when they would pass it.
+  bool holdBuffered(std::uint64_t& held, std::uint64_t bytes, const char* what);
+  void releaseBuffered(std::uint64_t& held, std::uint64_t bytes);
   /// processInput, closing only this connection when serving it runs out of memory.
   void processInputSafely();
   void processInput();
   size_t repliesPending() const { return outbox_.size() + writing_.size(); }
   void refuseUnauthenticated(Command command);
-  bool handle(const Request& request);  // false: the connection was closed
-  bool apply(const Request& request);   // handle() for an allowed request
+  /// false: the connection was closed. A parked request is moved from `request`, not
+  /// copied: a WAIT on megabytes of keys is held once by the session.
+  bool handle(Request& request);
+  bool apply(Request& request);  // handle() for an allowed request
   void applyWrite(const Request& request);
   bool answerQuery(const Request& request);  // false: the connection was closed
   // The commands torch 2.8 added (store_session_torch28.cc).
@@ -81,8 +93,9 @@ class StoreSession : public std::enable_shared_from_this<StoreSession> {
   /// How far the request at inputStart_ has been measured: its bytes are looked at once,
   /// however many reads it takes to arrive.
   std::optional<RequestMeasure> measure_;
-  bool decodePaused_ = false;  ///< too many replies unread: flush() resumes decoding
-  char readBuffer_[64 * 1024];
+  bool decodePaused_ = false;      ///< too many replies unread: flush() resumes decoding
+  std::uint64_t heldInput_ = 0;    ///< of the buffer budget, for input_'s capacity
+  std::uint64_t heldReplies_ = 0;  ///< of the buffer budget, for outbox_ and writing_
   std::string outbox_;
   std::string writing_;
   bool writeInFlight_ = false;

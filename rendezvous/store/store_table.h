@@ -25,8 +25,10 @@ namespace pltrun::rdzv {
 /// What the whole table may hold; unlimited by default (the in-memory store).
 struct TableLimits {
   std::uint64_t maxValueSize = std::numeric_limits<std::uint64_t>::max();  ///< APPEND included
-  std::uint64_t maxBytes = std::numeric_limits<std::uint64_t>::max();      ///< keys and values together
-  std::uint64_t maxKeys = std::numeric_limits<std::uint64_t>::max();
+  /// Everything a client can make the table hold, as charged (store_costs.h): keys and
+  /// values, queue items, parked requests and close notices, each with its fixed cost.
+  std::uint64_t maxBytes = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t maxKeys = std::numeric_limits<std::uint64_t>::max();  ///< keys and queue items together
 };
 
 /// Thrown by a write that would take the table past its limits; nothing was changed.
@@ -42,11 +44,17 @@ class StoreTable {
 
   explicit StoreTable(TableLimits limits = {}) : limits_(limits) {}
   const TableLimits& limits() const { return limits_; }
-  /// Bytes of every key and value held now.
+  /// What the table holds now, as charged against maxBytes (store_costs.h): every key and
+  /// value, queue item, parked request (waiter) and close notice, each with its fixed cost.
   std::uint64_t bytes() const { return bytes_; }
+  /// Keys and queue items held now, as counted against maxKeys.
+  std::uint64_t itemsHeld() const { return entries_.size() + queueItems_; }
+  /// bytes() counted again from what the table holds (a waiter at the charge it was
+  /// given): equal to bytes() at every moment, which the tests and the fuzzer check.
+  std::uint64_t recountBytes() const;
 
-  /// Every write below throws TableFull, changing nothing, when it would take the table
-  /// past its limits (or a value past maxValueSize).
+  /// Every write below, and every waiter and close notice, throws TableFull, changing
+  /// nothing, when it would take the table past its limits (or a value past maxValueSize).
 
   /// Stores `value`; the key is no longer ephemeral.
   void set(const std::string& key, std::string value);
@@ -80,7 +88,9 @@ class StoreTable {
 
   /// Calls `wakeup` once every key of `keys` has existed since this call (keys that
   /// already exist count at once). Returns 0 and calls nothing if all exist now, in which
-  /// case the caller proceeds directly; otherwise an id for cancelWaiter. With
+  /// case the caller proceeds directly; otherwise an id for cancelWaiter. The waiter is
+  /// charged for the caller's copy of `keys` too (the parked request) until it fires or is
+  /// cancelled. With
   /// `queueItemsCount` (torch's WAIT, which a blocking queue pop sends first), a queue that
   /// holds an item counts as an existing key, and each item pushed wakes one such waiter.
   WaiterId addWaiter(const std::vector<std::string>& keys, Wakeup wakeup, bool queueItemsCount = false);
@@ -97,14 +107,15 @@ class StoreTable {
   /// unless it exists by then (as compareSet(key, "", value), except that an existing key
   /// holding "" is kept too), waking the key's waiters. One notice per owner: a later call
   /// replaces the earlier one, an empty `key` clears it. Owner 0 ("nobody") never closes,
-  /// so a notice for it is ignored.
+  /// so a notice for it is ignored. Charged until it is applied or cleared.
   void setCloseNotice(OwnerId owner, const std::string& key, std::string value);
   size_t closeNoticeCount() const { return closeNotices_.size(); }
 
   /// torch's queues (TCPStore.queue_push / queue_pop / queue_len, torch 2.7 and later):
   /// first-in first-out lists of values, named apart from the keys (GET, GETNUMKEYS and
   /// DELETE_KEY do not see them; CHECK and WAIT do). They are under the same limits as the
-  /// keys: a queue that holds items counts as one key, its name and items as bytes.
+  /// keys: each item counts as a key, and is charged its bytes and fixed cost, as is the
+  /// queue's name while it holds items.
   ///
   /// torch's blocking pop is two requests, WAIT on the queue's name then QUEUE_POP. A WAIT
   /// answered because of an item is promised that item until the connection's next
@@ -156,6 +167,7 @@ class StoreTable {
     size_t missing = 0;
     Wakeup wakeup;
     bool queueItemsCount = false;
+    std::uint64_t cost = 0;  ///< charged to bytes_ while it waits
   };
 
   /// Stores and wakes the waiters the new key completes; within the limits unless
@@ -164,13 +176,21 @@ class StoreTable {
   void store(const std::string& key, std::string value, OwnerId owner, bool checked = true);
   /// Throws TableFull when a value of `size` bytes for `key` is over maxValueSize.
   void checkValueSize(const std::string& key, std::uint64_t size) const;
-  /// Whether the table may hold `keys` keys (besides its queues) of `bytes` bytes in all.
-  bool fits(std::uint64_t keys, std::uint64_t bytes) const {
-    return keys + queues_.size() <= limits_.maxKeys && bytes <= limits_.maxBytes;
+  /// Whether the table may hold `items` keys and queue items of `bytes` bytes in all.
+  bool fits(std::uint64_t items, std::uint64_t bytes) const {
+    return items <= limits_.maxKeys && bytes <= limits_.maxBytes;
   }
-  /// Throws TableFull for `subject`, which would leave the table with `keys` keys (saying
-  /// which limit it passes).
-  [[noreturn]] void refuse(const std::string& subject, std::uint64_t keys) const;
+  /// Throws TableFull for `subject`, which would leave the table with `items` keys and
+  /// queue items (saying which limit it passes).
+  [[noreturn]] void refuse(const std::string& subject, std::uint64_t items) const;
+  /// Charges `cost` more bytes, or throws TableFull for `subject` when they do not fit.
+  void charge(const std::string& subject, std::uint64_t cost);
+  /// Makes `owner` the entry's owner (0: nobody), keeping ownedKeys_ to the keys it owns.
+  void changeOwner(std::pair<const std::string, Entry>& entry, OwnerId owner);
+  void disown(OwnerId owner, const std::string& key);
+  /// Forgets a waiter that fired or gave up, and its charge.
+  void releaseWaiter(std::unordered_map<WaiterId, Waiter>::iterator waiter);
+  void releaseCloseNotice(std::unordered_map<OwnerId, CloseNotice>::iterator notice);
   void checkRoomForAll(const std::vector<std::string>& keys, const std::vector<std::string>& values) const;
   void forget(std::unordered_map<std::string, Entry>::iterator entry);
   void keyAppeared(const std::string& key);
@@ -188,6 +208,7 @@ class StoreTable {
   std::unordered_map<std::string, std::vector<WaiterId>> waitersByKey_;
   /// Only queues that hold items: an emptied queue is forgotten.
   std::unordered_map<std::string, std::deque<std::string>> queues_;
+  std::uint64_t queueItems_ = 0;                                  ///< items in all queues
   std::unordered_map<std::string, std::uint64_t> promisedItems_;  ///< by queue; never 0
   std::unordered_map<OwnerId, std::vector<std::string>> promisesByOwner_;
   WaiterId nextWaiter_ = 1;

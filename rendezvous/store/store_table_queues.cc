@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "rendezvous/store/store_costs.h"
 #include "rendezvous/store/store_table.h"
 
 namespace pltrun::rdzv {
@@ -16,13 +17,13 @@ void StoreTable::queuePush(const std::string& queue, std::string value) {
   checkValueSize(queue, value.size());
   auto found = queues_.find(queue);
   const bool created = found == queues_.end();
-  const std::uint64_t bytesAfter = bytes_ + value.size() + (created ? queue.size() : 0);
-  // A new queue is one more key: fits() counts the queues already held.
-  if (!fits(entries_.size() + (created ? 1 : 0), bytesAfter)) {
-    refuse("an item of queue " + printableKey(queue), entries_.size() + (created ? 1 : 0));
-  }
+  // Each item is one more key, even an empty one: it costs the store memory all the same.
+  const std::uint64_t bytesAfter =
+      bytes_ + cost::kQueueItem + value.size() + (created ? cost::kQueue + queue.size() : 0);
+  if (!fits(itemsHeld() + 1, bytesAfter)) refuse("an item of queue " + printableKey(queue), itemsHeld() + 1);
   if (created) found = queues_.try_emplace(queue).first;
   found->second.push_back(std::move(value));
+  ++queueItems_;
   bytes_ = bytesAfter;
   queueItemArrived(queue);
 }
@@ -44,9 +45,10 @@ StoreTable::Popped StoreTable::queuePop(const std::string& queue, OwnerId owner)
   if (found == queues_.end() || (!promised && unpromisedItems(queue) == 0)) return {};
   Popped popped{static_cast<std::int64_t>(found->second.size()), std::move(found->second.front())};
   found->second.pop_front();
-  bytes_ -= popped.value.size();
+  --queueItems_;
+  bytes_ -= cost::kQueueItem + popped.value.size();
   if (found->second.empty()) {
-    bytes_ -= queue.size();
+    bytes_ -= cost::kQueue + queue.size();
     queues_.erase(found);
   }
   return popped;
@@ -111,7 +113,7 @@ void StoreTable::queueItemArrived(const std::string& queue) {
     id = ids.erase(id);
     if (--waiter->second.missing > 0) continue;
     Wakeup wakeup = std::move(waiter->second.wakeup);
-    waiters_.erase(waiter);
+    releaseWaiter(waiter);
     if (ids.empty()) waitersByKey_.erase(byKey);
     wakeup();  // last: it may call back into the table
     return;

@@ -28,6 +28,8 @@
 //     server.table().closeNoticeCount() is 0 (no leaked sessions, no waiters of closed
 //     connections, every close notice fired or cleared), and no queue item is still
 //     promised to a connection;
+//   - the table's charge (bytes()) equals what it holds, counted again (recountBytes()),
+//     and the connections' buffers have given back all of the buffer budget;
 //   - the correct authentication handshake is accepted.
 // The tables are then cleared so that an input does not depend on the ones before it.
 
@@ -87,6 +89,10 @@ struct Harness {
     options.limits.maxKeySize = 512;
     options.limits.maxValueSize = 64 * 1024;
     options.limits.maxKeysPerRequest = 64;
+    // And the table's and the buffers' limits: a few large values, or a few dozen small
+    // keys, queue items or parked waits, pass them.
+    options.maxStoreBytes = 256 * 1024;
+    options.maxStoreKeys = 48;
     // Timers are armed (their code runs) but never fire during an input, which takes far
     // less: a firing timer would make the outcome depend on the machine's speed.
     options.requestTimeout = std::chrono::milliseconds(2000);
@@ -322,6 +328,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, size_t size) {
   if (server.table().waiterCount() != 0) fail("waiters left after every connection closed");
   if (server.table().closeNoticeCount() != 0) fail("close notices left after every connection closed");
   if (server.table().queuePromiseHolders() != 0) fail("queue items promised to closed connections");
+  if (server.table().bytes() != server.table().recountBytes()) fail("the table's charge is not what it holds");
+  if (server.buffers().held() != 0) fail("buffer budget still held after every connection closed");
 
   for (Client& client : clients) ::close(client.fd);
   settle(clients);

@@ -16,6 +16,7 @@
 #include "rendezvous/store/store_protocol.h"
 #include "store/raw_connection.h"
 #include "store/store_process.h"
+#include "store/torch2_frames.h"
 
 using namespace pltrun;
 using namespace pltrun::test;
@@ -26,23 +27,6 @@ using rdzv::Request;
 namespace {
 
 constexpr long kMemoryBoundKb = 100 * 1024;  // the bound: the store stays under 100 MB
-
-std::string frame(const Request& request) { return rdzv::encodeRequest(rdzv::Dialect::Torch2, request); }
-
-std::string validate() {
-  Request request;
-  request.command = Command::Validate;
-  request.number = rdzv::kValidationMagic;
-  return frame(request);
-}
-
-Request withKeys(Command command, std::vector<std::string> keys, std::vector<std::string> values = {}) {
-  Request request;
-  request.command = command;
-  request.keys = std::move(keys);
-  request.values = std::move(values);
-  return request;
-}
 
 // Another client gets its answer fast: the store's one event loop was not taken over.
 void checkOthersAnswered(const StoreProcess& store) {

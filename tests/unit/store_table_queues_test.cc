@@ -7,8 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "rendezvous/store/store_costs.h"
 #include "rendezvous/store/store_table.h"
 
+namespace cost = pltrun::rdzv::cost;
 using pltrun::rdzv::StoreTable;
 using pltrun::rdzv::TableFull;
 using pltrun::rdzv::TableLimits;
@@ -123,29 +125,45 @@ TEST_CASE("a wakeup run by a push may pop and push again", "[store_table][queues
   CHECK(table.queuePop("r").value == "ping!");
 }
 
-TEST_CASE("queues count against the table's limits and give their bytes back", "[store_table][queues]") {
+TEST_CASE("queue items count against the table's limits, as keys, and give their charge back",
+          "[store_table][queues]") {
   TableLimits limits;
   limits.maxValueSize = 8;
-  limits.maxBytes = 30;
-  limits.maxKeys = 2;
+  limits.maxKeys = 4;
   StoreTable table(limits);
-  table.queuePush("q", "123");  // 1 + 3
-  table.queuePush("q", "45");   // + 2
-  CHECK(table.bytes() == 6);
+  table.queuePush("q", "123");
+  table.queuePush("q", "45");
+  CHECK(table.bytes() == cost::kQueue + 1 + 2 * cost::kQueueItem + 5);
+  CHECK(table.itemsHeld() == 2);
   CHECK_THROWS_AS(table.queuePush("q", "123456789"), TableFull);  // over maxValueSize
-  table.set("k", "v");                                            // the second key
-  CHECK_THROWS_AS(table.queuePush("r", "1"), TableFull);          // a third (the queue counts as one)
+  table.set("k", "v");                                            // a third
+  table.queuePush("q", "");                                       // an empty item is one all the same
+  CHECK_THROWS_AS(table.queuePush("q", ""), TableFull);           // a fifth
+  CHECK_THROWS_AS(table.queuePush("r", "1"), TableFull);
   CHECK_THROWS_AS(table.set("l", "1"), TableFull);
-  CHECK(table.queueLength("r") == 0);
-  table.queuePush("q", std::string(8, 'x'));                              // 16 bytes
-  table.queuePush("q", std::string(8, 'y'));                              // 24
-  CHECK_THROWS_AS(table.queuePush("q", std::string(8, 'z')), TableFull);  // 32 > 30
-  CHECK(table.queueLength("q") == 4);
+  CHECK(table.queueLength("q") == 3);
+  CHECK(table.bytes() == table.recountBytes());
   while (table.queuePop("q").lengthBefore > 0) {
   }
-  CHECK(table.bytes() == 2);  // only k's
-  table.queuePush("r", "1");  // the emptied queue no longer counts as a key
+  CHECK(table.bytes() == cost::kKey + 2);  // only k's
+  table.queuePush("r", "1");               // popped items no longer count
   CHECK(table.queueLength("r") == 1);
+}
+
+TEST_CASE("a flood of empty queue items stops at the byte limit, each charged its real cost", "[store_table][queues]") {
+  TableLimits limits;
+  limits.maxBytes = 1 << 20;
+  StoreTable table(limits);
+  std::uint64_t pushed = 0;
+  try {
+    for (; pushed < 10'000'000; ++pushed) table.queuePush("q", "");
+  } catch (const TableFull& full) {
+    CHECK_THAT(full.what(), Catch::Contains("past its limit of 1048576 bytes"));
+  }
+  // Not the 6 million a zero charge let in (about 32 bytes each, really).
+  CHECK(pushed == (limits.maxBytes - cost::kQueue - 1) / cost::kQueueItem);
+  CHECK(table.bytes() <= limits.maxBytes);
+  CHECK(table.queueLength("q") == static_cast<std::int64_t>(pushed));
 }
 
 TEST_CASE("an item promised to a connection's WAIT is for its pop alone", "[store_table][queues]") {

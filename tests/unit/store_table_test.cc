@@ -14,12 +14,18 @@
 #include <string>
 #include <vector>
 
+#include "rendezvous/store/store_costs.h"
+
 using pltrun::printableKey;
 using pltrun::rdzv::StoreTable;
 using pltrun::rdzv::TableFull;
 using pltrun::rdzv::TableLimits;
+namespace cost = pltrun::rdzv::cost;
 
 namespace {
+
+// What a plain (not ephemeral) key of `keySize` and `valueSize` bytes is charged.
+std::uint64_t keyCost(std::uint64_t keySize, std::uint64_t valueSize) { return cost::kKey + keySize + valueSize; }
 
 // A wakeup that counts how often it ran.
 struct Counter {
@@ -640,20 +646,22 @@ TEST_CASE("a wakeup run by a close notice may call back into the table", "[store
 TEST_CASE("the table counts the bytes of its keys and values through every write and delete", "[store_table]") {
   StoreTable table;
   table.set("ab", "123");
-  CHECK(table.bytes() == 5);
+  CHECK(table.bytes() == keyCost(2, 3));
   table.set("ab", "1");  // replaced
-  CHECK(table.bytes() == 3);
+  CHECK(table.bytes() == keyCost(2, 1));
   table.append("ab", "2345");
-  CHECK(table.bytes() == 7);
+  CHECK(table.bytes() == keyCost(2, 5));
   CHECK(table.compareSet("ab", "12345", "x") == "x");
-  CHECK(table.bytes() == 3);
+  CHECK(table.bytes() == keyCost(2, 1));
   table.add("n", 10);
-  CHECK(table.bytes() == 3 + 1 + 2);
-  table.setEphemeral("e", "vv", 7);
+  CHECK(table.bytes() == keyCost(2, 1) + keyCost(1, 2));
+  table.setEphemeral("e", "vv", 7);  // and its second copy, in its owner's set
   table.setMany({"m1", "m2", "m1"}, {"a", "b", "cc"});
-  CHECK(table.bytes() == 6 + 3 + 3 + 4);
+  const std::uint64_t ephemeral = keyCost(1, 2) + cost::kOwnership + 1;
+  CHECK(table.bytes() == keyCost(2, 1) + keyCost(1, 2) + ephemeral + keyCost(2, 1) + keyCost(2, 2));
+  CHECK(table.bytes() == table.recountBytes());
   table.dropOwner(7);
-  CHECK(table.bytes() == 6 + 3 + 4);
+  CHECK(table.bytes() == keyCost(2, 1) + keyCost(1, 2) + keyCost(2, 1) + keyCost(2, 2));
   CHECK(table.erase("m1") == 1);
   CHECK(table.erase("m2") == 1);
   CHECK(table.erase("n") == 1);
@@ -664,7 +672,7 @@ TEST_CASE("the table counts the bytes of its keys and values through every write
 TEST_CASE("writes past the table's limits throw TableFull and change nothing", "[store_table]") {
   TableLimits limits;
   limits.maxValueSize = 8;
-  limits.maxBytes = 30;
+  limits.maxBytes = 2 * keyCost(4, 8) + keyCost(0, 5);  // two keys of 12 bytes, and a little
   limits.maxKeys = 3;
   StoreTable table(limits);
   SECTION("APPEND cannot grow a value past maxValueSize") {
@@ -682,24 +690,25 @@ TEST_CASE("writes past the table's limits throw TableFull and change nothing", "
     CHECK(table.get("a") == "2");
   }
   SECTION("bytes past maxBytes, for SET, ADD, COMPARE_SET and a whole MULTI_SET") {
-    table.set("key1", "12345678");  // 12 bytes
-    table.set("key2", "12345678");  // 24
+    table.set("key1", "12345678");
+    table.set("key2", "12345678");
     CHECK_THROWS_AS(table.set("key3", "12345678"), TableFull);
     CHECK_THROWS_AS(table.compareSet("key3", "", "12345678"), TableFull);
-    CHECK_THROWS_AS(table.setMany({"x", "y"}, {"123", "1234"}), TableFull);  // 9 more: 33 > 30
+    CHECK_THROWS_AS(table.setMany({"x", "y"}, {"123", "1234"}), TableFull);  // two more keys
     CHECK_FALSE(table.contains("x"));                                        // none of the MULTI_SET was applied
     CHECK_FALSE(table.contains("y"));
-    CHECK(table.bytes() == 24);
-    table.add("n", 5);  // 2 bytes: 26
+    CHECK(table.bytes() == 2 * keyCost(4, 8));
+    table.add("n", 5);  // within the little left
     CHECK(table.get("n") == "5");
   }
   SECTION("a waiter is not woken by a write that was refused") {
+    StoreTable keyLimited(TableLimits{8, std::numeric_limits<std::uint64_t>::max(), 3});
     bool woken = false;
-    table.set("a", "1");
-    table.set("b", "1");
-    table.set("c", "1");
-    CHECK(table.addWaiter({"d"}, [&] { woken = true; }) != 0);
-    CHECK_THROWS_AS(table.set("d", "1"), TableFull);
+    keyLimited.set("a", "1");
+    keyLimited.set("b", "1");
+    keyLimited.set("c", "1");
+    CHECK(keyLimited.addWaiter({"d"}, [&] { woken = true; }) != 0);
+    CHECK_THROWS_AS(keyLimited.set("d", "1"), TableFull);
     CHECK_FALSE(woken);
   }
 }

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/out_of_descriptors.h"
 #include "base/seconds_text.h"
 #include "launcher/agent/agent_decisions.h"
 #include "launcher/agent/agent_session.h"
@@ -108,6 +109,10 @@ int ElasticAgent::run() {
           "most likely because it is full (its key or byte limit: --max-keys, --max-store-bytes; its log names "
           "the limit), so this node stops",
           connection_.storeName(), error.what());
+    } else if (saysOutOfDescriptors(error.what())) {
+      // Every store is unreachable alike then: the cause to name is this process, not etcd's quorum.
+      spdlog::error("lost the rendezvous store, {}: {} ({}), so this node stops", connection_.storeName(),
+                    descriptorAdvice(), error.what());
     } else {
       spdlog::error("lost the rendezvous store, {} ({}); {}, so this node stops", connection_.storeName(), error.what(),
                     connection_.onEtcd() ? "check that a quorum of its members is up"

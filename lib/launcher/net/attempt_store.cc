@@ -33,6 +33,8 @@ std::unique_ptr<HostedStore> AttemptStore::listen(int port) {
   options.host = bindAddress_;
   options.port = port;
   options.descriptorBudget = rdzv::openFileLimitShare(1, 4);
+  options.maxStoreBytes = kMaxStoreBytes;
+  options.maxStoreKeys = kMaxStoreKeys;
   return std::make_unique<HostedStore>(options);
 }
 

@@ -14,6 +14,7 @@
 // recent attempt of this run used (recent_ports.h: the last 16, and any within 5 minutes
 // while the port range has room), so reconnecting to an old MASTER_PORT reaches nothing.
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,6 +26,14 @@ namespace pltrun {
 
 class AttemptStore {
  public:
+  /// The agent store's limits. Any local user can reach it (torch clients cannot
+  /// authenticate), so it is bounded for what a real job keeps there (per rank: addresses,
+  /// unique ids, barrier counters, some pickled objects; kilobytes to megabytes), not the
+  /// standalone store's 2 GiB and 4 Mi keys: at most 256 MiB of keys, values, queue items and
+  /// parked requests as charged (store_costs.h), and as much again in connection buffers.
+  static constexpr std::uint64_t kMaxStoreBytes = 256ull * 1024 * 1024;
+  static constexpr std::uint64_t kMaxStoreKeys = 1024 * 1024;  ///< keys and queue items
+
   /// Who listens: this launcher (the agent store, TORCHELASTIC_USE_AGENT_STORE=True), or
   /// rank 0's worker (--no-agent-store, torch's own store), for which only the port of each
   /// attempt is chosen here.
