@@ -8,7 +8,7 @@
 
 #include "base/terminal_text.h"
 #include "launcher/group/group_runner.h"
-#include "launcher/process/process_parent.h"
+#include "launcher/process/process_stat.h"
 #include "launcher/stall/stack_sampler.h"
 
 namespace pltrun {

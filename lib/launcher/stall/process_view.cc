@@ -11,25 +11,6 @@
 
 namespace pltrun {
 
-// /proc/PID/stat: "pid (comm) state ppid pgrp ... starttime(22nd)"; comm may hold spaces and ')'.
-std::optional<ProcessStat> readProcessStat(pid_t pid) {
-  std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  if (!std::getline(file, text)) return std::nullopt;
-  const size_t close = text.rfind(')');
-  if (close == std::string::npos) return std::nullopt;
-  std::istringstream fields(text.substr(close + 2));
-  ProcessStat stat;
-  long long ppid = 0, group = 0;
-  fields >> stat.state >> ppid >> group;
-  std::string skipped;
-  for (int field = 6; field < 22 && fields >> skipped; ++field) {
-  }
-  fields >> stat.startTime;
-  stat.group = static_cast<pid_t>(group);
-  return fields ? std::optional<ProcessStat>(stat) : std::nullopt;
-}
-
 bool catchesSignal(pid_t pid, int signal) {
   std::ifstream file("/proc/" + std::to_string(pid) + "/status");
   std::string line;

@@ -7,16 +7,9 @@
 #include <optional>
 #include <string>
 
+#include "launcher/process/process_stat.h"
+
 namespace pltrun {
-
-struct ProcessStat {
-  char state = '?';  ///< 'R', 'S', 'D', 'T' (stopped), 't' (traced), ...
-  pid_t group = 0;
-  unsigned long long startTime = 0;
-};
-
-/// /proc/PID/stat's fields; none when the process is gone.
-std::optional<ProcessStat> readProcessStat(pid_t pid);
 
 /// Whether `pid` has a handler for `signal` (SigCgt): a signal it does not catch would take
 /// its default action, which for a real-time signal kills it.
