@@ -81,6 +81,11 @@ int openPrivateDirectoryAt(int directoryFd, const std::string& name, const std::
     throw Error(ErrorCode::System, "cannot create directory " + shown + ": " + strerror(errno));
   }
   const int fd = openat(directoryFd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  // A link or a file is refused as such; anything else (out of descriptors, EACCES) is
+  // said as it is, not taken for another user's planted link.
+  if (fd < 0 && errno != ELOOP && errno != ENOTDIR) {
+    throw Error(ErrorCode::System, "cannot open directory " + shown + ": " + strerror(errno));
+  }
   if (fd < 0) refuseDirectory(shown);
   struct stat status {};
   if (fstat(fd, &status) != 0 || !S_ISDIR(status.st_mode) || status.st_uid != geteuid()) {
