@@ -23,6 +23,13 @@ fail() {
 # shellcheck source=still_there.sh
 . "$source_copy/tests/package/still_there.sh"
 step() { echo "== $*"; }
+# grep over ldconfig's cache read whole first: `ldconfig -p | grep -q` under pipefail fails
+# whenever grep finds its line and exits before ldconfig has written the rest (SIGPIPE).
+ldconfig_knows() {
+  local cache
+  cache=$(ldconfig -p)
+  grep -q "$@" <<<"$cache"
+}
 export DEBIAN_FRONTEND=noninteractive
 
 # --- install -----------------------------------------------------------------------------
@@ -57,14 +64,14 @@ step "shared OpenSSL, multiarch library"
 multiarch_lib='/(usr/)?lib/[a-z0-9_]+-linux-gnu[a-z0-9_]*'
 loads_system() {  # PROGRAM SONAME
   ldd "$1" | grep -qE "^\s*${2//./\\.} => $multiarch_lib/${2//./\\.} " && return 0
-  grep -aqF "$2" "$1" && ldconfig -p | grep -qE "^\s*${2//./\\.} .*=> $multiarch_lib/${2//./\\.}$"
+  grep -aqF "$2" "$1" && ldconfig_knows -E "^\s*${2//./\\.} .*=> $multiarch_lib/${2//./\\.}$"
 }
 for program in /usr/bin/pltrun /usr/bin/pltrun-store; do
   loads_system "$program" libcrypto.so.3 || fail "$program does not load the system's libcrypto.so.3: $(ldd "$program")"
 done
 loads_system /usr/bin/pltrun libssl.so.3 || fail "pltrun does not load the system's libssl.so.3"
 echo "   $(ldconfig -p | grep -E 'lib(ssl|crypto)\.so\.3 ' | awk '{print $1 " => " $NF}' | tr '\n' ' ')"
-ldconfig -p | grep -qE 'libpltrun\.so\.0\.1 .*=> /(usr/)?lib/[a-z0-9_]+-linux-gnu[a-z0-9_]*/libpltrun\.so\.0\.1$' || fail "ldconfig does not find libpltrun.so.0.1 in the multiarch directory: $(ldconfig -p | grep pltrun)"
+ldconfig_knows -E 'libpltrun\.so\.0\.1 .*=> /(usr/)?lib/[a-z0-9_]+-linux-gnu[a-z0-9_]*/libpltrun\.so\.0\.1$' || fail "ldconfig does not find libpltrun.so.0.1 in the multiarch directory: $(ldconfig -p | grep pltrun)"
 echo "   $(ldconfig -p | grep 'libpltrun\.so\.0\.1' | sed 's/^[[:space:]]*//')"
 
 step "man pages and completion"

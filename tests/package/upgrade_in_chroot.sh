@@ -32,6 +32,13 @@ fail() {
 # shellcheck source=still_there.sh
 . "$source_copy/tests/package/still_there.sh"
 step() { echo "== $*"; }
+# grep over ldconfig's cache read whole first: `ldconfig -p | grep -q` under pipefail fails
+# whenever grep finds its line and exits before ldconfig has written the rest (SIGPIPE).
+ldconfig_knows() {
+  local cache
+  cache=$(ldconfig -p)
+  grep -q "$@" <<<"$cache"
+}
 export DEBIAN_FRONTEND=noninteractive
 
 old_debs=("$old_dir"/pltrun_*.deb "$old_dir"/pltrun-dev_*.deb)
@@ -106,9 +113,9 @@ for old_path in /usr/lib/libpltrun.so.0.1 /usr/lib/libpltrun.so /usr/lib/cmake/p
   [ ! -e "$old_path" ] || fail "$old_path is still there"
 done
 echo "   $moved paths of $old_version are not in $new_version, and none of them is left"
-ldconfig -p | grep -qE 'libpltrun\.so\.0\.1 .*=> /(usr/)?lib/[a-z0-9_]+-linux-gnu[a-z0-9_]*/libpltrun\.so\.0\.1$' ||
+ldconfig_knows -E 'libpltrun\.so\.0\.1 .*=> /(usr/)?lib/[a-z0-9_]+-linux-gnu[a-z0-9_]*/libpltrun\.so\.0\.1$' ||
   fail "ldconfig does not find libpltrun.so.0.1 in the multiarch directory: $(ldconfig -p | grep pltrun)"
-ldconfig -p | grep -q '=> /usr/lib/libpltrun' && fail "ldconfig still knows /usr/lib/libpltrun: $(ldconfig -p | grep pltrun)"
+ldconfig_knows '=> /usr/lib/libpltrun' && fail "ldconfig still knows /usr/lib/libpltrun: $(ldconfig -p | grep pltrun)"
 # The shared libssl.so.3: linked, or named for loading at its first use (PLTRUN_LAZY_OPENSSL)
 # and found by ld.so's cache.
 ssl=$(ldconfig -p | awk '$1 == "libssl.so.3" {print $NF; exit}')
