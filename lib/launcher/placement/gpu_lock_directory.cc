@@ -5,10 +5,10 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include "base/file_control.h"
 #include "launcher/placement/lock_holder.h"
 #include "pltrun/error.h"
 
@@ -22,20 +22,14 @@ constexpr const char* kElsewhere = "set PLTRUN_GPU_LOCK_DIR to a directory of yo
   throw Error(ErrorCode::InvalidArgument, "--auto-select-gpus: " + what);
 }
 
-std::string octalMode(mode_t mode) {
-  char text[8];
-  std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
-  return text;
-}
-
 // Why the directory `path` with status `status` cannot hold GPU locks; empty when it can.
 std::string directoryProblem(const std::string& path, const struct stat& status) {
   const std::string quoted = "the GPU lock directory '" + path + "'";
-  if (status.st_uid != geteuid() && status.st_uid != 0) {
+  if (!ownedByYouOrRoot(status)) {
     return quoted + " belongs to user " + userNameText(status.st_uid) +
            ", who could delete the locks of anyone's jobs in it: remove it, or " + kElsewhere;
   }
-  if ((status.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (status.st_mode & S_ISVTX) == 0) {
+  if (othersCanUnlinkIn(status)) {
     return quoted + " is writable by other users without the sticky bit (mode " + octalMode(status.st_mode) +
            "), so anyone could delete the GPU locks in it: run chmod +t '" + path + "', or " + kElsewhere;
   }

@@ -1,6 +1,5 @@
 #include "launcher/placement/lock_holder.h"
 
-#include <pwd.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -9,6 +8,7 @@
 #include <sstream>
 #include <vector>
 
+#include "base/file_control.h"
 #include "base/terminal_text.h"
 #include "launcher/plan/text_parsing.h"
 
@@ -48,13 +48,8 @@ std::optional<long long> flockHolderIn(std::string_view procLocks, unsigned majo
 }
 
 std::string userNameText(uid_t uid) {
-  passwd entry{};
-  passwd* found = nullptr;
-  char buffer[4096];
-  if (getpwuid_r(uid, &entry, buffer, sizeof buffer, &found) == 0 && found != nullptr) {
-    return terminalSafe(found->pw_name);
-  }
-  return "uid " + std::to_string(uid);
+  const std::optional<std::string> name = userName(uid);
+  return name ? terminalSafe(*name) : "uid " + std::to_string(uid);
 }
 
 std::optional<long long> flockHolderPid(int fd) {

@@ -21,18 +21,30 @@ inline std::string octalMode(mode_t mode) {
   return text;
 }
 
-/// The owner as a message names it: "pltrun-other1 (uid 999)", or "uid 999" without a name.
-inline std::string userText(uid_t uid) {
+/// The login name of `uid` from the user database; none when it has no entry.
+inline std::optional<std::string> userName(uid_t uid) {
   struct passwd entry {};
   struct passwd* found = nullptr;
   char buffer[4096];
+  if (getpwuid_r(uid, &entry, buffer, sizeof buffer, &found) != 0 || found == nullptr) return std::nullopt;
+  return std::string(found->pw_name);
+}
+
+/// The owner as a message names it: "pltrun-other1 (uid 999)", or "uid 999" without a name.
+inline std::string userText(uid_t uid) {
   const std::string number = "uid " + std::to_string(uid);
-  if (getpwuid_r(uid, &entry, buffer, sizeof buffer, &found) != 0 || found == nullptr) return number;
-  return std::string(found->pw_name) + " (" + number + ")";
+  const std::optional<std::string> name = userName(uid);
+  return name ? *name + " (" + number + ")" : number;
 }
 
 /// The owners pltrun trusts: the user it runs as, and root (who could change anything anyway).
 inline bool ownedByYouOrRoot(const struct stat& status) { return status.st_uid == geteuid() || status.st_uid == 0; }
+
+/// A directory in which others may delete or rename your files: group- or world-writable
+/// without the sticky bit (which /tmp and /run/lock have).
+inline bool othersCanUnlinkIn(const struct stat& directory) {
+  return (directory.st_mode & 022) != 0 && (directory.st_mode & S_ISVTX) == 0;
+}
 
 /// Why another user could change the file `status` describes, as the end of a sentence whose
 /// subject is the file ("belongs to pltrun-other1 (uid 999)", "is writable by group or
@@ -50,7 +62,7 @@ inline std::optional<std::string> othersCanReplaceIn(const std::string& director
   struct stat status {};
   if (::stat(directory.c_str(), &status) != 0) return std::nullopt;  // reading the file says what is wrong
   if (!ownedByYouOrRoot(status)) return "is in " + directory + ", which belongs to " + userText(status.st_uid);
-  if ((status.st_mode & 022) != 0 && (status.st_mode & S_ISVTX) == 0) {
+  if (othersCanUnlinkIn(status)) {
     return "is in " + directory + ", which others can write without the sticky bit (mode " + octalMode(status.st_mode) +
            "), so they can swap it";
   }
