@@ -28,13 +28,7 @@ double unixNow() { return std::chrono::duration<double>(std::chrono::system_cloc
 // A worker's scope id as pltrun prints it: no control byte reaches the terminal, and a
 // line break in it cannot make a line of pltrun's own.
 std::string shownScope(const std::string& scope) {
-  std::string shown;
-  for (const char c : terminalSafe(scope.substr(0, kShownScope))) {
-    if (c == '\n' || c == '\t')
-      appendByteEscape(shown, static_cast<unsigned char>(c));
-    else
-      shown += c;
-  }
+  const std::string shown = terminalSafeLine(std::string_view(scope).substr(0, kShownScope));
   return "'" + shown + (scope.size() > kShownScope ? "'..." : "'");
 }
 

@@ -9,7 +9,7 @@
 // workers or a descendant of one is ignored, and the table is bounded per worker and in all
 // (file_timer_table.h). What is refused is said in one warning line, then counted and said
 // again at most once a minute, never a line per request. A scope id is the worker's text:
-// it is shown escaped (terminalSafe, a line break as \x0a), on one line.
+// it is shown escaped (terminalSafeLine: a line break as \x0a), on one line.
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
