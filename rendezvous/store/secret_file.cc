@@ -6,8 +6,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "base/file_control.h"
+#include "base/read_to_end.h"
 #include "pltrun/error.h"
 
 namespace pltrun::rdzv {
@@ -22,16 +24,10 @@ constexpr const char* kHowToMake = "make one with: (umask 077; head -c 32 /dev/u
 
 // Reads the whole descriptor, refusing more than the limit.
 std::string readAll(int fd, const std::string& origin, const std::string& name) {
-  std::string content;
-  char buffer[4096];
-  while (true) {
-    const ssize_t count = ::read(fd, buffer, sizeof buffer);
-    if (count < 0 && errno == EINTR) continue;
-    if (count < 0) refuse(origin, "cannot read " + name + ": " + std::strerror(errno));
-    if (count == 0) return content;
-    content.append(buffer, static_cast<size_t>(count));
-    if (content.size() > kMaximumSecretFileSize) refuse(origin, name + " is over 64 KiB: a secret file holds one line");
-  }
+  ReadToEnd read = readToEnd(fd, kMaximumSecretFileSize);
+  if (read.error != 0) refuse(origin, "cannot read " + name + ": " + std::strerror(read.error));
+  if (read.overLimit) refuse(origin, name + " is over 64 KiB: a secret file holds one line");
+  return std::move(read.content);
 }
 
 // A file anyone else could read gives the secret away; one anyone else could write lets

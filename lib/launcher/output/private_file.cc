@@ -6,7 +6,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
+#include "base/read_to_end.h"
 #include "launcher/output/console_writer.h"
 #include "pltrun/error.h"
 
@@ -108,16 +110,8 @@ std::optional<std::string> readRegularFileAt(int directoryFd, const std::string&
   struct stat status {};
   std::optional<std::string> text;
   if (fstat(fd, &status) == 0 && S_ISREG(status.st_mode) && static_cast<size_t>(status.st_size) <= limit) {
-    text.emplace();
-    char chunk[16 * 1024];
-    for (ssize_t got; (got = read(fd, chunk, sizeof chunk)) != 0;) {
-      if (got < 0 && errno == EINTR) continue;
-      if (got < 0 || text->size() + static_cast<size_t>(got) > limit) {
-        text.reset();  // an error, or it grew past the limit while read
-        break;
-      }
-      text->append(chunk, static_cast<size_t>(got));
-    }
+    ReadToEnd read = readToEnd(fd, limit);
+    if (read.complete()) text = std::move(read.content);  // not on an error, nor grown past the limit while read
   }
   close(fd);
   return text;

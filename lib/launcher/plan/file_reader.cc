@@ -9,8 +9,10 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "base/file_control.h"
+#include "base/read_to_end.h"
 
 namespace pltrun {
 namespace {
@@ -46,15 +48,9 @@ void refuseOthersFiles(const std::string& path, int fd) {
 }
 
 std::string readDescriptor(int fd) {
-  std::string content;
-  char buffer[8192];
-  while (true) {
-    const ssize_t count = ::read(fd, buffer, sizeof buffer);
-    if (count < 0 && errno == EINTR) continue;
-    if (count < 0) throw FileReadError(FileReadError::Reason::CannotRead, std::strerror(errno));
-    if (count == 0) return content;
-    content.append(buffer, static_cast<size_t>(count));
-  }
+  ReadToEnd read = readToEnd(fd, std::string().max_size());
+  if (read.error != 0) throw FileReadError(FileReadError::Reason::CannotRead, std::strerror(read.error));
+  return std::move(read.content);
 }
 
 }  // namespace
