@@ -186,18 +186,21 @@ namespace {
 
 const std::string kTimerScript = std::string(TESTS_SOURCE_DIR) + "/e2e/torch_file_timer.py";
 
-void checkFileTimer(const TorchRuntime& torch) {
+// forked: the workers are forked from pltrun's zygote (--preload torch, issue 43).
+void checkFileTimer(const TorchRuntime& torch, bool forked = false) {
   if (!torch.available()) return;
   TempDir dir;
   std::vector<std::string> env = torch.workerEnvironment(dir.path());
   env.push_back("TORCHELASTIC_ENABLE_FILE_TIMER=1");
-  ChildProcess pltrun(pltrunCommand({"--nproc-per-node", "2", "--term-timeout", "2", kTimerScript}), env);
+  std::vector<std::string> args = {"--nproc-per-node", "2", "--term-timeout", "2", kTimerScript};
+  if (forked) args.insert(args.begin(), {"--preload", "torch"});
+  ChildProcess pltrun(pltrunCommand(args), env);
   Finished run = pltrun.wait(std::chrono::seconds(120));
   INFO(run.out << run.err);
   CHECK(run.status == 128 + 9);  // rank 1 asked for SIGKILL
   CHECK(contains(run.err, "rank 1: its FileTimer scope 'step2' expired"));
   CHECK(contains(run.err, "rank 1 (local rank 1)"));
-  CHECK(contains(run.out, "[rank 0] done 0"));
+  CHECK(contains(run.out, std::string("[rank 0] done 0 ") + (forked ? "forked" : "cold")));
 }
 
 }  // namespace
@@ -214,6 +217,11 @@ TEST_CASE("stall: torch's FileTimer watchdog kills the worker whose timer expire
 TEST_CASE("stall: torch's FileTimer watchdog kills the worker whose timer expired, torch 2.14",
           "[stall][torch][torch2]") {
   checkFileTimer(torch214());
+}
+
+TEST_CASE("stall: torch's FileTimer watchdog kills a forked worker whose timer expired (--preload torch)",
+          "[stall][torch][torch2][preload]") {
+  checkFileTimer(GENERATE(torch113(), torch26(), torch214()), true);
 }
 
 TEST_CASE("stall: a bad --stall-timeout is one line, exit 2", "[stall][bad_input]") {

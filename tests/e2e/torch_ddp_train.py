@@ -20,9 +20,14 @@ SIGSTOPs itself; the other ranks then wait in step K's gradient all-reduce. With
 --stall-timeout the launcher names rank 2, stops every worker and restarts them.
 
 Rank 0 writes DIR/result.json at the end: the final parameters (flattened), the restart
-count it ran under, the step it resumed from, and the torch version. Every worker writes its pid to
-DIR/pids/round<N>_rank<R> first, so the test can check that none survives.
+count it ran under, the step it resumed from, the torch version, and whether torch was imported
+before the script began (a worker forked from pltrun's zygote, --preload torch). Every worker
+writes its pid to DIR/pids/round<N>_rank<R> first, so the test can check that none survives.
 """
+
+import sys
+
+TORCH_PRELOADED = "torch" in sys.modules  # before this script imports it
 
 import argparse
 import json
@@ -142,6 +147,7 @@ def main():
             "steps": args.steps,
             "world_size": world_size,
             "torch": torch.__version__,
+            "torch_preloaded": TORCH_PRELOADED,
             "agent_store": os.environ["TORCHELASTIC_USE_AGENT_STORE"],
             "first_loss": losses[0] if losses else None,
             "last_loss": losses[-1] if losses else None,

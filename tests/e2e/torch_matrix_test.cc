@@ -9,6 +9,9 @@
 //   layout:  one node of 4 workers | 2 elastic agents x 2 workers (c10d, loopback)
 //            | 2 elastic agents x 2 workers meeting at a real etcd member (loopback)
 //   store:   the agent store (pltrun hosts the workers' TCPStore) | --no-agent-store
+//   zygote:  cold workers | the faulty run's workers forked from pltrun's zygote (--preload
+//            torch), in one cell per torch version and layout and in some stall cells: the
+//            clean run stays cold, so the forked run must resume to the cold run's weights
 //
 // torch 1.13 workers put their keys under /worker/attempt_N; torch >= 2.2 workers use no
 // prefix, so they restart correctly only because every attempt gets a store of its own.
@@ -63,12 +66,14 @@ struct Cell {
   Layout layout;
   WorkersStore store;
   Fault fault = Fault::Kill;
+  bool preload = false;  // the faulty run with --preload torch
 
   std::string name() const {
     const char* layouts[] = {"single node", "2 elastic agents", "2 elastic agents on etcd"};
     const char* faults[] = {"", "", ", rank 2 stalls (asleep)", ", rank 2 stalls (SIGSTOP)"};
     return "torch " + torch.version + ", " + layouts[static_cast<int>(layout)] + ", " +
-           (store == WorkersStore::Agent ? "agent store" : "--no-agent-store") + faults[static_cast<int>(fault)];
+           (store == WorkersStore::Agent ? "agent store" : "--no-agent-store") + faults[static_cast<int>(fault)] +
+           (preload ? ", --preload torch" : "");
   }
   bool stalls() const { return fault == Fault::StallAsleep || fault == Fault::StallStopped; }
 };
@@ -107,6 +112,7 @@ std::vector<std::string> pltrunArgs(const Cell& cell, const TempDir& dir, const 
   }
   if (cell.store == WorkersStore::RankZero) args.push_back("--no-agent-store");
   if (cell.stalls()) args.insert(args.end(), {"--stall-timeout", kStallTimeout});
+  if (cell.preload && fault != Fault::None) args.insert(args.end(), {"--preload", "torch"});
   args.insert(args.end(),
               {"--max-restarts", "1", "--term-timeout", "5", kScript, dir.path(), "--steps", std::to_string(kSteps)});
   if (fault == Fault::Kill) args.insert(args.end(), {"--fail-at", std::to_string(kFailAt)});
@@ -183,7 +189,7 @@ std::vector<double> parametersOf(const TrainingRun& run) {
 void checkStallReport(const Cell& cell, const std::string& err) {
   if (cell.fault == Fault::StallAsleep) {
     CHECK_THAT(err, Catch::Contains("culprit: rank 2 is in torch_ddp_train.py:"));
-    CHECK_THAT(err, Catch::Contains("torch_ddp_train.py\", line 70 in stall"));  // its stack: file, line, function
+    CHECK_THAT(err, Catch::Contains("torch_ddp_train.py\", line 75 in stall"));  // its stack: file, line, function
   } else {
     CHECK_THAT(err, Catch::Contains("culprit: rank 2 is stopped (SIGSTOP"));
   }
@@ -214,6 +220,7 @@ void checkCell(const Cell& cell) {
   CHECK(clean.result.at("resumed_from") == 0);
   CHECK(clean.result.at("world_size") == kWorldSize);
   CHECK(clean.result.at("agent_store") == (cell.store == WorkersStore::Agent ? "True" : "False"));
+  CHECK(clean.result.at("torch_preloaded") == false);
   // It trained: the loss went down.
   CHECK(clean.result.at("last_loss").get<double>() < clean.result.at("first_loss").get<double>());
 
@@ -226,6 +233,7 @@ void checkCell(const Cell& cell) {
   REQUIRE_FALSE(fault.result.is_null());
   // The attempt that wrote the result is the second, and exactly one restart was used.
   CHECK(fault.result.at("restart_count") == 1);
+  CHECK(fault.result.at("torch_preloaded") == cell.preload);  // the resumed attempt was forked too
   const std::string err = fault.allStderr();
   if (cell.stalls()) checkStallReport(cell, err);
   const std::string failed = cell.stalls() ? "rank 2" : "rank 3";
@@ -306,6 +314,30 @@ TEST_CASE("torch matrix: 2.14, 2 elastic agents on etcd, agent store", "[torch][
   checkCell({torch214(), Layout::TwoAgentsOnEtcd, WorkersStore::Agent});
 }
 
+// The zygote (issue 43): the faulty run's workers, those of the first attempt and of the
+// restart, are forked from pltrun's warm interpreter. One cell per torch version and layout
+// (etcd and --no-agent-store change nothing in how a worker starts).
+TEST_CASE("torch matrix: 1.13, single node, agent store, --preload torch", "[torch][matrix][preload]") {
+  checkCell({torch113(), Layout::SingleNode, WorkersStore::Agent, Fault::Kill, true});
+}
+TEST_CASE("torch matrix: 1.13, 2 elastic agents, agent store, --preload torch", "[torch][matrix][elastic][preload]") {
+  checkCell({torch113(), Layout::TwoAgents, WorkersStore::Agent, Fault::Kill, true});
+}
+TEST_CASE("torch matrix: 2.6, single node, agent store, --preload torch", "[torch][torch2][matrix][preload]") {
+  checkCell({torch26(), Layout::SingleNode, WorkersStore::Agent, Fault::Kill, true});
+}
+TEST_CASE("torch matrix: 2.6, 2 elastic agents, agent store, --preload torch",
+          "[torch][torch2][matrix][elastic][preload]") {
+  checkCell({torch26(), Layout::TwoAgents, WorkersStore::Agent, Fault::Kill, true});
+}
+TEST_CASE("torch matrix: 2.14, single node, agent store, --preload torch", "[torch][torch2][matrix][preload]") {
+  checkCell({torch214(), Layout::SingleNode, WorkersStore::Agent, Fault::Kill, true});
+}
+TEST_CASE("torch matrix: 2.14, 2 elastic agents, agent store, --preload torch",
+          "[torch][torch2][matrix][elastic][preload]") {
+  checkCell({torch214(), Layout::TwoAgents, WorkersStore::Agent, Fault::Kill, true});
+}
+
 // Hangs (README "Hangs"): rank 2 stops at step kFailAt without exiting; --stall-timeout finds
 // it, names it, shows its stack, and the job restarts from its checkpoint.
 TEST_CASE("torch stall: 1.13, single node, rank 2 asleep", "[torch][stall]") {
@@ -331,4 +363,18 @@ TEST_CASE("torch stall: 2.14, single node, rank 2 asleep", "[torch][torch2][stal
 }
 TEST_CASE("torch stall: 2.14, 2 elastic agents, rank 2 stopped", "[torch][torch2][stall][elastic]") {
   checkCell({torch214(), Layout::TwoAgents, WorkersStore::Agent, Fault::StallStopped});
+}
+
+// Stalls of forked workers: pltrun's stack hook must be registered in each forked worker
+// (asleep: its Python stack is shown), and a stopped one found by its state.
+TEST_CASE("torch stall: 1.13, single node, rank 2 asleep, --preload torch", "[torch][stall][preload]") {
+  checkCell({torch113(), Layout::SingleNode, WorkersStore::Agent, Fault::StallAsleep, true});
+}
+TEST_CASE("torch stall: 2.6, 2 elastic agents, rank 2 stopped, --preload torch",
+          "[torch][torch2][stall][elastic][preload]") {
+  checkCell({torch26(), Layout::TwoAgents, WorkersStore::Agent, Fault::StallStopped, true});
+}
+TEST_CASE("torch stall: 2.14, 2 elastic agents, rank 2 asleep, --preload torch",
+          "[torch][torch2][stall][elastic][preload]") {
+  checkCell({torch214(), Layout::TwoAgents, WorkersStore::Agent, Fault::StallAsleep, true});
 }

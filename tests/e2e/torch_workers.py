@@ -8,10 +8,14 @@ import argparse
 import os
 import sys
 
-import torch
-import torch.distributed as dist
-from torch_exit import destroy_and_exit
-from torch.distributed.elastic.multiprocessing.errors import record
+# Whether torch was imported before this script began: a worker forked from pltrun's zygote
+# (--preload torch).
+FORKED = "torch" in sys.modules
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+from torch_exit import destroy_and_exit  # noqa: E402
+from torch.distributed.elastic.multiprocessing.errors import record  # noqa: E402
 
 
 def allreduce(directory, fail_first_attempt):
@@ -54,7 +58,7 @@ def main():
     elif sys.argv[1] == "allreduce":
         allreduce(sys.argv[2], "--fail-first-attempt" in sys.argv)
     elif sys.argv[1] == "raise":
-        raise ValueError(f"bad batch on rank {os.environ['RANK']}")
+        raise ValueError(f"bad batch on rank {os.environ['RANK']} ({'forked' if FORKED else 'cold'})")
 
 
 if __name__ == "__main__":
