@@ -28,6 +28,9 @@ constexpr const char* kBootstrap =
 
 constexpr size_t kMaxAnswer = 64 * 1024;
 
+// How long a zygote asked to exit (its socket closed) has before it is killed.
+constexpr std::chrono::milliseconds kExitGrace{2000};
+
 std::string systemError(const std::string& what) { return what + ": " + std::strerror(errno); }
 
 // pltrun's umask, read without changing it (umask(2) can only be read by setting it).
@@ -206,9 +209,14 @@ void Zygote::fail(std::string why) {
 }
 
 void Zygote::end() {
+  // Its socket closed, a zygote that serves exits by itself: through a wrapper (a container
+  // or chroot runner) that waits for it, so nothing of it is left for pltrun to adopt.
+  const bool asked = control_ >= 0 && failure_.empty();
   if (control_ >= 0) close(control_);
   control_ = -1;
   if (pid_ < 0) return;
+  pollfd ended{pidfd_, POLLIN, 0};
+  if (asked) poll(&ended, 1, static_cast<int>(kExitGrace.count()));
   kill(-pid_, SIGKILL);  // its group: the zygote and a middle process it may be forking
   reapChild(pid_, pidfd_);
   close(pidfd_);

@@ -35,13 +35,23 @@ def _workers_path0(argv):
     return os.path.dirname(os.path.realpath(program[0]))
 
 
+# What a module imports lazily on the first use every training job makes of it, imported
+# with it: torch 2.x's DDP and optimizers import torch._dynamo (with sympy, over 800 modules,
+# about 2 s) on first use, which would otherwise be paid again by every forked worker.
+_COMPANIONS = {"torch": ["torch._dynamo"]}
+
+
 def _preload(config):
     if not getattr(sys.flags, "safe_path", False):
         sys.path[0] = _workers_path0(config["argv"])
     import importlib
+    import importlib.util
 
     for name in config["preload"]:
         importlib.import_module(name)
+        for companion in _COMPANIONS.get(name, []):
+            if importlib.util.find_spec(companion) is not None:  # torch 1.x has no torch._dynamo
+                importlib.import_module(companion)
 
 
 def _why_not_fork():
