@@ -183,3 +183,20 @@ TEST_CASE("stack sample: kernel and stopped samples, and each kind's JSON name",
   CHECK(std::string(stackKindName(StackSample::Kind::Stopped)) == "stopped");
   CHECK(std::string(stackKindName(StackSample::Kind::Unavailable)) == "none");
 }
+
+TEST_CASE("stack sample: a worker forked by the --preload zygote shows only its own frames", "[stack_sample]") {
+  const std::string zygoteFrames =
+      "  File \"<pltrun zygote>\", line 177 in _run_script\n"
+      "  File \"<pltrun zygote>\", line 160 in _run_program\n"
+      "  File \"<pltrun zygote>\", line 267 in <module>\n"
+      "  File \"<string>\", line 1 in <module>\n";
+  const std::string ownFrames = "  File \"/home/ada/project/train.py\", line 33 in train_step\n" + kUserFrames;
+  const StackSample sample = pythonStackSample(dumpWithMainThread(ownFrames + zygoteFrames));
+  CHECK(sample.text == dumpWithMainThread(ownFrames));
+  CHECK(sample.where == "train.py:33 in train_step");
+}
+
+TEST_CASE("stack sample: a program's own exec'd <string> code is kept", "[stack_sample]") {
+  const std::string dump = dumpWithMainThread("  File \"<string>\", line 1 in <module>\n" + kUserFrames);
+  CHECK(pythonStackSample(dump).text == dump);
+}

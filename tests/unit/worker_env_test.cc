@@ -334,3 +334,48 @@ TEST_CASE("flag --virtual-local-rank: LOCAL_RANK 0 and only the worker's own GPU
     CHECK(valueOf(env, "CUDA_VISIBLE_DEVICES") == "4,6");
   }
 }
+
+TEST_CASE("worker env: the shared environment holds exactly what every worker of every attempt agrees on",
+          "[worker_env]") {
+  const Environment inherited = {{"PATH", "/usr/bin"}, {"RANK", "99"}, {"PYTHONPATH", "/home/ada/lib"}};
+  WorkerPlacement first = placementFor(2, 4, 1, 0);
+  first.heartbeatPath = "/tmp/run/hb.0.0";
+  first.stackFile = "/tmp/run/stack.0.0";
+  first.stackSignal = 40;
+  first.pythonHookDirectory = "/tmp/run/python";
+  first.errorFile = "/tmp/run/error.0.0";
+  WorkerPlacement other = first;  // another worker of another elastic round, on another port
+  other.localRank = 3;
+  other.nodeRank = 0;
+  other.nnodes = 3;
+  other.masterAddr = "10.0.0.9";
+  other.useAgentStore = !first.useAgentStore;
+  other.restartCount = 4;
+  other.masterPort = 31000;
+  other.heartbeatPath = "/tmp/run/hb.4.3";
+  other.stackFile = "/tmp/run/stack.4.3";
+  other.errorFile = "/tmp/run/error.4.3";
+
+  const Environment shared = pltrun::sharedWorkerEnv(inherited, first);
+  const Environment firstEnv = buildWorkerEnv(inherited, first);
+  const Environment otherEnv = buildWorkerEnv(inherited, other);
+  for (const auto& [name, value] : shared) {
+    INFO(name);
+    CHECK(firstEnv.at(name) == value);
+    CHECK(otherEnv.at(name) == value);
+  }
+  for (const auto& [name, value] : firstEnv) {
+    INFO(name);
+    if (otherEnv.at(name) == value) CHECK(shared.count(name) == 1);
+  }
+  CHECK(shared.count("RANK") == 0);  // not even the inherited 99: each worker gets its own
+  CHECK(shared.at("PYTHONPATH") == "/tmp/run/python:/home/ada/lib");
+  CHECK(shared.at("PLTRUN_STACK_SIGNAL") == "40");
+}
+
+TEST_CASE("worker env: with --virtual-local-rank the shared environment names no GPU", "[worker_env]") {
+  WorkerPlacement placement = placementFor(1, 2, 0, 0);
+  placement.virtualLocalRank = true;
+  placement.cudaVisibleDevices = "4,5";
+  CHECK(pltrun::sharedWorkerEnv({}, placement).count("CUDA_VISIBLE_DEVICES") == 0);
+}

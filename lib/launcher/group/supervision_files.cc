@@ -48,6 +48,9 @@ def _pltrun_import_next_sitecustomize():
 
 
 _pltrun_register_stack_dump()
+# Kept for pltrun's --preload zygote: its workers are forked, not started, and register
+# their own stack file with it.
+sys._pltrun_register_stack_dump = _pltrun_register_stack_dump
 _pltrun_import_next_sitecustomize()
 )";
 

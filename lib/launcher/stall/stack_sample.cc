@@ -98,12 +98,29 @@ std::string programWhere(const std::vector<PythonFrame>& frames, bool libraryFra
   return frameText(frames.front());
 }
 
+// The dump without the frames of pltrun's --preload zygote (lib/launcher/process/zygote.py),
+// which a forked worker has below its program: the outermost ones, the zygote's code, and
+// under them its bootstrap, run by `python -c` as "<string>". A cold worker has neither.
+std::string withoutZygoteFrames(const std::string& dump) {
+  if (dump.find("File \"<pltrun zygote>\"") == std::string::npos) return dump;
+  std::istringstream lines(dump);
+  std::string kept;
+  bool underZygote = false;
+  for (std::string line; std::getline(lines, line);) {
+    const bool zygoteFrame = line.find("File \"<pltrun zygote>\"") != std::string::npos;
+    const bool bootstrap = underZygote && line.find("File \"<string>\", line 1 in <module>") != std::string::npos;
+    underZygote = zygoteFrame;
+    if (!zygoteFrame && !bootstrap) kept += line + "\n";
+  }
+  return kept;
+}
+
 }  // namespace
 
 StackSample pythonStackSample(const std::string& dump) {
   StackSample sample;
   sample.kind = StackSample::Kind::Python;
-  sample.text = dump.substr(0, kStackTextLimit);
+  sample.text = withoutZygoteFrames(dump).substr(0, kStackTextLimit);
   const std::vector<PythonFrame> frames = mainThreadFrames(sample.text);
   if (frames.empty()) return sample;
   const PythonFrame& innermost = frames.front();
