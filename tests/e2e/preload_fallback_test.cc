@@ -15,8 +15,8 @@ using namespace std::chrono_literals;
 
 TEST_CASE("preload: a module that does not exist is one line, and the workers start cold", "[preload][fallback]") {
   TempDir dir;
-  ChildProcess pltrun(pltrunCommand(
-      {"--nproc-per-node", "2", "--preload", "json,no_such_module_for_pltrun", endingsScript(), dir.path(), "exit"}));
+  ChildProcess pltrun(pltrunCommand({"--nproc-per-node", "2", "--preload", "json,no_such_module_for_pltrun",
+                                     endingsScript(), dir.path(), "exit", "all", "0"}));
   const Finished run = pltrun.wait(60s);
   INFO(run.err);
   CHECK(run.status == 0);
@@ -33,7 +33,7 @@ TEST_CASE("preload: a zygote killed while the job runs is one line, and the next
                                      endingsScript(), dir.path(), "fail-when-told", "1"}));
   const WorkerStart second = workerStart(dir, 1, 0, 20s);
   REQUIRE(second.how == "json");
-  std::vector<pid_t> zygotes = zygotesOf(pltrun.pid());
+  const std::vector<pid_t> zygotes = zygotesOf(pltrun.pid(), {workerStart(dir, 0, 0, 20s).pid, second.pid});
   INFO("pltrun's stderr so far: " << pltrun.stderrSoFar());
   REQUIRE(zygotes.size() == 1);
   REQUIRE(kill(zygotes[0], SIGKILL) == 0);

@@ -105,7 +105,7 @@ TEST_CASE("preload: SIGTERM to pltrun reaches every forked worker and leaves no 
   for (int rank = 0; rank < 2; ++rank) REQUIRE(waitForFile(dir / ("ready." + std::to_string(rank)), 30s));
   // The workers and, forked, the zygote: every one must be gone when pltrun is.
   const std::vector<pid_t> children = childrenOf(pltrun.pid());
-  CHECK(zygotesOf(pltrun.pid()).size() == (forked ? 1u : 0u));
+  CHECK(zygotesOf(pltrun.pid(), {workerStart(dir, 0).pid, workerStart(dir, 1).pid}).size() == (forked ? 1u : 0u));
   pltrun.signal(SIGTERM);
   const Finished run = pltrun.wait(30s);
   INFO(describe(forked) << "\n" << run.err);
@@ -123,7 +123,7 @@ TEST_CASE("preload: after kill -9 of pltrun no forked worker and no zygote remai
   ChildProcess pltrun(endingsJob(forked, {}, dir, {"wait"}));
   for (int rank = 0; rank < 2; ++rank) REQUIRE(waitForFile(dir / ("ready." + std::to_string(rank)), 30s));
   const std::vector<pid_t> children = childrenOf(pltrun.pid());
-  CHECK(zygotesOf(pltrun.pid()).size() == (forked ? 1u : 0u));
+  CHECK(zygotesOf(pltrun.pid(), {workerStart(dir, 0).pid, workerStart(dir, 1).pid}).size() == (forked ? 1u : 0u));
   pltrun.signal(SIGKILL);
   pltrun.wait(30s);
   INFO(describe(forked) << ": pltrun's children were " << nlohmann::json(children).dump());

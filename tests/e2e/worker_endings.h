@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
@@ -61,11 +62,13 @@ inline std::vector<pid_t> childrenOf(pid_t pid) {
   return children;
 }
 
-/// The children of `pid` that run `INTERPRETER -u -c CODE`: pltrun's zygote (issue 43), as
-/// opposed to its workers (INTERPRETER -u SCRIPT) and its own helper process.
-inline std::vector<pid_t> zygotesOf(pid_t pid) {
+/// The children of `pid` that run `INTERPRETER -u -c CODE` and are none of `workers`:
+/// pltrun's zygote (issue 43), as opposed to its own helper process and its workers (forked
+/// ones show the zygote's command line too).
+inline std::vector<pid_t> zygotesOf(pid_t pid, const std::vector<pid_t>& workers) {
   std::vector<pid_t> zygotes;
   for (pid_t child : childrenOf(pid)) {
+    if (std::find(workers.begin(), workers.end(), child) != workers.end()) continue;
     std::ifstream file("/proc/" + std::to_string(child) + "/cmdline");
     std::vector<std::string> argv;
     for (std::string arg; std::getline(file, arg, '\0');) argv.push_back(arg);

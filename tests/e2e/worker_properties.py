@@ -65,6 +65,14 @@ def proc_environ():
     return dict(entry.decode(errors="replace").split("=", 1) for entry in entries if b"=" in entry)
 
 
+def command_line():
+    """What ps, pgrep -f and profilers show: /proc/PID/cmdline and comm."""
+    with open("/proc/self/cmdline", "rb") as source:
+        arguments = [argument.decode(errors="replace") for argument in source.read().split(b"\0")]
+    return {"cmdline": arguments[:-1] if arguments and arguments[-1] == "" else arguments,
+            "comm": read_text("/proc/self/comm")}
+
+
 def descriptor_kind(target):
     # pipe:[123] -> pipe: the inode differs from run to run, the kind must not.
     for kind in ("pipe", "socket", "anon_inode"):
@@ -235,7 +243,7 @@ def report():
     environment = dict(os.environ)
     return {
         "environ": environment, "environ_disagreements": environment_disagreements(),
-        "proc_environ_is_environ": proc_environ() == environment,
+        "proc_environ_is_environ": proc_environ() == environment, "proc": command_line(),
         "threads_at_start": int(_STATUS_AT_START["Threads"]),
         "stdio": {str(fd): standard_stream(fd) for fd in (0, 1, 2)}, "descriptors": open_descriptors(),
         "process": process_properties(), "interpreter": interpreter_properties(), "signals": signal_properties(),
