@@ -195,7 +195,7 @@ def _report_uncaught(error):
     trace = error.__traceback__
     while trace is not None and trace.tb_frame.f_code.co_filename == _ZYGOTE_FILE:
         trace = trace.tb_next
-    sys.excepthook(type(error), error, trace)
+    sys.excepthook(type(error), error.with_traceback(trace), trace)  # the display reads __traceback__
     if isinstance(error, KeyboardInterrupt):
         import signal
 
