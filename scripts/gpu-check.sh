@@ -107,6 +107,10 @@ echo "== one worker per GPU (--nproc-per-node gpu), NCCL all_reduce"
 /usr/bin/time -f "wall %e s" ./pltrun --nproc-per-node gpu python3 ddp.py; echo "rc=$?"
 echo "== crash in attempt 0, restart (--max-restarts 1)"
 CRASH=1 ./pltrun --nproc-per-node 1 --max-restarts 1 python3 ddp.py; echo "rc=$?"
+echo "== --preload torch: NCCL workers forked from a zygote that never touched CUDA; crash and restart"
+/usr/bin/time -f "wall %e s (cold above, forked here)" ./pltrun --nproc-per-node gpu --preload torch ddp.py 2>preload.err
+echo "rc=$?"; grep -- "--preload" preload.err || echo "no fallback line: every worker was forked"
+CRASH=1 ./pltrun --nproc-per-node gpu --max-restarts 1 --preload torch ddp.py; echo "rc=$? (0 expected)"
 fi
 echo "== kill -9 pltrun while a worker holds the GPU and a setsid child sleeps"
 cat > hold.py <<'PY'

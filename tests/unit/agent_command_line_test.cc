@@ -50,6 +50,7 @@ LaunchConfig trickyJob() {
   config.localRankArgument = true;
   config.agentStore = false;
   config.programKind = ProgramKind::Module;
+  config.preload = {"torch", "numpy.random"};
   config.program = "my.module";
   config.programArgs = {"--lr=0.1", "two words", "--", "-x", "it's \"quoted\"", ""};
   return config;
@@ -71,6 +72,7 @@ void checkAgentReads(const LaunchConfig& driver, size_t index, const Endpoint& e
   CHECK(agent.maxRestarts == driver.maxRestarts);
   CHECK(agent.termTimeout == driver.termTimeout);
   CHECK(agent.role == driver.role);
+  CHECK(agent.preload == driver.preload);
   CHECK(agent.stallTimeout.has_value() == driver.stallTimeout.has_value());
   if (agent.stallTimeout && driver.stallTimeout) {
     CHECK(agent.stallTimeout->automatic == driver.stallTimeout->automatic);

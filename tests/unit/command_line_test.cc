@@ -1186,3 +1186,16 @@ TEST_CASE("auto-select-gpus in the site file applies to jobs that ask for GPUs b
   CHECK(parseWithSite({"--auto-select-gpus", "--nproc-per-node", "4", "p"}, site).autoSelectGpus);
   CHECK_FALSE(parseWithSite({"--devices", "2", "p"}, "auto-select-gpus = false\n").autoSelectGpus);
 }
+
+TEST_CASE("flag --preload: Python modules for Python programs only, a site default only where it applies",
+          "[command_line][preload]") {
+  CHECK(parseConfig({"--preload", "torch, numpy", "train.py"}).preload == std::vector<std::string>{"torch", "numpy"});
+  CHECK(parseConfig({"--preload", "torch", "-m", "pkg.train"}).preload == std::vector<std::string>{"torch"});
+  CHECK(parseConfig({"--preload", "torch", "--run-path", "train"}).preload == std::vector<std::string>{"torch"});
+  CHECK(parseConfig({"train.py"}).preload.empty());
+  requireInvalid({"--preload", "torch", "./trainer"}, {"--preload needs a Python program", "'./trainer'"});
+  requireInvalid({"--preload", "torch", "--no-python", "train.py"}, {"--preload needs a Python program"});
+  requireInvalid({"--preload", "torch,", "train.py"}, {"'' is not a Python module name"});
+  CHECK(parseWithSite({"train.py"}, "preload = \"torch\"\n").preload == std::vector<std::string>{"torch"});
+  CHECK(parseWithSite({"./trainer"}, "preload = \"torch\"\n").preload.empty());  // a default, not a refusal
+}

@@ -52,14 +52,14 @@ TEST_CASE("zygote messages: an argument that is not UTF-8 makes no request (that
   CHECK(pltrun::forkRequestMessage({setup, 1, "/", 022, {}}).empty());
 }
 
-TEST_CASE("zygote messages: answers are ready, a pid, or a refusal; anything else is a refusal",
+TEST_CASE("zygote messages: answers are ready, a pid, or a refusal, and anything else is a refusal",
           "[zygote_messages]") {
   CHECK(parseZygoteAnswer(R"({"ready": true})").ready);
   CHECK(parseZygoteAnswer(R"({"pid": 4242})").pid == 4242);
   CHECK(parseZygoteAnswer(R"({"error": "cannot import the preloaded modules: ModuleNotFoundError"})").error ==
         "cannot import the preloaded modules: ModuleNotFoundError");
-  for (const char* malformed : {"", "not json", "[1]", R"({"pid": -3})", R"({"pid": "12"})", R"({"ready": false})",
-                                R"({"error": 5})"}) {
+  for (const char* malformed :
+       {"", "not json", "[1]", R"({"pid": -3})", R"({"pid": "12"})", R"({"ready": false})", R"({"error": 5})"}) {
     INFO(malformed);
     const auto answer = parseZygoteAnswer(malformed);
     CHECK_FALSE(answer.ready);

@@ -47,7 +47,10 @@ void applyProgram(const RawFlags& raw, const std::vector<std::string>& command, 
                                       : ProgramKind::Auto;
   if (raw.preload.empty()) return;
   config.preload = parsePreloadModules(raw.preload);
-  if (!programRunsUnderPython(config)) {
+  if (programRunsUnderPython(config)) return;
+  // From the site file it is a default for Python programs: any other runs as without it.
+  config.preload.clear();
+  if (!raw.preloadFromSite) {
     throw Error(ErrorCode::InvalidArgument,
                 "--preload needs a Python program (a .py file, -m MODULE or --run-path); '" + config.program +
                     "' is run directly");
@@ -296,6 +299,7 @@ std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const 
     fromVariables = applyFlagVariables(*variables, env);
     siteSettings = applySiteConfig(app, env, ownFile, exists);
     raw.autoSelectGpusFromSite = siteSettings.sets("--auto-select-gpus");
+    raw.preloadFromSite = siteSettings.sets("--preload");
   } catch (const CLI::CallForHelp&) {
     return InformationRequest{app.help()};
   } catch (const CLI::CallForVersion&) {

@@ -174,7 +174,7 @@ void declareProgramFlags(FlagDeclarer& declare, RawFlags& raw) {
                  "core-complex, as torchrun");
   declare.flag("standalone", raw.standalone, "single-node job on localhost with a free port and a random run id");
   declare.flag(flag_name::kModule, raw.module, "PROGRAM is a Python module (python -m)", "-m");
-  declare.valued("preload", raw.preload,
+  declare.valued(flag_name::kPreload, raw.preload,
                  "Python modules (e.g. torch) imported once per node by a warm interpreter that forks every "
                  "worker of every attempt: starts and restarts skip those imports (Python programs only)");
   declare.flag(flag_name::kNoPython, raw.noPython, "execute PROGRAM directly, even if it ends in .py");

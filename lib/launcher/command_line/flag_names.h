@@ -32,6 +32,7 @@ inline constexpr char kVerbose[] = "verbose";
 inline constexpr char kPassLocalRank[] = "pass-local-rank";
 inline constexpr char kNoAgentStore[] = "no-agent-store";
 inline constexpr char kModule[] = "module";
+inline constexpr char kPreload[] = "preload";
 inline constexpr char kNoPython[] = "no-python";
 inline constexpr char kRunPath[] = "run-path";
 

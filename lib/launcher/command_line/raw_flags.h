@@ -24,8 +24,9 @@ struct RawFlags {
   std::string eventLogHandler, logsSpecs, numaBinding, signalsToHandle;
   // torchrun 2.14's.
   std::string shutdownTimeout, linePrefixTemplate, duplicateStdoutFilters, duplicateStderrFilters, printCompletion;
-  /// --preload MODULES (comma list).
+  /// --preload MODULES (comma list), and whether it came from the site file.
   std::string preload;
+  bool preloadFromSite = false;
   bool virtualLocalRank = false;
   bool autoSelectGpus = false;
   /// --auto-select-gpus came from the site file, not the command line or PET_*.

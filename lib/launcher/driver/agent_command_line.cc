@@ -62,6 +62,7 @@ void addJobFlags(const LaunchConfig& config, std::vector<std::string>& args) {
   if (config.programKind == ProgramKind::Module) args.push_back(longFlag(kModule));
   if (config.programKind == ProgramKind::NoPython) args.push_back(longFlag(kNoPython));
   if (config.programKind == ProgramKind::Script) args.push_back(longFlag(kRunPath));
+  if (!config.preload.empty()) args.insert(args.end(), {longFlag(kPreload), joinText(config.preload, ",")});
   args.push_back("--");
   args.push_back(config.program);
   args.insert(args.end(), config.programArgs.begin(), config.programArgs.end());

@@ -47,11 +47,21 @@ def _preload(config):
     import importlib
     import importlib.util
 
-    for name in config["preload"]:
-        importlib.import_module(name)
-        for companion in _COMPANIONS.get(name, []):
-            if importlib.util.find_spec(companion) is not None:  # torch 1.x has no torch._dynamo
-                importlib.import_module(companion)
+    # torch.cuda.is_available() asks NVML instead of initializing the CUDA driver, which a
+    # forked process could not use; for the imports only (the workers get their own environment).
+    own_choice = os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK")
+    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
+    try:
+        for name in config["preload"]:
+            importlib.import_module(name)
+            for companion in _COMPANIONS.get(name, []):
+                if importlib.util.find_spec(companion) is not None:  # torch 1.x has no torch._dynamo
+                    importlib.import_module(companion)
+    finally:
+        if own_choice is None:
+            del os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"]
+        else:
+            os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = own_choice
 
 
 def _why_not_fork():
@@ -63,6 +73,9 @@ def _why_not_fork():
     cuda = getattr(torch, "cuda", None)
     if cuda is not None and cuda.is_initialized():
         return "a preloaded module initialized CUDA, which a forked process cannot use"
+    with open("/proc/self/maps") as maps:  # the driver is loaded when something initialized it
+        if any("/libcuda.so" in line for line in maps):
+            return "a preloaded module loaded the CUDA driver (libcuda), which a forked process cannot use"
     return None
 
 
@@ -182,7 +195,7 @@ def _report_uncaught(error):
     trace = error.__traceback__
     while trace is not None and trace.tb_frame.f_code.co_filename == _ZYGOTE_FILE:
         trace = trace.tb_next
-    sys.excepthook(type(error), error, trace)
+    sys.excepthook(type(error), error.with_traceback(trace), trace)  # the display reads __traceback__
     if isinstance(error, KeyboardInterrupt):
         import signal
 
