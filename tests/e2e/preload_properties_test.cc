@@ -123,3 +123,27 @@ TEST_CASE("preload: with --numa-binding a forked worker runs on its GPU's CPUs, 
   }
   checkLikeCold(cold, forked);
 }
+
+TEST_CASE("preload: with --redirects 3 a forked worker writes to its own log files, as a cold one",
+          "[preload][output]") {
+  // The log directory is each run's out directory, so that paths in the reports compare.
+  TempDir dir;
+  const auto redirected = [&](std::vector<std::string> flags, const std::string& name) {
+    flags.insert(flags.end(), {"--redirects", "3", "--log-dir", dir / name});
+    return runProbe(flags, ProgramForm::Script, dir, name, {});
+  };
+  ProbeRun cold = redirected({}, "cold");
+  ProbeRun forked = redirected(kPreload, "forked");
+  INFO(cold.finished.err << forked.finished.err);
+  REQUIRE(forked.finished.status == 0);
+  REQUIRE(forked.raw[1]["interpreter"]["preloaded_at_start"] == json::array({"json"}));
+  for (const std::string name : {"cold", "forked"}) {
+    for (int rank = 0; rank < 2; ++rank) {
+      const std::string logs = dir / (name + "/probe/attempt_0/" + std::to_string(rank));
+      const std::string line = "properties on stdout from rank " + std::to_string(rank) + "\n";
+      CHECK(readFile(logs + "/stdout.log") == line);
+      CHECK(readFile(logs + "/stderr.log") == "properties on stderr from rank " + std::to_string(rank) + "\n");
+    }
+  }
+  checkLikeCold(cold, forked);
+}
