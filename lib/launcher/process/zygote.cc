@@ -25,6 +25,8 @@ namespace {
 // in a namespace of its own, so __main__ stays as a fresh interpreter has it.
 constexpr const char* kBootstrap =
     "exec(compile(__import__('os').read(0, 1 << 22), '<pltrun zygote>', 'exec'), {'__name__': '__pltrun_zygote__'})";
+// Room after it in the zygote's argv, where each worker writes its own command line.
+constexpr size_t kCommandLineRoom = 4096;
 
 constexpr size_t kMaxAnswer = 64 * 1024;
 
@@ -94,7 +96,8 @@ void Zygote::start() {
     return;
   }
   control_ = ends[0];
-  std::vector<std::string> argv = {settings_.workerArgv.at(0), "-u", "-c", kBootstrap};
+  std::vector<std::string> argv = {settings_.workerArgv.at(0), "-u", "-c",
+                                   kBootstrap + std::string(kCommandLineRoom, ' ')};
   std::vector<char*> argvPointers, environmentPointers;
   for (std::string& word : argv) argvPointers.push_back(word.data());
   argvPointers.push_back(nullptr);
@@ -119,9 +122,11 @@ void Zygote::start() {
   }
   pid_ = child.pid;
   pidfd_ = child.pidfd;
-  const std::string config = zygoteConfigMessage(settings_.preload, settings_.workerArgv);
-  if (send(control_, kZygoteSource, std::strlen(kZygoteSource), MSG_NOSIGNAL) < 0 ||
-      send(control_, config.data(), config.size(), MSG_NOSIGNAL) < 0) {
+  const std::string config = zygoteConfigMessage(settings_.preload, settings_.workerArgv, settings_.environment);
+  if (config.empty()) {
+    fail("the workers' command or environment is not UTF-8");
+  } else if (send(control_, kZygoteSource, std::strlen(kZygoteSource), MSG_NOSIGNAL) < 0 ||
+             send(control_, config.data(), config.size(), MSG_NOSIGNAL) < 0) {
     fail(systemError("cannot reach it"));
   }
 }
