@@ -294,9 +294,22 @@ def _start_worker(control, request, fds):
     return answer
 
 
+def _receive(control):
+    """One message and the descriptors attached to it (socket.recv_fds, which Python before
+    3.9 lacks)."""
+    import array
+
+    fds = array.array("i")
+    message, ancillary, _, _ = control.recvmsg(_MAX_MESSAGE, socket.CMSG_SPACE(8 * fds.itemsize))
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+    return message, list(fds)
+
+
 def _serve(control):
     while True:
-        message, fd_list, _, _ = socket.recv_fds(control, _MAX_MESSAGE, 8)
+        message, fd_list = _receive(control)
         if not message:
             return  # pltrun closed its end
         request = json.loads(message)
