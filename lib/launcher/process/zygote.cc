@@ -2,15 +2,18 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 
+#include "launcher/plan/text_parsing.h"
 #include "launcher/process/descendant_sweep.h"
 #include "launcher/process/orphan_guard.h"
 #include "launcher/process/process_end.h"
@@ -29,6 +32,9 @@ constexpr const char* kBootstrap =
 constexpr size_t kCommandLineRoom = 4096;
 
 constexpr size_t kMaxAnswer = 64 * 1024;
+
+// How long the first workers wait for the preload before pltrun says they are waiting.
+constexpr std::chrono::milliseconds kQuietWait{10000};
 
 // How long a zygote asked to exit (its socket closed) has before it is killed.
 constexpr std::chrono::milliseconds kExitGrace{2000};
@@ -154,7 +160,15 @@ SpawnedChild Zygote::fork(const ChildSetup& setup, std::string& why) {
 
 bool Zygote::awaitReady() {
   std::string message;
-  if (!receiveAnswer(settings_.preloadDeadline, message)) return false;
+  // A long preload (a slow shared file system) is said, not waited out in silence.
+  pollfd answered[2] = {{control_, POLLIN, 0}, {pidfd_, POLLIN, 0}};
+  const auto patience = std::min(kQuietWait, settings_.preloadDeadline);
+  if (poll(answered, 2, static_cast<int>(patience.count())) == 0) {
+    spdlog::info("--preload: the zygote is still importing {}; the workers start once it is done (at most {} s)",
+                 joinText(settings_.preload, ","),
+                 std::chrono::duration_cast<std::chrono::seconds>(settings_.preloadDeadline).count());
+  }
+  if (!receiveAnswer(settings_.preloadDeadline - patience, message)) return false;
   const ZygoteAnswer answer = parseZygoteAnswer(message);
   if (!answer.ready) fail(answer.error.empty() ? "it did not say it was ready" : answer.error);
   return answer.ready;
