@@ -67,3 +67,13 @@ TEST_CASE("zygote messages: answers are ready, a pid, or a refusal, and anything
     CHECK(answer.error == "it answered something that is not its protocol");
   }
 }
+
+TEST_CASE("zygote messages: the zygote's setup names the modules, the workers' argv and the environment it was given",
+          "[zygote_messages]") {
+  const auto message = nlohmann::json::parse(
+      pltrun::zygoteConfigMessage({"torch", "numpy"}, {"python3", "-u", "-m", "pkg.train"}, {"PATH=/usr/bin"}));
+  CHECK(message["preload"] == nlohmann::json({"torch", "numpy"}));
+  CHECK(message["argv"] == nlohmann::json({"python3", "-u", "-m", "pkg.train"}));
+  CHECK(message["env"] == nlohmann::json({"PATH=/usr/bin"}));
+  CHECK(pltrun::zygoteConfigMessage({"torch"}, {"python3"}, {"NAME=caf\xe9"}).empty());
+}

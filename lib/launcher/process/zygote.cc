@@ -2,15 +2,18 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 
+#include "launcher/plan/text_parsing.h"
 #include "launcher/process/descendant_sweep.h"
 #include "launcher/process/orphan_guard.h"
 #include "launcher/process/process_end.h"
@@ -25,8 +28,13 @@ namespace {
 // in a namespace of its own, so __main__ stays as a fresh interpreter has it.
 constexpr const char* kBootstrap =
     "exec(compile(__import__('os').read(0, 1 << 22), '<pltrun zygote>', 'exec'), {'__name__': '__pltrun_zygote__'})";
+// Room after it in the zygote's argv, where each worker writes its own command line.
+constexpr size_t kCommandLineRoom = 4096;
 
 constexpr size_t kMaxAnswer = 64 * 1024;
+
+// How long the first workers wait for the preload before pltrun says they are waiting.
+constexpr std::chrono::milliseconds kQuietWait{10000};
 
 // How long a zygote asked to exit (its socket closed) has before it is killed.
 constexpr std::chrono::milliseconds kExitGrace{2000};
@@ -94,7 +102,8 @@ void Zygote::start() {
     return;
   }
   control_ = ends[0];
-  std::vector<std::string> argv = {settings_.workerArgv.at(0), "-u", "-c", kBootstrap};
+  std::vector<std::string> argv = {settings_.workerArgv.at(0), "-u", "-c",
+                                   kBootstrap + std::string(kCommandLineRoom, ' ')};
   std::vector<char*> argvPointers, environmentPointers;
   for (std::string& word : argv) argvPointers.push_back(word.data());
   argvPointers.push_back(nullptr);
@@ -119,9 +128,11 @@ void Zygote::start() {
   }
   pid_ = child.pid;
   pidfd_ = child.pidfd;
-  const std::string config = zygoteConfigMessage(settings_.preload, settings_.workerArgv);
-  if (send(control_, kZygoteSource, std::strlen(kZygoteSource), MSG_NOSIGNAL) < 0 ||
-      send(control_, config.data(), config.size(), MSG_NOSIGNAL) < 0) {
+  const std::string config = zygoteConfigMessage(settings_.preload, settings_.workerArgv, settings_.environment);
+  if (config.empty()) {
+    fail("the workers' command or environment is not UTF-8");
+  } else if (send(control_, kZygoteSource, std::strlen(kZygoteSource), MSG_NOSIGNAL) < 0 ||
+             send(control_, config.data(), config.size(), MSG_NOSIGNAL) < 0) {
     fail(systemError("cannot reach it"));
   }
 }
@@ -149,7 +160,15 @@ SpawnedChild Zygote::fork(const ChildSetup& setup, std::string& why) {
 
 bool Zygote::awaitReady() {
   std::string message;
-  if (!receiveAnswer(settings_.preloadDeadline, message)) return false;
+  // A long preload (a slow shared file system) is said, not waited out in silence.
+  pollfd answered[2] = {{control_, POLLIN, 0}, {pidfd_, POLLIN, 0}};
+  const auto patience = std::min(kQuietWait, settings_.preloadDeadline);
+  if (poll(answered, 2, static_cast<int>(patience.count())) == 0) {
+    spdlog::info("--preload: the zygote is still importing {}; the workers start once it is done (at most {} s)",
+                 joinText(settings_.preload, ","),
+                 std::chrono::duration_cast<std::chrono::seconds>(settings_.preloadDeadline).count());
+  }
+  if (!receiveAnswer(settings_.preloadDeadline - patience, message)) return false;
   const ZygoteAnswer answer = parseZygoteAnswer(message);
   if (!answer.ready) fail(answer.error.empty() ? "it did not say it was ready" : answer.error);
   return answer.ready;

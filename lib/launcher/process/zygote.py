@@ -20,6 +20,11 @@ import sys
 
 _ZYGOTE_FILE = "<pltrun zygote>"  # the bootstrap compiles this code under that name
 _MAX_MESSAGE = 1 << 22
+# What the interpreter's wrapper (a venv shim, a container or chroot runner) and the
+# preloaded modules' imports changed in the environment pltrun gave the zygote: a cold
+# worker goes through the same wrapper and imports, so each worker gets the same changes.
+# {name: value, or None where removed}.
+_environment_changes = {}
 
 
 def _send(control, **message):
@@ -126,7 +131,7 @@ def _become_worker(request, fds, control):
     os.umask(request["umask"])
     os.chdir(request["cwd"])
     os.environ.clear()  # putenv and unsetenv too: C getenv agrees with os.environ
-    os.environ.update(item.split("=", 1) for item in request["env"])
+    os.environ.update(_with_environment_changes(request["env"]))
     import signal
 
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
@@ -134,6 +139,52 @@ def _become_worker(request, fds, control):
     register_stack_dump = getattr(sys, "_pltrun_register_stack_dump", None)
     if register_stack_dump is not None:
         register_stack_dump()  # pltrun's hook ran in the zygote, whose environment names no stack file
+
+
+def _environment_of(entries):
+    return dict(entry.split("=", 1) for entry in entries)
+
+
+def _note_environment_changes(given):
+    given = _environment_of(given)
+    for name in set(given) | set(os.environ):
+        if given.get(name) != os.environ.get(name):
+            _environment_changes[name] = (given.get(name), os.environ.get(name))
+
+
+def _with_environment_changes(entries):
+    """The worker's environment as its own start through the wrapper would have made it:
+    each change applied where the worker has what the zygote was given."""
+    environment = _environment_of(entries)
+    for name, (given, changed) in _environment_changes.items():
+        if environment.get(name) != given:
+            continue  # the worker's own value: pltrun set it for this worker
+        if changed is None:
+            del environment[name]
+        else:
+            environment[name] = changed
+    return environment
+
+
+def _show_command_line(argv):
+    """/proc/self/cmdline (what ps, pgrep -f and monitors read) becomes the worker's command,
+    written over the zygote's (setproctitle's way; the bootstrap is padded to leave room)."""
+    try:
+        with open("/proc/self/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        start, end = int(fields[45]), int(fields[46])  # arg_start, arg_end (stat's 48th, 49th)
+        with open("/proc/self/cmdline", "rb") as command:
+            interpreter = command.read().split(b"\0", 1)[0]  # argv[0] as the interpreter received it
+    except (OSError, IndexError, ValueError):
+        return
+    size = end - start
+    text = b"\0".join([interpreter] + [os.fsencode(word) for word in argv[1:]]) + b"\0"
+    if size <= 0:
+        return
+    text = text[: size - 1] + b"\0" if len(text) > size else text.ljust(size, b"\0")
+    import ctypes
+
+    ctypes.memmove(start, text, size)
 
 
 def _fresh_per_process_state():
@@ -160,7 +211,9 @@ def _prepare_worker(control, request, fds, middle):
 def _run_program(argv):
     """Runs the worker's program in `__main__` as `python -u ...` does; returns its exit."""
     if hasattr(sys, "orig_argv"):
-        sys.orig_argv[:] = argv
+        # argv[0] as the interpreter itself received it (after a wrapper's exec), as a cold worker's
+        sys.orig_argv[:] = sys.orig_argv[:1] + argv[1:]
+    _show_command_line(argv)
     program = argv[2:]
     try:
         if program[:1] == ["-m"]:
@@ -241,9 +294,22 @@ def _start_worker(control, request, fds):
     return answer
 
 
+def _receive(control):
+    """One message and the descriptors attached to it (socket.recv_fds, which Python before
+    3.9 lacks)."""
+    import array
+
+    fds = array.array("i")
+    message, ancillary, _, _ = control.recvmsg(_MAX_MESSAGE, socket.CMSG_SPACE(8 * fds.itemsize))
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+    return message, list(fds)
+
+
 def _serve(control):
     while True:
-        message, fd_list, _, _ = socket.recv_fds(control, _MAX_MESSAGE, 8)
+        message, fd_list = _receive(control)
         if not message:
             return  # pltrun closed its end
         request = json.loads(message)
@@ -266,6 +332,7 @@ def _main():
     config = json.loads(control.recv(_MAX_MESSAGE))
     try:
         _preload(config)
+        _note_environment_changes(config["env"])
     except BaseException as error:  # noqa: B036  any failure of a module's import, said in one line
         _send(control, error=f"cannot import the preloaded modules: {type(error).__name__}: {error}")
         return

@@ -22,8 +22,13 @@ std::vector<int> cpuList(const cpu_set_t* cpus) {
 
 }  // namespace
 
-std::string zygoteConfigMessage(const std::vector<std::string>& preload, const std::vector<std::string>& workerArgv) {
-  return nlohmann::json{{"preload", preload}, {"argv", workerArgv}}.dump();
+std::string zygoteConfigMessage(const std::vector<std::string>& preload, const std::vector<std::string>& workerArgv,
+                                const std::vector<std::string>& environment) {
+  try {
+    return nlohmann::json{{"preload", preload}, {"argv", workerArgv}, {"env", environment}}.dump();
+  } catch (const nlohmann::json::type_error&) {
+    return {};  // not UTF-8: JSON cannot carry it unchanged
+  }
 }
 
 std::vector<std::string> attachedDescriptorNames(const ChildSetup& setup) {

@@ -13,9 +13,11 @@
 
 namespace pltrun {
 
-/// The zygote's setup, its first message after its code: what to import, and the workers'
-/// argv, from which it takes the sys.path[0] they would have.
-std::string zygoteConfigMessage(const std::vector<std::string>& preload, const std::vector<std::string>& workerArgv);
+/// The zygote's setup, its first message after its code: what to import; the workers' argv,
+/// from which it takes the sys.path[0] they would have; the environment pltrun gave it, which
+/// it compares with the one it got (a wrapper's changes, repeated for every worker).
+std::string zygoteConfigMessage(const std::vector<std::string>& preload, const std::vector<std::string>& workerArgv,
+                                const std::vector<std::string>& environment);
 
 /// What a worker's start says besides its descriptors. `attachedFds` names the descriptors
 /// sent with it, in order ("stdin", "stdout", "stderr", then "guard" and "cgroup" when the
