@@ -73,8 +73,9 @@ inline ProbeRun runProbe(const std::vector<std::string>& flags, ProgramForm form
   return run;
 }
 
-/// Properties that differ from process to process by nature, each checked by its own rule
-/// (checkEveryWorker, checkRanksDiffer) instead of against the cold worker's value.
+/// Properties that differ from process to process by nature or by a documented rule, each
+/// checked by its own rule (checkEveryWorker, checkRanksDiffer, checkForkedRules) instead of
+/// against the cold worker's value.
 inline const std::set<std::string>& perProcessProperties() {
   static const std::set<std::string> paths = {
       "/process/pid",
@@ -83,8 +84,10 @@ inline const std::set<std::string>& perProcessProperties() {
       "/interpreter/hash_pltrun",
       "/interpreter/random",
       "/interpreter/numpy_random",
-      "/environ/MASTER_PORT",              // a free port per run
-      "/interpreter/preloaded_at_start"};  // what tells a forked worker from a cold one
+      "/environ/MASTER_PORT",               // a free port per run
+      "/interpreter/preloaded_at_start",    // what tells a forked worker from a cold one
+      "/proc_environ_is_environ",           // forked: the zygote's (checkForkedRules)
+      "/proc_environ_has_rank"};
   return paths;
 }
 
@@ -135,6 +138,22 @@ inline void checkRanksDiffer(const ProbeRun& run, const std::string& path) {
   CHECK(first != second);
 }
 
+/// The documented differences of a forked worker (README "Fast starts and restarts"):
+/// /proc/PID/environ is the zygote's start environment (the kernel's copy; no RANK there)
+/// while os.environ is the worker's; with PYTHONHASHSEED unset every forked worker of a node
+/// hashes str and bytes with the zygote's secret, where cold workers draw one each.
+inline void checkForkedRules(const ProbeRun& cold, const ProbeRun& forked) {
+  for (int rank = 0; rank < 2; ++rank) {
+    CHECK(cold.raw.at(rank)["proc_environ_is_environ"] == true);
+    CHECK(forked.raw.at(rank)["proc_environ_has_rank"] == false);
+    CHECK(forked.raw.at(rank)["environ"]["RANK"] == std::to_string(rank));
+  }
+  if (forked.raw.at(0)["interpreter"]["hash_seed_env"].is_null()) {
+    CHECK(forked.raw.at(0)["interpreter"]["hash_pltrun"] == forked.raw.at(1)["interpreter"]["hash_pltrun"]);
+    checkRanksDiffer(cold, "/interpreter/hash_pltrun");
+  }
+}
+
 /// Every worker of `run` printed its stdout and stderr lines through pltrun's prefixes.
 inline void checkOutputLines(const ProbeRun& run, int workers = 2) {
   for (int rank = 0; rank < workers; ++rank) {
@@ -144,8 +163,10 @@ inline void checkOutputLines(const ProbeRun& run, int workers = 2) {
   }
 }
 
-/// The forked run's reports against the cold run's: every difference is one failed check.
+/// The forked run's reports against the cold run's: every difference is one failed check;
+/// the documented differences are checked as their rules say.
 inline void checkLikeCold(const ProbeRun& cold, const ProbeRun& forked, bool direct = true, int workers = 2) {
+  checkForkedRules(cold, forked);
   std::set<std::string> ignored = perProcessProperties();
   if (!direct) ignored.insert(startedByWrapper().begin(), startedByWrapper().end());
   for (int rank = 0; rank < workers; ++rank) {

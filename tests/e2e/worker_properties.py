@@ -69,8 +69,9 @@ def command_line():
     """What ps, pgrep -f and profilers show: /proc/PID/cmdline and comm."""
     with open("/proc/self/cmdline", "rb") as source:
         arguments = [argument.decode(errors="replace") for argument in source.read().split(b"\0")]
-    return {"cmdline": arguments[:-1] if arguments and arguments[-1] == "" else arguments,
-            "comm": read_text("/proc/self/comm")}
+    while arguments and arguments[-1] == "":  # the kernel returns the whole argv area, padding included
+        arguments.pop()
+    return {"cmdline": arguments, "comm": read_text("/proc/self/comm")}
 
 
 def descriptor_kind(target):
@@ -243,7 +244,8 @@ def report():
     environment = dict(os.environ)
     return {
         "environ": environment, "environ_disagreements": environment_disagreements(),
-        "proc_environ_is_environ": proc_environ() == environment, "proc": command_line(),
+        "proc_environ_is_environ": proc_environ() == environment, "proc_environ_has_rank": "RANK" in proc_environ(),
+        "proc": command_line(),
         "threads_at_start": int(_STATUS_AT_START["Threads"]),
         "stdio": {str(fd): standard_stream(fd) for fd in (0, 1, 2)}, "descriptors": open_descriptors(),
         "process": process_properties(), "interpreter": interpreter_properties(), "signals": signal_properties(),
