@@ -144,7 +144,7 @@ inline void checkRanksDiffer(const ProbeRun& run, const std::string& path) {
 /// hashes str and bytes with the zygote's secret, where cold workers draw one each.
 inline void checkForkedRules(const ProbeRun& cold, const ProbeRun& forked) {
   for (int rank = 0; rank < 2; ++rank) {
-    CHECK(cold.raw.at(rank)["proc_environ_is_environ"] == true);
+    CHECK(cold.raw.at(rank)["proc_environ_has_rank"] == true);  // pltrun exec'd it with RANK
     CHECK(forked.raw.at(rank)["proc_environ_has_rank"] == false);
     CHECK(forked.raw.at(rank)["environ"]["RANK"] == std::to_string(rank));
   }
