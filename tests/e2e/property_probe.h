@@ -84,9 +84,9 @@ inline const std::set<std::string>& perProcessProperties() {
       "/interpreter/hash_pltrun",
       "/interpreter/random",
       "/interpreter/numpy_random",
-      "/environ/MASTER_PORT",               // a free port per run
-      "/interpreter/preloaded_at_start",    // what tells a forked worker from a cold one
-      "/proc_environ_is_environ",           // forked: the zygote's (checkForkedRules)
+      "/environ/MASTER_PORT",             // a free port per run
+      "/interpreter/preloaded_at_start",  // what tells a forked worker from a cold one
+      "/proc_environ_is_environ",         // forked: the zygote's (checkForkedRules)
       "/proc_environ_has_rank"};
   return paths;
 }
