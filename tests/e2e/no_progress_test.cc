@@ -1,0 +1,268 @@
+// Restarts that make no progress stop (--max-no-progress-restarts, README "Hangs"): real
+// pltrun, real workers that send their step to $PLTRUN_HEARTBEAT. A job whose rank crashes
+// at the same step every attempt stops after K restarts with exit status 125, one line, a
+// no_progress event and failure.json's no_progress; one that gets further every attempt,
+// one that sends no counters and one with the check off restart until --max-restarts. On a
+// single node, with two elastic agents, and with real torch DDP (1.13, 2.6 and 2.14).
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "e2e/elastic_job.h"
+#include "e2e/torch_runtimes.h"
+#include "helpers/child_process.h"
+#include "helpers/json_lines.h"
+
+using namespace pltrun::test;
+using namespace std::chrono_literals;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kNoProgressStatus = 125;
+
+// A worker that beats steps from where its attempt "resumes" (`resume` of the restart
+// count) and, on its last rank, exits with 3 at `crash` (also an expression) after that
+// step's heartbeat. `beats`: whether it sends heartbeats at all.
+std::vector<std::string> crashingWorker(const std::string& resume, const std::string& crash, bool beats = true) {
+  const std::string source =
+      "import os, socket, sys, time\n"
+      "rank = int(os.environ['RANK'])\n"
+      "restart = int(os.environ['TORCHELASTIC_RESTART_COUNT'])\n"
+      "last = int(os.environ['WORLD_SIZE']) - 1\n"
+      "start = " +
+      resume +
+      "\n"
+      "crash = " +
+      crash +
+      "\n"
+      "for step in range(start, crash + 1):\n" +
+      (beats ? "    if 'PLTRUN_HEARTBEAT' in os.environ:\n"
+               "        socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(str(step).encode(), "
+               "os.environ['PLTRUN_HEARTBEAT'])\n"
+             : "") +
+      "    time.sleep(0.05)\n"
+      "if rank == last:\n"
+      "    sys.exit(3)\n"
+      "time.sleep(60)\n";
+  return {"--no-python", "/usr/bin/python3", "-c", source};
+}
+
+std::vector<std::string> with(std::vector<std::string> flags, const std::vector<std::string>& program) {
+  flags.insert(flags.end(), program.begin(), program.end());
+  return flags;
+}
+
+// The attempts (or rounds) whose workers started, in events.jsonl.
+int attemptsStarted(const std::vector<json>& events, const std::string& field) {
+  int attempts = 0;
+  for (const json& event : eventsNamed(events, "worker_started")) {
+    attempts = std::max(attempts, event.at(field).get<int>() + 1);
+  }
+  return attempts;
+}
+
+// The one run directory under `logDir` that holds `file` (a single node's; one agent's).
+std::vector<std::string> runDirectoriesWith(const std::string& logDir, const std::string& file) {
+  std::vector<std::string> found;
+  for (const auto& entry : fs::recursive_directory_iterator(logDir)) {
+    if (entry.path().filename() == file && !fs::is_symlink(entry.path().parent_path())) {
+      found.push_back(entry.path().parent_path().string());
+    }
+  }
+  return found;
+}
+
+size_t occurrences(const std::string& text, const std::string& part) {
+  size_t count = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++count;
+  return count;
+}
+
+}  // namespace
+
+TEST_CASE("no progress: a crash at the same step every attempt stops after K restarts with status 125",
+          "[no_progress]") {
+  TempDir dir;
+  const Finished run = runPltrun(with({"--nproc-per-node", "2", "--max-restarts", "10", "--max-no-progress-restarts",
+                                       "2", "--log-dir", dir / "logs", "--rdzv-id", "np", "--term-timeout", "5"},
+                                      crashingWorker("0", "5")));
+  INFO(run.err);
+  CHECK(run.status == kNoProgressStatus);
+  const std::string line =
+      "no progress in 2 restarts in a row: no rank passed step 5 (reached in attempt 0); not restarting again "
+      "(--max-no-progress-restarts 2)";
+  CHECK(occurrences(run.err, line) == 1);
+  CHECK(occurrences(run.err, "restarting the worker group") == 2);
+  CHECK_THAT(run.err, Catch::Contains("rank 1"));  // the last attempt's failure report
+
+  const std::string root = dir / "logs/np";
+  const std::vector<json> events = readJsonLines(root + "/events.jsonl");
+  CHECK(attemptsStarted(events, "attempt") == 3);
+  const std::vector<json> verdicts = eventsNamed(events, "no_progress");
+  REQUIRE(verdicts.size() == 1);
+  CHECK(verdicts[0].at("counter") == 5);
+  CHECK(verdicts[0].at("counter_attempt") == 0);
+  CHECK(verdicts[0].at("restarts_without_progress") == 2);
+  CHECK(verdicts[0].at("max_no_progress_restarts") == 2);
+  CHECK(verdicts[0].at("attempt") == 2);
+  REQUIRE_FALSE(events.empty());
+  CHECK(events.back().at("event") == "job_finished");
+  CHECK(events.back().at("status") == kNoProgressStatus);
+  CHECK(events.back().at("attempts") == 3);
+
+  const json failure = json::parse(readFile(root + "/failure.json"));
+  CHECK(failure.at("no_progress").at("counter") == 5);
+  CHECK(failure.at("no_progress").at("attempt") == 2);
+  CHECK(failure.at("root_cause").at("rank") == 1);
+  CHECK(failure.at("root_cause").at("attempt") == 2);
+  CHECK(failure.at("root_cause").at("exit_code") == 3);
+}
+
+TEST_CASE("no progress: a job that gets further every attempt restarts until --max-restarts", "[no_progress]") {
+  TempDir dir;
+  // Each attempt resumes where the last crashed and crashes two steps further on.
+  const Finished run = runPltrun(with({"--nproc-per-node", "2", "--max-restarts", "3", "--max-no-progress-restarts",
+                                       "1", "--log-dir", dir / "logs", "--rdzv-id", "p", "--term-timeout", "5"},
+                                      crashingWorker("2 * restart", "2 * restart + 2")));
+  INFO(run.err);
+  CHECK(run.status == 3);  // the worker's own status: no restart left
+  CHECK_THAT(run.err, !Catch::Contains("no progress"));
+  CHECK(occurrences(run.err, "restarting the worker group") == 3);
+  const std::vector<json> events = readJsonLines(dir / "logs/p/events.jsonl");
+  CHECK(attemptsStarted(events, "attempt") == 4);
+  CHECK(eventsNamed(events, "no_progress").empty());
+  CHECK_FALSE(json::parse(readFile(dir / "logs/p/failure.json")).contains("no_progress"));
+}
+
+TEST_CASE("no progress: without heartbeats, or with --max-no-progress-restarts 0, nothing changes", "[no_progress]") {
+  const bool beats = GENERATE(false, true);
+  const std::string limit = beats ? "0" : "1";
+  INFO("heartbeats " << beats << ", --max-no-progress-restarts " << limit);
+  TempDir dir;
+  const Finished run = runPltrun(with({"--nproc-per-node", "2", "--max-restarts", "3", "--max-no-progress-restarts",
+                                       limit, "--log-dir", dir / "logs", "--rdzv-id", "off", "--term-timeout", "5"},
+                                      crashingWorker("0", "2", beats)));
+  INFO(run.err);
+  CHECK(run.status == 3);
+  CHECK_THAT(run.err, !Catch::Contains("no progress"));
+  CHECK(attemptsStarted(readJsonLines(dir / "logs/off/events.jsonl"), "attempt") == 4);
+}
+
+TEST_CASE("no progress: two elastic agents stop the whole job after K rounds", "[no_progress][elastic]") {
+  TempDir dir;
+  ElasticJob job(dir, "2", "np-elastic", {"--max-restarts", "10", "--max-no-progress-restarts", "2"},
+                 crashingWorker("0", "4"));
+  job.start();
+  job.start();
+  const std::vector<Finished> agents = job.waitAll(90s);
+  std::string line;
+  for (const Finished& agent : agents) {
+    INFO(agent.err);
+    CHECK_FALSE(agent.timedOut);
+    CHECK(agent.status == kNoProgressStatus);
+  }
+  // Each node's ranks beat, so each comes to the verdict in the same round and says so once.
+  for (const Finished& agent : agents) {
+    INFO(agent.err);
+    CHECK(occurrences(agent.err,
+                      "no progress in 2 restarts in a row: no rank passed step 4 (reached in round 0); not "
+                      "restarting again (--max-no-progress-restarts 2)") <= 1);
+  }
+  CHECK(occurrences(agents[0].err + agents[1].err, "no progress in 2 restarts in a row") >= 1);
+  const std::vector<std::string> runs = runDirectoriesWith(dir / "logs", "events.jsonl");
+  REQUIRE(runs.size() == 2);
+  int verdicts = 0;
+  for (const std::string& run : runs) {
+    const std::vector<json> events = readJsonLines(run + "/events.jsonl");
+    CHECK(attemptsStarted(events, "round") == 3);
+    REQUIRE_FALSE(events.empty());
+    CHECK(events.back().at("event") == "job_finished");
+    CHECK(events.back().at("status") == kNoProgressStatus);
+    for (const json& verdict : eventsNamed(events, "no_progress")) {
+      ++verdicts;
+      CHECK(verdict.at("counter") == 4);
+      CHECK(verdict.at("round") == 2);
+      const json failure = json::parse(readFile(run + "/failure.json"));
+      CHECK(failure.at("no_progress").at("counter") == 4);
+    }
+  }
+  CHECK(verdicts >= 1);
+}
+
+namespace {
+
+const std::string kTorchScript = std::string(TESTS_SOURCE_DIR) + "/e2e/torch_ddp_train.py";
+
+// 4 torch DDP workers on one node; rank 3 is SIGKILLed at `crash` ("--crash-at 5" or
+// "--crash-after 3") every attempt.
+Finished runTorch(const TorchRuntime& torch, const TempDir& dir, const std::vector<std::string>& flags,
+                  const std::vector<std::string>& crash) {
+  std::vector<std::string> args = {"--nproc-per-node", "4", "--log-dir",      dir / "logs",
+                                   "--rdzv-id",        "t", "--term-timeout", "5"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  args.insert(args.end(), {kTorchScript, dir / "train", "--steps", "40"});
+  args.insert(args.end(), crash.begin(), crash.end());
+  ChildProcess pltrun(pltrunCommand(args), torch.workerEnvironment(dir.path()));
+  return pltrun.wait(240s);
+}
+
+void checkTorchStopsWithoutProgress(const TorchRuntime& torch) {
+  if (!torch.available()) return;
+  INFO("torch " << torch.version);
+  TempDir dir;
+  const Finished run =
+      runTorch(torch, dir, {"--max-restarts", "10", "--max-no-progress-restarts", "2"}, {"--crash-at", "5"});
+  INFO(run.err);
+  CHECK_FALSE(run.timedOut);
+  CHECK(run.status == kNoProgressStatus);
+  CHECK(occurrences(run.err,
+                    "no progress in 2 restarts in a row: no rank passed step 5 (reached in attempt 0); not restarting "
+                    "again (--max-no-progress-restarts 2)") == 1);
+  const std::vector<json> events = readJsonLines(dir / "logs/t/events.jsonl");
+  CHECK(attemptsStarted(events, "attempt") == 3);
+  const std::vector<json> verdicts = eventsNamed(events, "no_progress");
+  REQUIRE(verdicts.size() == 1);
+  CHECK(verdicts[0].at("counter") == 5);
+  CHECK(events.back().at("status") == kNoProgressStatus);
+  const json failure = json::parse(readFile(dir / "logs/t/failure.json"));
+  CHECK(failure.at("no_progress").at("counter") == 5);
+  CHECK(failure.at("root_cause").at("rank") == 3);
+  // SIGKILLed: the signal, or 137 from the chroot's shell that ran the worker.
+  const json& root = failure.at("root_cause");
+  CHECK((root.at("signal") == "SIGKILL" || root.at("exit_code") == 128 + 9));
+}
+
+}  // namespace
+
+TEST_CASE("no progress: torch 1.13 DDP crashing at the same step every attempt stops", "[no_progress][torch]") {
+  checkTorchStopsWithoutProgress(torch113());
+}
+
+TEST_CASE("no progress: torch 2.6 DDP crashing at the same step every attempt stops", "[no_progress][torch][torch2]") {
+  checkTorchStopsWithoutProgress(torch26());
+}
+
+TEST_CASE("no progress: torch 2.14 DDP crashing at the same step every attempt stops", "[no_progress][torch][torch2]") {
+  checkTorchStopsWithoutProgress(torch214());
+}
+
+TEST_CASE("no progress: torch 1.13 DDP that resumes and gets further every attempt restarts to --max-restarts",
+          "[no_progress][torch]") {
+  const TorchRuntime torch = torch113();
+  if (!torch.available()) return;
+  TempDir dir;
+  const Finished run =
+      runTorch(torch, dir, {"--max-restarts", "2", "--max-no-progress-restarts", "1"}, {"--crash-after", "3"});
+  INFO(run.err);
+  CHECK_FALSE(run.timedOut);
+  CHECK(run.status == 128 + 9);  // rank 3's SIGKILL: no restart left
+  CHECK_THAT(run.err, !Catch::Contains("no progress"));
+  const std::vector<json> events = readJsonLines(dir / "logs/t/events.jsonl");
+  CHECK(attemptsStarted(events, "attempt") == 3);
+  CHECK(eventsNamed(events, "no_progress").empty());
+}
