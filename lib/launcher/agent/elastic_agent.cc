@@ -240,6 +240,9 @@ RoundResult ElasticAgent::stopWithoutProgress(const RoundInfo& info, const Round
   stopped.final = true;
   try {
     connection_.rendezvous().closeJob(stopped);
+    // The others may be waiting for the next round to form already: it ends, and they find
+    // the job closed.
+    connection_.rendezvous().endRound(info.round + 1, stopped);
   } catch (const Error& error) {
     spdlog::warn("could not tell the other nodes that this job stops: {}", error.what());
   }
