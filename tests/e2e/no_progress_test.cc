@@ -286,3 +286,70 @@ TEST_CASE("no progress: torch 1.13 DDP that resumes and gets further every attem
   CHECK(attemptsStarted(events, "attempt") == 3);
   CHECK(eventsNamed(events, "no_progress").empty());
 }
+
+namespace {
+
+// Two elastic agents of 2 torch DDP workers each (c10d, loopback); rank 3 is SIGKILLed at
+// step 5 every round. Both nodes' ranks beat, so both come to the verdict in round 2.
+void checkElasticTorchStopsWithoutProgress(const TorchRuntime& torch) {
+  if (!torch.available()) return;
+  INFO("torch " << torch.version);
+  TempDir dir;
+  const auto args = [&](const std::string& endpoint) {
+    return pltrunCommand({"--nnodes",
+                          "2",
+                          "--nproc-per-node",
+                          "2",
+                          "--rdzv-endpoint",
+                          endpoint,
+                          "--rdzv-id",
+                          "te",
+                          "--rdzv-conf",
+                          "join_timeout=60",
+                          "--log-dir",
+                          dir / "logs",
+                          "--term-timeout",
+                          "5",
+                          "--max-restarts",
+                          "10",
+                          "--max-no-progress-restarts",
+                          "2",
+                          kTorchScript,
+                          dir / "train",
+                          "--steps",
+                          "40",
+                          "--crash-at",
+                          "5"});
+  };
+  const std::vector<std::string> env = torch.workerEnvironment(dir.path());
+  ChildProcess host(args("127.0.0.1:0"), env);
+  const int port = rendezvousStorePort(host);
+  INFO("the first agent's stderr: " << host.stderrSoFar());
+  REQUIRE(port != 0);
+  ChildProcess joiner(args("127.0.0.1:" + std::to_string(port)), env);
+  const std::vector<Finished> agents = {host.wait(240s), joiner.wait(30s)};
+  int said = 0;
+  for (const Finished& agent : agents) {
+    INFO(agent.err);
+    CHECK_FALSE(agent.timedOut);
+    CHECK(agent.status == kNoProgressStatus);
+    said +=
+        static_cast<int>(occurrences(agent.err, "pltrun: no progress in 2 restarts in a row: no rank passed step 5"));
+  }
+  CHECK(said >= 1);
+  const std::vector<json> events = agentEvents(dir, "te", host.pid());
+  CHECK(attemptsStarted(events, "round") == 3);
+  CHECK(events.back().at("status") == kNoProgressStatus);
+}
+
+}  // namespace
+
+TEST_CASE("no progress: torch 1.13 DDP on two elastic agents crashing at the same step every round stops",
+          "[no_progress][torch][elastic]") {
+  checkElasticTorchStopsWithoutProgress(torch113());
+}
+
+TEST_CASE("no progress: torch 2.14 DDP on two elastic agents crashing at the same step every round stops",
+          "[no_progress][torch][torch2][elastic]") {
+  checkElasticTorchStopsWithoutProgress(torch214());
+}
