@@ -280,13 +280,16 @@ chroot_inner() {
   for var in "${unset_vars[@]}"; do unset "$var"; done
   # The command runs as a child (stdin kept) so that a TERM, INT or HUP sent to this script
   # reaches it, and the mounts are undone when it ends.
-  local status=0 child input=/dev/stdin
-  # A closed standard input (a CI runner's) cannot be handed on: the command reads nothing.
-  [ -e /proc/self/fd/0 ] || input=/dev/null
+  local status=0 child input
+  # The caller's standard input as a copy, not reopened by name: /dev/stdin cannot be
+  # reopened when it is a socket (pltrun's --preload zygote reads its code from one). A
+  # closed standard input (a CI runner's) cannot be handed on: the command reads nothing.
+  if [ -e /proc/self/fd/0 ]; then exec {input}<&0; else exec {input}</dev/null; fi
   # shellcheck disable=SC2016 # $0 and $@ expand in the chroot's sh
   PATH=$chroot_path HOME=/root LANG=C.UTF-8 \
-    chroot "$root" /bin/sh -c 'cd "$0" && exec "$@"' "$cwd" "$@" <"$input" &
+    chroot "$root" /bin/sh -c 'cd "$0" && exec "$@"' "$cwd" "$@" <&"$input" &
   child=$!
+  exec {input}<&-
   trap 'kill -TERM "$child" 2>/dev/null || true' TERM INT HUP
   while :; do
     status=0

@@ -22,7 +22,9 @@ AgentWorkers::AgentWorkers(const ResolvedJob& job, const std::string& host)
     : job_(job),
       host_(host),
       directory_(job.config, job.runId, host + "_" + std::to_string(getpid())),
-      events_(directory_.eventLog()) {
+      events_(directory_.eventLog()),
+      zygote_(zygoteSettingsFor(plan(), guard_.registrationFd())),
+      runtime_(zygote_.runtime()) {
   if (directory_.keepsLogs()) spdlog::info("worker logs go to {}", directory_.root().string());
   events_.write("run_started",
                 runStartedFields(job.config, job.runId, directory_.root().string(), host, job.layout.workerCount));

@@ -22,6 +22,7 @@
 #include "launcher/output/run_directory.h"
 #include "launcher/process/orphan_guard.h"
 #include "launcher/process/process_runtime.h"
+#include "launcher/process/zygote_starter.h"
 
 namespace pltrun {
 
@@ -71,6 +72,9 @@ class AgentWorkers {
   /// torch's FileTimer watchdog, when TORCHELASTIC_ENABLE_FILE_TIMER=1.
   std::unique_ptr<FileTimerServer> fileTimer_ = serveFileTimer(job_.config, context_, supervision_.timerFifoPath());
   GroupRunner runner_{context_};
+  /// --preload: started with the agent, so it imports while the agent waits to join, and
+  /// kept across rounds: every round's workers fork from it. None in unit tests.
+  ZygoteRuntime zygote_{std::nullopt};
   ProcessRuntime runtime_ = realProcessRuntime();
   // The workers' store in the rounds where this node is rank 0: hosted by this agent (the
   // agent store), new every round and closed when the round ends, or only its port chosen

@@ -11,6 +11,8 @@
 #include "launcher/command_line/shell_completion.h"
 #include "launcher/command_line/site_config.h"
 #include "launcher/command_line/torchrun_flags.h"
+#include "launcher/plan/preload_modules.h"
+#include "launcher/plan/program_command.h"
 #include "launcher/plan/stall_timeout.h"
 #include "launcher/plan/text_parsing.h"
 #include "pltrun/error.h"
@@ -43,6 +45,13 @@ void applyProgram(const RawFlags& raw, const std::vector<std::string>& command, 
                        : raw.runPath  ? ProgramKind::Script
                        : raw.noPython ? ProgramKind::NoPython
                                       : ProgramKind::Auto;
+  if (raw.preload.empty()) return;
+  config.preload = parsePreloadModules(raw.preload);
+  if (!programRunsUnderPython(config)) {
+    throw Error(ErrorCode::InvalidArgument,
+                "--preload needs a Python program (a .py file, -m MODULE or --run-path); '" + config.program +
+                    "' is run directly");
+  }
 }
 
 void applyOutputFlags(const RawFlags& raw, LaunchConfig& config) {

@@ -127,7 +127,7 @@ void declareWorkerAndNodeFlags(FlagDeclarer& declare, RawFlags& raw) {
   declare.valued(flag_name::kRole, raw.role, "ROLE_NAME of the workers (default 'default')");
 }
 
-void declareOutputAndProgramFlags(FlagDeclarer& declare, RawFlags& raw) {
+void declareOutputFlags(FlagDeclarer& declare, RawFlags& raw) {
   declare.section("Output");
   declare.valued(flag_name::kLogDir, raw.logDir, "keep every worker's output under DIR/RUN_ID/attempt_N/LOCAL_RANK/");
   declare.valued("redirects", raw.redirects,
@@ -145,6 +145,9 @@ void declareOutputAndProgramFlags(FlagDeclarer& declare, RawFlags& raw) {
   declare.flag(flag_name::kNoPrefix, raw.noPrefix, "no [rank N] prefix on worker output");
   declare.flag(flag_name::kQuiet, raw.quiet, "only warnings and errors from pltrun itself", "-q");
   declare.flag(flag_name::kVerbose, raw.verbose, "also pltrun's debugging lines (horovodrun's --verbose)");
+}
+
+void declareProgramFlags(FlagDeclarer& declare, RawFlags& raw) {
   declare.section("Program and supervision");
   declare.valued(flag_name::kTermTimeout, raw.termTimeout,
                  "seconds between SIGTERM and SIGKILL when stopping workers (default 30)");
@@ -171,6 +174,9 @@ void declareOutputAndProgramFlags(FlagDeclarer& declare, RawFlags& raw) {
                  "core-complex, as torchrun");
   declare.flag("standalone", raw.standalone, "single-node job on localhost with a free port and a random run id");
   declare.flag(flag_name::kModule, raw.module, "PROGRAM is a Python module (python -m)", "-m");
+  declare.valued("preload", raw.preload,
+                 "Python modules (e.g. torch) imported once per node by a warm interpreter that forks every "
+                 "worker of every attempt: starts and restarts skip those imports (Python programs only)");
   declare.flag(flag_name::kNoPython, raw.noPython, "execute PROGRAM directly, even if it ends in .py");
   declare.flag(flag_name::kRunPath, raw.runPath,
                "PROGRAM is a Python script whatever its name (torchrun's --run-path; run with python -u)");
@@ -222,7 +228,8 @@ std::shared_ptr<const FlagVariables> declareFlags(CLI::App& app, RawFlags& raw) 
   auto variables = std::make_shared<FlagVariables>();
   FlagDeclarer declare(app, *variables);
   declareWorkerAndNodeFlags(declare, raw);
-  declareOutputAndProgramFlags(declare, raw);
+  declareOutputFlags(declare, raw);
+  declareProgramFlags(declare, raw);
   declareRemoteFlags(declare, raw);
   app.formatter(std::make_shared<VariablesInHelp>(variables));
   app.footer(

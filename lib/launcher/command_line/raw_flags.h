@@ -24,6 +24,8 @@ struct RawFlags {
   std::string eventLogHandler, logsSpecs, numaBinding, signalsToHandle;
   // torchrun 2.14's.
   std::string shutdownTimeout, linePrefixTemplate, duplicateStdoutFilters, duplicateStderrFilters, printCompletion;
+  /// --preload MODULES (comma list).
+  std::string preload;
   bool virtualLocalRank = false;
   bool autoSelectGpus = false;
   /// --auto-select-gpus came from the site file, not the command line or PET_*.

@@ -80,7 +80,32 @@ WorkerPlacement placementFor(const RunPlan& plan, int attempt, const NodePlaceme
   return placement;
 }
 
+// Supervision's variables of one worker (none in unit tests, which have no files).
+void addSupervision(WorkerPlacement& placement, const RunPlan& plan, int attempt) {
+  placement.timerFile = plan.timerFile;
+  if (plan.supervision == nullptr) return;
+  placement.heartbeatPath = plan.supervision->heartbeatPath(attempt, placement.localRank);
+  placement.stackFile = plan.supervision->stackFile(attempt, placement.localRank);
+  placement.stackSignal = plan.supervision->stackSignal();
+  placement.pythonHookDirectory = plan.supervision->pythonHookDirectory();
+}
+
 }  // namespace
+
+std::optional<ZygoteSettings> zygoteSettingsFor(const RunPlan& plan, int guardFd) {
+  if (plan.job.config.preload.empty()) return std::nullopt;
+  WorkerPlacement placement = placementFor(plan, 0, NodePlacement{});
+  addSupervision(placement, plan, 0);
+  ZygoteSettings settings;
+  settings.interpreter = plan.job.command.executable;
+  settings.workerArgv = plan.job.command.argv;
+  settings.preload = plan.job.config.preload;
+  for (const auto& [name, value] : sharedWorkerEnv(plan.job.inherited, placement)) {
+    settings.environment.push_back(name + "=" + value);
+  }
+  settings.guardFd = guardFd;
+  return settings;
+}
 
 NodePlacement staticPlacement(const LaunchConfig& config) {
   NodePlacement node;
@@ -105,13 +130,7 @@ std::vector<WorkerSpec> workerSpecsFor(const RunPlan& plan, int attempt, const N
     const RunFile errorFile = plan.directory.errorFile(attempt, localRank);
     errorFile.remove();  // never report a previous run's error
     placement.errorFile = plan.directory.pathForWorkers(errorFile);
-    placement.timerFile = plan.timerFile;
-    if (plan.supervision != nullptr) {
-      placement.heartbeatPath = plan.supervision->heartbeatPath(attempt, localRank);
-      placement.stackFile = plan.supervision->stackFile(attempt, localRank);
-      placement.stackSignal = plan.supervision->stackSignal();
-      placement.pythonHookDirectory = plan.supervision->pythonHookDirectory();
-    }
+    addSupervision(placement, plan, attempt);
 
     WorkerSpec spec;
     spec.rank = firstRank + localRank;

@@ -2,6 +2,7 @@
 // From what is fixed for a whole run (the resolved job, where it runs) to the workers of
 // one attempt: their environment, console prefix, output routes and error file.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "launcher/group/worker_group.h"
 #include "launcher/output/run_directory.h"
 #include "launcher/plan/launch_config.h"
+#include "launcher/process/zygote.h"
 
 namespace pltrun {
 
@@ -39,6 +41,12 @@ struct NodePlacement {
 
 /// The workers of attempt `attempt` placed as `node` says.
 std::vector<WorkerSpec> workerSpecsFor(const RunPlan& plan, int attempt, const NodePlacement& node);
+
+/// The --preload zygote of this node, none unless the job asks for one: the workers'
+/// interpreter and argv, the environment every worker of every attempt shares (known before
+/// the node's place in the job: an elastic agent starts it while it waits to join), and the
+/// orphan guard's pipe `guardFd`.
+std::optional<ZygoteSettings> zygoteSettingsFor(const RunPlan& plan, int guardFd);
 
 /// A static job's placement, from the flags alone; the master port is left to each
 /// attempt's store (attempt_store.h).

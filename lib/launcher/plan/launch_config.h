@@ -107,6 +107,9 @@ struct LaunchConfig {
   std::string program;
   std::vector<std::string> programArgs;
   ProgramKind programKind = ProgramKind::Auto;
+  /// --preload: Python modules a warm interpreter per node imports once, from which every
+  /// worker is forked (lib/launcher/process/zygote.h); empty: every worker starts fresh.
+  std::vector<std::string> preload;
 
   // How many workers, on which devices: parsed here, resolved against the GPUs and CPUs
   // once they are counted (worker_layout.h); devices, when given, wins.

@@ -41,12 +41,15 @@ std::string findExecutable(const std::string& name, const std::string& path) {
   return {};
 }
 
+bool programRunsUnderPython(const LaunchConfig& config) {
+  return config.programKind == ProgramKind::Module || config.programKind == ProgramKind::Script ||
+         (config.programKind == ProgramKind::Auto && endsWith(config.program, ".py"));
+}
+
 ProgramCommand resolveProgramCommand(const LaunchConfig& config, const std::string& pythonExec,
                                      const std::string& path) {
   ProgramCommand command;
-  const bool viaPython = config.programKind == ProgramKind::Module || config.programKind == ProgramKind::Script ||
-                         (config.programKind == ProgramKind::Auto && endsWith(config.program, ".py"));
-  if (viaPython) {
+  if (programRunsUnderPython(config)) {
     command.executable = requireExecutable(pythonExec, path, "Python interpreter (PYTHON_EXEC)");
     command.argv = {pythonExec, "-u"};
     if (config.programKind == ProgramKind::Module) {

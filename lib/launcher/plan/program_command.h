@@ -15,6 +15,9 @@ struct ProgramCommand {
   std::vector<std::string> argv;  ///< argv[0] included
 };
 
+/// Whether PROGRAM runs under Python: a `.py` (unless --no-python), `-m`, `--run-path`.
+bool programRunsUnderPython(const LaunchConfig& config);
+
 /// `.py` runs under `pythonExec` with `-u` (unbuffered, as torchrun does), `-m` runs a
 /// module, everything else is executed directly. `path` is the PATH to search for names
 /// without a '/'. Throws NotFound when the executable or the .py script is missing or not

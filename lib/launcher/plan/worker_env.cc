@@ -100,4 +100,27 @@ Environment buildWorkerEnv(const Environment& inherited, const WorkerPlacement& 
   return env;
 }
 
+Environment sharedWorkerEnv(const Environment& inherited, const WorkerPlacement& placement) {
+  // Everything else buildWorkerEnv sets is the same for every worker of every attempt.
+  static const char* const kPerWorkerOrAttempt[] = {"LOCAL_RANK",
+                                                    "RANK",
+                                                    "GROUP_RANK",
+                                                    "NODE_RANK",
+                                                    "ROLE_RANK",
+                                                    "WORLD_SIZE",
+                                                    "ROLE_WORLD_SIZE",
+                                                    "GROUP_WORLD_SIZE",
+                                                    "MASTER_ADDR",
+                                                    "MASTER_PORT",
+                                                    "TORCHELASTIC_RESTART_COUNT",
+                                                    "TORCHELASTIC_USE_AGENT_STORE",
+                                                    "TORCHELASTIC_ERROR_FILE",
+                                                    "PLTRUN_HEARTBEAT",
+                                                    "PLTRUN_STACK_FILE"};
+  Environment env = buildWorkerEnv(inherited, placement);
+  for (const char* name : kPerWorkerOrAttempt) env.erase(name);
+  if (placement.virtualLocalRank) env.erase("CUDA_VISIBLE_DEVICES");  // each worker's own GPU
+  return env;
+}
+
 }  // namespace pltrun

@@ -48,6 +48,12 @@ Environment currentEnvironment();
 /// --virtual-local-rank when the GPU list has no entry for this worker.
 Environment buildWorkerEnv(const Environment& inherited, const WorkerPlacement& placement);
 
+/// What the environments of every worker of this node have in common, whatever the
+/// attempt: buildWorkerEnv's without the variables that name one worker or one attempt
+/// (ranks, sizes, the master's address, the restart count, the per-worker files). The
+/// --preload zygote runs with it, so what a module reads when it is imported is the workers'.
+Environment sharedWorkerEnv(const Environment& inherited, const WorkerPlacement& placement);
+
 /// True when buildWorkerEnv sets OMP_NUM_THREADS=1, which torchrun announces to the user.
 bool setsOmpNumThreads(const Environment& inherited, int localWorldSize);
 

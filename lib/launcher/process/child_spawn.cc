@@ -130,7 +130,17 @@ int childMain(void* argument) {
   failChild(context, "execve");
 }
 
+// The soft open-file limit pltrun was started with, read before main() (so before the
+// store raises it to the hard limit): the workers get the user's limit back.
+rlim_t softOpenFileLimit() {
+  rlimit limit{};
+  return getrlimit(RLIMIT_NOFILE, &limit) == 0 ? limit.rlim_cur : 0;
+}
+const rlim_t kOpenFileLimitAtStart = softOpenFileLimit();
+
 }  // namespace
+
+rlim_t openFileLimitAtStart() { return kOpenFileLimitAtStart; }
 
 namespace {
 

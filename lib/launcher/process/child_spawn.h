@@ -50,6 +50,10 @@ struct SpawnFailure {
 /// with nothing left behind (a child that failed before exec is reaped here).
 SpawnedChild spawnChild(const ChildSetup& setup, SpawnFailure& failure);
 
+/// The soft open-file limit pltrun was started with (before the store raised its own): the
+/// limit its children get back.
+rlim_t openFileLimitAtStart();
+
 /// Waits for child `pid` (`pidfd` refers to it) to end, and reaps it (the pidfd stays
 /// open). spawnChild claims the children it starts as pltrun's own (descendant_sweep.h);
 /// this releases them.

@@ -21,14 +21,6 @@ namespace pltrun {
 
 namespace {
 
-// The soft open-file limit pltrun was started with, read before main() (so before the
-// store raises it to the hard limit): the workers get the user's limit back.
-rlim_t softOpenFileLimit() {
-  rlimit limit{};
-  return getrlimit(RLIMIT_NOFILE, &limit) == 0 ? limit.rlim_cur : 0;
-}
-const rlim_t kOpenFileLimitAtStart = softOpenFileLimit();
-
 // What to do about a start that failed for want of descriptors or processes.
 std::string startHint(int error) {
   if (error == EMFILE || error == ENFILE) {
@@ -124,7 +116,8 @@ struct WorkerProcess::Impl {
 };
 
 WorkerProcess::WorkerProcess(boost::asio::io_context& context, const Launch& launch,
-                             boost::asio::readable_pipe& stdoutPipe, boost::asio::readable_pipe& stderrPipe) {
+                             boost::asio::readable_pipe& stdoutPipe, boost::asio::readable_pipe& stderrPipe,
+                             const Spawn& spawn) {
   const OwnedFd input = standardInputFor(launch.standardInput);  // the child has its own copy once started
   auto [stdoutRead, stdoutWrite] = makePipe();
   auto [stderrRead, stderrWrite] = makePipe();
@@ -140,7 +133,7 @@ WorkerProcess::WorkerProcess(boost::asio::io_context& context, const Launch& lau
   setup.standardError = stderrWrite.get();
   setup.guardFd = launch.guardFd;
   setup.cgroupProcsFd = launch.cgroupProcsFd;
-  setup.openFileLimit = kOpenFileLimitAtStart;
+  setup.openFileLimit = openFileLimitAtStart();
   cpu_set_t cpus;  // the child reads it before exec, while this frame is still here (CLONE_VFORK)
   if (!launch.cpus.empty()) {
     CPU_ZERO(&cpus);
@@ -150,7 +143,7 @@ WorkerProcess::WorkerProcess(boost::asio::io_context& context, const Launch& lau
     setup.cpus = &cpus;
   }
   SpawnFailure failure;
-  const SpawnedChild child = spawnChild(setup, failure);
+  const SpawnedChild child = spawn(setup, failure);
   if (child.pid < 0) {
     // The child registered its group with the guard before it failed: forget it, so the
     // id, once reused, is never signalled.

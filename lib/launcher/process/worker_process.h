@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 
+#include "launcher/process/child_spawn.h"
 #include "launcher/process/process_seam.h"
 
 namespace pltrun {
@@ -19,12 +20,15 @@ namespace pltrun {
 class WorkerProcess final : public StartedProcess {
  public:
   using Launch = ProcessLaunch;
+  /// What makes the child from its prepared setup: spawnChild, or a zygote's fork
+  /// (zygote_starter.h). Either way the child is pltrun's own, its pidfd open.
+  using Spawn = std::function<SpawnedChild(const ChildSetup&, SpawnFailure&)>;
 
   /// Starts the process with stdin on /dev/null (or a pipe holding `standardInput`) and
   /// stdout/stderr on new pipes whose read ends are `stdoutPipe` and `stderrPipe`. Throws
   /// Error(System) if it cannot be started.
   WorkerProcess(boost::asio::io_context& context, const Launch& launch, boost::asio::readable_pipe& stdoutPipe,
-                boost::asio::readable_pipe& stderrPipe);
+                boost::asio::readable_pipe& stderrPipe, const Spawn& spawn = spawnChild);
   ~WorkerProcess() override;
   WorkerProcess(const WorkerProcess&) = delete;
   WorkerProcess& operator=(const WorkerProcess&) = delete;

@@ -13,6 +13,7 @@
 #include "launcher/net/host_identity.h"
 #include "launcher/output/run_directory.h"
 #include "launcher/process/orphan_guard.h"
+#include "launcher/process/zygote_starter.h"
 #include "launcher/static_job/supervisor.h"
 
 namespace pltrun {
@@ -74,6 +75,8 @@ int runStaticJob(const ResolvedJob& job) {
       supervision ? serveFileTimer(config, context, supervision->timerFifoPath()) : nullptr;
   const RunPlan plan{job, directory, localHostName(), supervision ? &*supervision : nullptr,
                      fileTimer ? fileTimer->path() : ""};
+  // --preload: the zygote imports while pltrun prepares the first attempt.
+  const ZygoteRuntime zygote(zygoteSettingsFor(plan, guard.registrationFd()));
   StaticAttempts attempts(plan);
   SupervisorOptions options;
   options.maxRestarts = config.maxRestarts;
@@ -86,7 +89,9 @@ int runStaticJob(const ResolvedJob& job) {
   options.fileTimer = fileTimer.get();
   options.eventLog = directory.eventLog();
   options.runStarted = runStartedFields(config, job.runId, directory.root().string(), plan.host, layout.workerCount);
-  return Supervisor(context, options, guard).run([&attempts](int attempt) { return attempts.workersOf(attempt); });
+  return Supervisor(context, options, guard, zygote.runtime()).run([&attempts](int attempt) {
+    return attempts.workersOf(attempt);
+  });
 }
 
 }  // namespace pltrun
