@@ -23,10 +23,11 @@
 #                            [--preload MODULES]... [--build-dir DIR] [--no-build]
 #
 # --only a runs the restart jobs, whose attempt 0 gives (b) too. --preload MODULES (a comma
-# list; may be given again for more variants) replaces the default variants: `torch`, and
-# `torch,torch._dynamo` where torch has torch._dynamo (2.x: DDP and torch.optim import it,
-# and with it sympy, on their first use: 1.5-2 s; see tests/bench/lazy_imports.py). When
-# `pltrun --help` lists no --preload the variants say "not available in this build".
+# list; may be given again for more variants) replaces the default variant, `torch` (which
+# pltrun's zygote takes with torch._dynamo where torch has it: torch 2.x's DDP and
+# torch.optim import it, and with it sympy, on their first use: 1.5-2 s; see
+# tests/bench/lazy_imports.py). When `pltrun --help` lists no --preload the variants are
+# skipped and the tables say "not available in this build".
 # TORCHRUN_FLAGS="--monitor-interval 0.1" passes more flags to torchrun (its defaults here:
 # static rendezvous on a free port, as `torchrun --nproc-per-node 4 --max-restarts 1`).
 # torchrun runs through tests/bench/torchrun_shim.py: torch 1.13's torchrun cannot start on
@@ -157,15 +158,12 @@ launch_command() {
   esac
 }
 
-# The modes for torch VERSION, one a line.
+# The launchers compared, one a line.
 modes_of() {
-  local version=$1 list
+  local list
   echo pltrun
   local lists=("${preloads[@]}")
-  if [[ ${#lists[@]} == 0 ]]; then
-    lists=(torch)
-    [[ $version != 1.13 ]] && lists+=("torch,torch._dynamo")
-  fi
+  [[ ${#lists[@]} == 0 ]] && lists=(torch)
   for list in "${lists[@]}"; do echo "pltrun --preload $list"; done
   echo torchrun
 }
@@ -197,6 +195,8 @@ descendants() {
   done
 }
 
+held() { if [[ -e $1/held.jsonl ]]; then wc -l <"$1/held.jsonl"; else echo 0; fi; }  # workers holding in DIR
+
 # memory_job VERSION MODE NPROC REP: NPROC workers that hold after one step; writes
 # DIR/pss: "worker PID KB" for each worker, "zygote PID KB" for other python processes.
 memory_job() {
@@ -206,9 +206,10 @@ memory_job() {
   launch_command "$mode" "$version" "$nproc" 0
   start_launcher "$dir" "${launch[@]}" "$dir" --steps 1 --hold
   deadline=$(( $(now_ms) + 300000 ))
-  while (( $(wc -l <"$dir/held.jsonl" 2>/dev/null || echo 0) < nproc )) && (( $(now_ms) < deadline )) &&
-        kill -0 "$launcher_pid" 2>/dev/null; do sleep 0.2; done
-  if (( $(wc -l <"$dir/held.jsonl" 2>/dev/null || echo 0) < nproc )); then
+  while (( $(held "$dir") < nproc )) && (( $(now_ms) < deadline )) && kill -0 "$launcher_pid" 2>/dev/null; do
+    sleep 0.2
+  done
+  if (( $(held "$dir") < nproc )); then
     status="not all $nproc workers held"
   else
     sleep 1  # the workers' last pages settle (gloo's threads, the allocator)
@@ -246,7 +247,7 @@ available() {  # VERSION: 0 when its interpreter can run here, else says why
 
 for version in ${torches//,/ }; do
   available "$version" || continue
-  mapfile -t modes < <(modes_of "$version")
+  mapfile -t modes < <(modes_of)
   if wants a || wants b; then
     note_load "$version restart"
     echo "== torch $version: crash -> every rank's first step after the restart, 4 ranks, $repeat runs" >&2
