@@ -70,13 +70,11 @@ for list in ${preloads[@]+"${preloads[@]}"}; do
 done
 wants() { [[ ",$only," == *",$1,"* ]]; }
 
-if [[ $build == 1 ]]; then
-  echo "== building Release into $build_dir" >&2
-  cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON -Wno-dev >/dev/null
-  cmake --build "$build_dir" -j"$(nproc)" --target pltrun >/dev/null
-fi
+# shellcheck source=scripts/lib/bench-build.sh
+source scripts/lib/bench-build.sh
+[[ $build == 1 ]] && bench_build "$build_dir" pltrun
 pltrun=$build_dir/apps/pltrun
-[[ -x $pltrun ]] || { echo "bench-restart.sh: $pltrun is missing (run without --no-build)" >&2; exit 1; }
+bench_require bench-restart.sh "$pltrun"
 worker=$PWD/tests/bench/restart_train.py
 shim=$PWD/tests/bench/torchrun_shim.py
 has_preload=0
