@@ -69,17 +69,13 @@ done
 [[ $backend =~ ^(c10d|etcd)$ ]] || { echo "bench-elastic.sh: --backend: '$backend' is not c10d or etcd" >&2; exit 2; }
 wants() { [[ ",$only," == *",$1,"* ]]; }
 
-if [[ $build == 1 ]]; then
-  echo "== building Release into $build_dir" >&2
-  cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON -Wno-dev >/dev/null
-  cmake --build "$build_dir" -j"$(nproc)" --target pltrun restart_probe rendezvous_bench >/dev/null
-fi
+# shellcheck source=scripts/lib/bench-build.sh
+source scripts/lib/bench-build.sh
+[[ $build == 1 ]] && bench_build "$build_dir" pltrun restart_probe rendezvous_bench
 pltrun=$build_dir/apps/pltrun
 probe=$build_dir/tests/restart_probe
 rdzv_bench=$build_dir/tests/rendezvous_bench
-for binary in "$pltrun" "$probe" "$rdzv_bench"; do
-  [[ -x $binary ]] || { echo "bench-elastic.sh: $binary is missing (run without --no-build)" >&2; exit 1; }
-done
+bench_require bench-elastic.sh "$pltrun" "$probe" "$rdzv_bench"
 
 results=$(mktemp -d /tmp/pltrun-elastic-bench-XXXXXX)
 summary=$results/restarts.txt  # "KIND REP ok MS" or "KIND REP failed WHY"

@@ -43,13 +43,11 @@ for value in "$runs" "$calls"; do
   [[ $value =~ ^[1-9][0-9]*$ ]] || { echo "bench-heartbeat.sh: '$value' is not a positive whole number (see --help)" >&2; exit 2; }
 done
 
-if [[ $build == 1 ]]; then
-  echo "== building Release into $build_dir" >&2
-  cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON -Wno-dev >/dev/null
-  cmake --build "$build_dir" -j "$(nproc)" --target heartbeat_bench >/dev/null
-fi
+# shellcheck source=scripts/lib/bench-build.sh
+source scripts/lib/bench-build.sh
+[[ $build == 1 ]] && bench_build "$build_dir" heartbeat_bench
 bench=$build_dir/tests/heartbeat_bench
-[[ -x $bench ]] || { echo "bench-heartbeat.sh: $bench is missing (run without --no-build)" >&2; exit 1; }
+bench_require bench-heartbeat.sh "$bench"
 
 echo "== C++: pltrun::heartbeat(step), $calls calls per run"
 "$bench" --calls "$calls" --runs "$runs"

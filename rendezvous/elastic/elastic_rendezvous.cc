@@ -454,7 +454,9 @@ void ElasticRendezvous::waitForOthersToLeave(int round, int others, milliseconds
   const auto deadline = Clock::now() + timeout;
   auto nextReport = Clock::now() + options_.progressInterval;
   for (;;) {
-    const int left = static_cast<int>(store_.add(key(layout::left(round)), 0));
+    // An agent that had joined the next round before the job closed leaves from that one.
+    const int left =
+        static_cast<int>(store_.add(key(layout::left(round)), 0) + store_.add(key(layout::left(round + 1)), 0));
     if (left >= others || Clock::now() >= deadline) return;
     if (Clock::now() >= nextReport) {
       spdlog::info("waiting for {} of {} other agents to finish before closing the store ({} s left)", others - left,

@@ -82,7 +82,8 @@ class ElasticRendezvous {
   /// The exit barrier. Every agent but the store's host calls leave() as its last request;
   /// the host waits (up to `timeout`) for the others, so nobody loses the store early.
   void leave(int round);
-  /// Polls until `others` agents of `round` have left, up to `timeout`; says who it waits for.
+  /// Polls until `others` agents of `round` have left (from it, or from the round after it,
+  /// which they had joined before the job closed), up to `timeout`; says who it waits for.
   void waitForOthersToLeave(int round, int others, std::chrono::milliseconds timeout);
   /// Agents that took a slot in `round` (a late joiner past MAX included).
   int membersOf(int round);

@@ -13,6 +13,11 @@ exists, so a resumed run follows the clean run's trajectory step for step.
 the start of step K, after the checkpoint of step K-1 (at least) is on disk; the launcher
 restarts every node's workers, which resume from the checkpoint.
 
+`--crash-at K`: in every round rank 3 SIGKILLs itself at step K, after its heartbeat of
+step K: each round resumes from the checkpoint and crashes again where it did, so no round
+passes step K (--max-no-progress-restarts stops the job). `--crash-after N`: in every
+round rank 3 does so N steps after the step it resumed from, so every round gets further.
+
 Every rank sends a heartbeat with its step to $PLTRUN_HEARTBEAT at the start of each step
 (the README's one-liner). `--stall-at K --stall-how sleep|stop`: in the first round rank 2
 stops making progress at the start of step K, after its heartbeat: it sleeps for an hour, or
@@ -82,6 +87,8 @@ def main():
     parser.add_argument("--fail-at", type=int, default=-1)
     parser.add_argument("--stall-at", type=int, default=-1)
     parser.add_argument("--stall-how", choices=["sleep", "stop"], default="sleep")
+    parser.add_argument("--crash-at", type=int, default=-1)
+    parser.add_argument("--crash-after", type=int, default=-1)
     args = parser.parse_args()
 
     rank = int(os.environ["RANK"])
@@ -128,6 +135,9 @@ def main():
             os.kill(os.getpid(), signal.SIGKILL)  # a worker killed mid-training
         if "PLTRUN_HEARTBEAT" in os.environ:  # set with --stall-timeout and in elastic jobs
             socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(str(step).encode(), os.environ["PLTRUN_HEARTBEAT"])
+        crashes_here = step == args.crash_at or (args.crash_after >= 0 and step == start_step + args.crash_after)
+        if rank == 3 and crashes_here:
+            os.kill(os.getpid(), signal.SIGKILL)  # the same crash every round
         if rank == 2 and restart_count == 0 and step == args.stall_at:
             stall(args.stall_how)
         inputs, targets = batch_for(rank, step)

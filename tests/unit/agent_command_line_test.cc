@@ -169,6 +169,8 @@ TEST_CASE("the agents' rendezvous settings are written as before the split", "[a
                                          "r",
                                          "--max-restarts",
                                          "0",
+                                         "--max-no-progress-restarts",
+                                         "3",
                                          "--term-timeout",
                                          "30.000",
                                          "--role",

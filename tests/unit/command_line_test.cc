@@ -253,6 +253,16 @@ TEST_CASE("flag --max-restarts", "[command_line]") {
   }
 }
 
+TEST_CASE("flag --max-no-progress-restarts: 3 by default, 0 turns the check off", "[command_line]") {
+  CHECK(parseConfig({"p"}).maxNoProgressRestarts == 3);
+  CHECK(parseConfig({"--max-no-progress-restarts", "5", "p"}).maxNoProgressRestarts == 5);
+  CHECK(parseConfig({"--max_no_progress_restarts=0", "p"}).maxNoProgressRestarts == 0);
+  for (std::string value : {"-1", "x", "2.5"}) {
+    INFO("value " << value);
+    requireInvalid({"--max-no-progress-restarts", value, "p"}, {"--max-no-progress-restarts", "'" + value + "'"});
+  }
+}
+
 TEST_CASE("flag --term-timeout takes seconds, fractions allowed", "[command_line]") {
   using std::chrono::milliseconds;
   CHECK(parseConfig({"--term-timeout", "5", "p"}).termTimeout == milliseconds(5000));
@@ -1198,4 +1208,10 @@ TEST_CASE("flag --preload: Python modules for Python programs only, a site defau
   requireInvalid({"--preload", "torch,", "train.py"}, {"'' is not a Python module name"});
   CHECK(parseWithSite({"train.py"}, "preload = \"torch\"\n").preload == std::vector<std::string>{"torch"});
   CHECK(parseWithSite({"./trainer"}, "preload = \"torch\"\n").preload.empty());  // a default, not a refusal
+}
+
+TEST_CASE("site defaults: max-no-progress-restarts is a key like the other flags", "[command_line]") {
+  CHECK(parseWithSite({"train.py"}, "max-no-progress-restarts = 1\n").maxNoProgressRestarts == 1);
+  CHECK(parseWithSite({"--max-no-progress-restarts", "4", "train.py"}, "max_no_progress_restarts = 0\n")
+            .maxNoProgressRestarts == 4);
 }

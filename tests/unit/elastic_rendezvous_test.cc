@@ -310,3 +310,37 @@ TEST_CASE("worker counts that add up past the int range are refused, not wrapped
   }
   CHECK_THROWS_AS(assignNodeRanks(nodes), Error);
 }
+
+TEST_CASE("a job closed between rounds ends the next round for the agents waiting in it, who leave from there",
+          "[rendezvous]") {
+  InMemoryStore table;
+  std::vector<std::unique_ptr<Agent>> members;
+  for (int i = 0; i < 2; ++i) members.push_back(std::make_unique<Agent>(table, options(2, 2), i));
+  const std::vector<RoundInfo> first = joinAll(members);
+  // Agent 1 is already waiting for round 1 to form when agent 0 closes the job (as a
+  // no-progress verdict does) instead of joining.
+  auto waiting = std::async(std::launch::async, [&] {
+    try {
+      members[1]->rendezvous->join(first[1].round, 2, {});
+      return std::string("joined");
+    } catch (const JobClosed& closed) {
+      members[1]->rendezvous->leave(*members[1]->rendezvous->lastMemberRound());
+      return closed.end.message;
+    }
+  });
+  while (table.connect()->add("pltrun/rdzv/test/r1/count", 0) < 1) std::this_thread::sleep_for(5ms);
+  RoundEnd stopped;
+  stopped.reason = RoundEnd::Reason::Stopped;
+  stopped.host = "host-0";
+  stopped.message = "no progress";
+  stopped.status = 125;
+  stopped.final = true;
+  members[0]->rendezvous->closeJob(stopped);
+  members[0]->rendezvous->endRound(first[0].round + 1, stopped);
+  CHECK(waiting.get() == "no progress");
+  CHECK(members[1]->rendezvous->lastMemberRound() == first[0].round + 1);
+  // It left from round 1: the store's host, waiting for round 0's others, sees it at once.
+  const auto started = std::chrono::steady_clock::now();
+  members[0]->rendezvous->waitForOthersToLeave(first[0].round, 1, 30s);
+  CHECK(std::chrono::steady_clock::now() - started < 10s);  // not the whole 30 s
+}

@@ -116,3 +116,13 @@ TEST_CASE("progress tracker: a heartbeat out of order neither counts as an inter
   CHECK(tracker.progress(0).intervals == 0);
   CHECK(tracker.progress(0).lastBeat == kStart + seconds(10));
 }
+
+TEST_CASE("progress tracker: keeps the highest counter a worker sent as well as its last", "[progress_tracker]") {
+  ProgressTracker tracker(1);
+  CHECK_FALSE(tracker.progress(0).highestCounter);
+  tracker.beat(0, kStart, 8);
+  tracker.beat(0, kStart + seconds(1), 3);  // a counter that starts again (an epoch's step)
+  tracker.beat(0, kStart + seconds(2), std::nullopt);
+  CHECK(tracker.progress(0).counter == 3);
+  CHECK(tracker.progress(0).highestCounter == 8);
+}

@@ -9,6 +9,7 @@
 #include "launcher/agent/round_run.h"
 #include "launcher/agent/stop_request.h"
 #include "launcher/plan/text_parsing.h"
+#include "launcher/stall/restart_progress.h"
 #include "pltrun/error.h"
 #include "rendezvous/elastic/store_json.h"
 
@@ -48,6 +49,8 @@ class ElasticAgent {
   void leaveStore(int round, int others, std::chrono::milliseconds hostWait);
   void announceStop(int signal);
   RoundResult afterRound(const RoundInfo& info, const RoundEnd& end, bool reportedHere);
+  RoundResult stopWithoutProgress(const RoundInfo& info, const RoundReport& report);
+  void writeNoProgressReport(const RoundReport& report, const nlohmann::json& fields);
   RoundResult stopJob(const std::optional<GroupOutcome>& outcome);
   int endOfClosedJob(const rdzv::JobClosed& closed);
   void onSignal(int signal);
@@ -59,10 +62,11 @@ class ElasticAgent {
   StopRequest stop_;                 ///< written by onSignal only
   std::optional<int> currentRound_;  ///< the round whose workers run now
   bool stopAnnounced_ = false;
+  RestartProgress progress_;  ///< this node's ranks' counters over the rounds it ran
 };
 
 ElasticAgent::ElasticAgent(const ResolvedJob& job, RendezvousConnection& connection, AgentWorkers& workers)
-    : job_(job), connection_(connection), workers_(workers) {
+    : job_(job), connection_(connection), workers_(workers), progress_(job.config.maxNoProgressRestarts) {
   workers_.listen([this](int signal) { onSignal(signal); });
 }
 
@@ -207,7 +211,58 @@ RoundResult ElasticAgent::runRound(const RoundInfo& info) {
     case RoundReport::Kind::Ended:
       break;
   }
+  // Only a round that would be restarted for a worker's failure: other nodes leaving or
+  // joining re-form the job without counting against --max-restarts, nor against this.
+  const bool restarts = report.end.reason == Reason::WorkerFailed && !report.end.final;
+  if (restarts && progress_.stopAfter(info.round, report.highestCounter)) return stopWithoutProgress(info, report);
   return afterRound(info, report.end, report.reportedHere);
+}
+
+// This node's ranks passed no earlier round's highest counter in --max-no-progress-restarts
+// failed rounds in a row: the whole job stops, on every node, as a stop signal stops it
+// (the others, waiting to join the next round, find it closed and end with its status).
+// In a data-parallel job every rank's step moves together, so every node whose workers
+// beat comes to this in the same round; a node whose workers send no counters never does,
+// and learns it from the others.
+RoundResult ElasticAgent::stopWithoutProgress(const RoundInfo& info, const RoundReport& report) {
+  const std::string line = progress_.line("round");
+  nlohmann::json fields = progress_.json();
+  fields["round"] = info.round;
+  fields["last_failure"] = report.end.describe();
+  workers_.events().write("no_progress", fields);
+  writeNoProgressReport(report, fields);
+  RoundEnd stopped;
+  stopped.reason = Reason::Stopped;
+  stopped.host = connection_.host();
+  stopped.message = line;
+  stopped.status = kNoProgressExitStatus;
+  stopped.failures = report.end.failures;
+  stopped.final = true;
+  try {
+    connection_.rendezvous().closeJob(stopped);
+    // The others may be waiting for the next round to form already: it ends, and they find
+    // the job closed.
+    connection_.rendezvous().endRound(info.round + 1, stopped);
+  } catch (const Error& error) {
+    spdlog::warn("could not tell the other nodes that this job stops: {}", error.what());
+  }
+  spdlog::error("{}", line);
+  leaveStore(info.round, info.assignment.nnodes - 1, kFailureExitBarrier);
+  return RoundResult{true, kNoProgressExitStatus, std::nullopt};
+}
+
+// failure.json: this node's first failed worker of the round when it had one (else null:
+// the failure was on another node, named in no_progress.last_failure), and the verdict.
+void ElasticAgent::writeNoProgressReport(const RoundReport& report, const nlohmann::json& fields) {
+  const RunFile file = workers_.directory().failureReport();
+  if (report.outcome && report.outcome->rootCause) {
+    printFailureReport(*report.outcome->rootCause, report.outcome->others, file, {{"no_progress", fields}});
+    return;
+  }
+  if (!file) return;
+  const nlohmann::json document = {
+      {"schema", kEventSchema}, {"root_cause", nullptr}, {"others", nlohmann::json::array()}, {"no_progress", fields}};
+  file.write(document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 void ElasticAgent::logRoundEnd(const RoundInfo& info, const RoundEnd& end) {

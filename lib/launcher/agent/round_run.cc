@@ -8,6 +8,7 @@
 #include "base/host_port_text.h"
 #include "launcher/agent/agent_decisions.h"
 #include "launcher/plan/text_parsing.h"
+#include "launcher/stall/restart_progress.h"
 #include "pltrun/error.h"
 #include "rendezvous/elastic/store_json.h"
 
@@ -58,24 +59,29 @@ RoundReport RoundRun::run() {
   progressTimer_.reset();
 
   if (stop_.requested() || outcome.kind == GroupOutcome::Kind::Interrupted) {
-    return RoundReport{RoundReport::Kind::Interrupted, {}, false, "", outcome};
+    return RoundReport{RoundReport::Kind::Interrupted, {}, false, "", outcome, std::nullopt};
   }
   if (reportedHere_ && end_->final && outcome.rootCause) {
     printFailureReport(*outcome.rootCause, outcome.others, workers_.directory().failureReport());
   }
   if (!end_ && !storeLost_ && outcome.kind == GroupOutcome::Kind::Succeeded) {
     waitForOtherNodes();
-    if (stop_.requested()) return RoundReport{RoundReport::Kind::Interrupted, {}, false, "", std::nullopt};
+    if (stop_.requested())
+      return RoundReport{RoundReport::Kind::Interrupted, {}, false, "", std::nullopt, std::nullopt};
   }
   watcher_.reset();
   // The watcher's thread has ended: run what it posted while the group still exists.
   workers_.runner().runPending();
-  return ended();
+  RoundReport report = ended();
+  report.outcome = outcome;
+  report.highestCounter = highestCounter(group_->progress());
+  return report;
 }
 
 RoundReport RoundRun::ended() const {
-  if (storeLost_ && !end_) return RoundReport{RoundReport::Kind::StoreLost, {}, false, *storeLost_, std::nullopt};
-  return RoundReport{RoundReport::Kind::Ended, *end_, reportedHere_, "", std::nullopt};
+  if (storeLost_ && !end_)
+    return RoundReport{RoundReport::Kind::StoreLost, {}, false, *storeLost_, std::nullopt, std::nullopt};
+  return RoundReport{RoundReport::Kind::Ended, *end_, reportedHere_, "", std::nullopt, std::nullopt};
 }
 
 // The workers' store is node rank 0's, at the address it joined with, on a port it

@@ -31,7 +31,9 @@ struct RoundReport {
   rdzv::RoundEnd end;
   bool reportedHere = false;  ///< this node reported the failure that ended the round
   std::string storeLost;
-  std::optional<GroupOutcome> outcome;
+  std::optional<GroupOutcome> outcome;  ///< also for Ended, once this node's workers had started
+  /// Ended: the highest heartbeat counter this node's ranks sent (--max-no-progress-restarts).
+  std::optional<long long> highestCounter;
 };
 
 class RoundRun {

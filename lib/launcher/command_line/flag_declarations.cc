@@ -90,6 +90,9 @@ void declareWorkerAndNodeFlags(FlagDeclarer& declare, RawFlags& raw) {
                "without --devices one per worker), locked against other pltruns for the job's life; too few free: "
                "exit 2 naming the holders");
   declare.valued(flag_name::kMaxRestarts, raw.maxRestarts, "restarts of the worker group after a failure (default 0)");
+  declare.valued(flag_name::kMaxNoProgressRestarts, raw.maxNoProgressRestarts,
+                 "stop restarting (exit 125) after K restarts in a row in which no rank's heartbeat counter "
+                 "($PLTRUN_HEARTBEAT) passed the highest reached before (default 3; 0: never)");
   declare.valued("np", raw.totalProcesses,
                  "horovodrun's and mpirun's -np N: N workers in all; on one node, --nproc-per-node N; with "
                  "--hosts/--hostfile, the first N slots in host order");
@@ -235,6 +238,7 @@ std::shared_ptr<const FlagVariables> declareFlags(CLI::App& app, RawFlags& raw) 
   app.footer(
       "Exit status: 0 when every worker succeeded; otherwise the first failed worker's own\n"
       "  status (128+N if signal N killed it); 124 when ranks stalled (--stall-timeout);\n"
+      "  125 when restarts made no progress (--max-no-progress-restarts);\n"
       "  2 for a bad flag or value; 127 when PROGRAM is\n"
       "  missing or not executable; 128+N when pltrun was stopped by signal N; 1 for any other\n"
       "  failure (a lost rendezvous, a worker that could not be started).\n"

@@ -86,6 +86,8 @@ std::vector<std::string> agentArguments(const LaunchConfig& config, size_t index
                                    runId,
                                    longFlag(kMaxRestarts),
                                    std::to_string(config.maxRestarts),
+                                   longFlag(kMaxNoProgressRestarts),
+                                   std::to_string(config.maxNoProgressRestarts),
                                    longFlag(kTermTimeout),
                                    secondsFlagText(config.termTimeout),
                                    longFlag(kRole),

@@ -139,12 +139,18 @@ nlohmann::json failureReportJson(const WorkerFailure& root, const std::vector<Wo
 namespace pltrun {
 
 int printFailureReport(WorkerFailure rootCause, const std::vector<WorkerFailure>& others, const RunFile& jsonFile) {
+  return printFailureReport(std::move(rootCause), others, jsonFile, nlohmann::json::object());
+}
+
+int printFailureReport(WorkerFailure rootCause, const std::vector<WorkerFailure>& others, const RunFile& jsonFile,
+                       const nlohmann::json& fields) {
   if (!jsonFile) rootCause.errorFile.clear();  // a temporary file, gone when pltrun exits
   std::string report = formatFailureReport(rootCause, others);
   if (jsonFile) {
+    nlohmann::json document = failureReportJson(rootCause, others);
+    document.update(fields);
     // Replacing invalid UTF-8 (a worker's stderr, a stack's path) rather than throwing.
-    const std::string json =
-        failureReportJson(rootCause, others).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    const std::string json = document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
     if (jsonFile.write(json + "\n")) {
       report += "  report: " + jsonFile.path() + "\n";
     }

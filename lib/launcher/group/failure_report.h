@@ -57,6 +57,9 @@ std::string formatFailureReport(const WorkerFailure& rootCause, const std::vecto
 /// Prints the report to stderr and, when `jsonFile` is given, writes its JSON there (its
 /// path is then named in the report). Returns the root cause's shell status.
 int printFailureReport(WorkerFailure rootCause, const std::vector<WorkerFailure>& others, const RunFile& jsonFile);
+/// The same, with `fields` added to the JSON document's top level (no_progress).
+int printFailureReport(WorkerFailure rootCause, const std::vector<WorkerFailure>& others, const RunFile& jsonFile,
+                       const nlohmann::json& fields);
 
 nlohmann::json failureReportJson(const WorkerFailure& rootCause, const std::vector<WorkerFailure>& others);
 

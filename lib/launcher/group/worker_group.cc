@@ -334,6 +334,7 @@ void WorkerGroup::noteStopSignal(int signal) {
 }
 
 void WorkerGroup::afterAllEnded() {
+  monitor_->readQueued();  // a worker's last heartbeats, sent just before it ended
   killTimer_->cancel();
   failureTimer_->cancel();
   stallGraceTimer_->cancel();

@@ -147,6 +147,9 @@ struct LaunchConfig {
 
   // Supervision.
   int maxRestarts = 0;
+  /// --max-no-progress-restarts: restarts in a row whose ranks pass no earlier attempt's
+  /// highest heartbeat counter before restarting stops (restart_progress.h); 0: no check.
+  int maxNoProgressRestarts = 3;
   std::chrono::milliseconds termTimeout{30000};  ///< --term-timeout, --shutdown-timeout
   /// torchrun's --virtual-local-rank: every worker has LOCAL_RANK 0 and sees only its GPU.
   bool virtualLocalRank = false;

@@ -155,7 +155,13 @@ SpawnedChild Zygote::fork(const ChildSetup& setup, std::string& why) {
     why.clear();
     return {};
   }
-  return askForWorker(setup, request, why);
+  const auto asked = std::chrono::steady_clock::now();
+  const SpawnedChild child = askForWorker(setup, request, why);
+  if (child.pid >= 0) {
+    spdlog::debug("--preload: the zygote forked pid {} in {:.1f} ms", child.pid,
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - asked).count());
+  }
+  return child;
 }
 
 bool Zygote::awaitReady() {

@@ -69,8 +69,10 @@ def _preload(config):
             os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = own_choice
 
 
-def _why_not_fork():
-    """Why forking now would not give a worker a sound interpreter; None when it would."""
+def _why_not_fork(after_preload=False):
+    """Why forking now would not give a worker a sound interpreter; None when it would.
+    The driver's libraries are looked for once, after the preload: between forks the
+    zygote runs nothing that could load them (and its maps take milliseconds to read)."""
     threads = len(os.listdir("/proc/self/task"))
     if threads != 1:
         return f"the preloaded modules left {threads - 1} threads running in it (a fork keeps only one)"
@@ -78,6 +80,8 @@ def _why_not_fork():
     cuda = getattr(torch, "cuda", None)
     if cuda is not None and cuda.is_initialized():
         return "a preloaded module initialized CUDA, which a forked process cannot use"
+    if not after_preload:
+        return None
     with open("/proc/self/maps") as maps:  # the driver is loaded when something initialized it
         if any("/libcuda.so" in line for line in maps):
             return "a preloaded module loaded the CUDA driver (libcuda), which a forked process cannot use"
@@ -311,7 +315,7 @@ def _serve(control):
     while True:
         message, fd_list = _receive(control)
         if not message:
-            return  # pltrun closed its end
+            os._exit(0)  # pltrun closed its end: at once, nothing to finalize (a wrapper waits for it)
         request = json.loads(message)
         fds = dict(zip(request["fds"], fd_list))
         why_not = _why_not_fork()
@@ -336,7 +340,7 @@ def _main():
     except BaseException as error:  # noqa: B036  any failure of a module's import, said in one line
         _send(control, error=f"cannot import the preloaded modules: {type(error).__name__}: {error}")
         return
-    why_not = _why_not_fork()
+    why_not = _why_not_fork(after_preload=True)
     if why_not:
         _send(control, error=why_not)
         return

@@ -71,6 +71,13 @@ void HeartbeatReader::start(OnBeat onBeat) {
   waitForReadiness();
 }
 
+void HeartbeatReader::readAll() {
+  if (!onBeat_) return;
+  for (size_t index = 0; index < slots_.size(); ++index) {
+    if (slots_[index].socket) read(index);
+  }
+}
+
 // Arms the socket for one wake-up. The set is level-triggered: a datagram queued already
 // makes it ready at once, so none is missed between a read that found it empty and this.
 void HeartbeatReader::watch(size_t index) {

@@ -53,6 +53,9 @@ class HeartbeatReader {
   void bind(size_t index, const std::string& path);
   /// From now on every socket's heartbeats reach `onBeat`, one call per read that found any.
   void start(OnBeat onBeat);
+  /// Reads what every socket holds now, resting or not: the last heartbeats a worker sent
+  /// just before it ended count (--max-no-progress-restarts compares them).
+  void readAll();
   std::chrono::milliseconds window() const { return window_; }
 
  private:

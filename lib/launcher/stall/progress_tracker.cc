@@ -13,7 +13,10 @@ void ProgressTracker::beat(size_t worker, Clock::time_point at, std::optional<lo
     ++progress.intervals;
   }
   if (!progress.lastBeat || at > *progress.lastBeat) progress.lastBeat = at;
-  if (counter) progress.counter = counter;
+  if (counter) {
+    progress.counter = counter;
+    if (!progress.highestCounter || *counter > *progress.highestCounter) progress.highestCounter = counter;
+  }
 }
 
 std::optional<ProgressTracker::Clock::duration> ProgressTracker::allowedSilence(size_t worker,

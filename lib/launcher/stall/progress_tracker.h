@@ -16,6 +16,7 @@ struct WorkerProgress {
   using Clock = std::chrono::steady_clock;
   std::optional<Clock::time_point> lastBeat;  ///< none: it never sent a heartbeat
   std::optional<long long> counter;           ///< the last progress counter (step) it sent
+  std::optional<long long> highestCounter;    ///< the highest it sent (--max-no-progress-restarts)
   Clock::duration longestInterval{0};         ///< between two of its heartbeats
   int intervals = 0;                          ///< how many intervals were seen
   bool ended = false;

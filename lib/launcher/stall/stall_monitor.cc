@@ -57,6 +57,7 @@ RankEvidence StallMonitor::progressEvidence(size_t index) const {
   const auto now = ProgressTracker::Clock::now();
   RankEvidence evidence;
   evidence.counter = progress.counter;
+  evidence.highestCounter = progress.highestCounter;
   if (progress.lastBeat) {
     evidence.silentSeconds = std::chrono::duration<double>(now - *progress.lastBeat).count();
     if (timeout_ && !progress.ended) {

@@ -36,6 +36,8 @@ class StallMonitor {
   void start(OnStall onStall);
   /// Worker `index` has exited: never stalled from now on.
   void ended(size_t index) { tracker_.ended(index); }
+  /// Reads every heartbeat queued now (the group's workers have all ended).
+  void readQueued() { heartbeats_.readAll(); }
   /// No more checks (the group is stopping).
   void stopChecking();
 

@@ -23,9 +23,10 @@ struct RankEvidence {
   int rank = 0;
   std::string host;
   pid_t pid = 0;
-  std::optional<long long> counter;     ///< the last progress counter it sent
-  std::optional<double> silentSeconds;  ///< since its last heartbeat; none: it never sent one
-  bool stalled = false;                 ///< silent for longer than --stall-timeout
+  std::optional<long long> counter;         ///< the last progress counter it sent
+  std::optional<long long> highestCounter;  ///< the highest it sent (this node's ranks only)
+  std::optional<double> silentSeconds;      ///< since its last heartbeat; none: it never sent one
+  bool stalled = false;                     ///< silent for longer than --stall-timeout
   StackSample stack;
   /// Published by another node's agent (rR/state/I): a counter and a heartbeat age as of its
   /// last publication, no pid, no stack; its own node judges whether it stalled.

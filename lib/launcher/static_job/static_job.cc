@@ -57,10 +57,14 @@ int runStaticJob(const ResolvedJob& job) {
   // machine into one --log-dir, and a rerun must not write over the last run's logs).
   const RunDirectory directory(config, job.runId,
                                config.nnodes > 1 ? localHostName() + "_" + std::to_string(getpid()) : "");
-  // Heartbeat sockets only where something reads them: on one node that is --stall-timeout
-  // (they cost about 0.6 ms of a 4-worker launch); an elastic agent's also feed pltrun status.
+  // Heartbeat sockets only where something reads them: on one node that is --stall-timeout,
+  // and restarts that --max-no-progress-restarts watches (they cost about 0.6 ms of a
+  // 4-worker launch); an elastic agent's also feed pltrun status.
   std::optional<SupervisionFiles> supervision;
-  if (config.stallTimeout || config.fileTimer) supervision.emplace(config.stallTimeout.has_value());
+  const bool watchesProgress = config.maxRestarts > 0 && config.maxNoProgressRestarts > 0;
+  if (config.stallTimeout || config.fileTimer || watchesProgress) {
+    supervision.emplace(config.stallTimeout.has_value());
+  }
   // Before any worker exists; after the directories it removes should pltrun be killed.
   OrphanGuard guard(temporaryDirectories(directory, supervision ? &*supervision : nullptr));
   boost::asio::io_context context;
@@ -80,6 +84,7 @@ int runStaticJob(const ResolvedJob& job) {
   StaticAttempts attempts(plan);
   SupervisorOptions options;
   options.maxRestarts = config.maxRestarts;
+  options.maxNoProgressRestarts = config.maxNoProgressRestarts;
   options.termTimeout = config.termTimeout;
   options.host = plan.host;
   options.report = directory.failureReport();

@@ -17,6 +17,7 @@ int Supervisor::run(const AttemptPlanner& planAttempt) {
   runner.listen({}, slurmSignalsReachWorkers(options_.slurmSignalReach, guard_.cgroupProcsFd() >= 0));
   const auto started = std::chrono::steady_clock::now();
   events_.write("run_started", options_.runStarted);
+  RestartProgress progress(options_.maxNoProgressRestarts);
   for (int attempt = 0;; ++attempt) {
     GroupSettings settings;
     settings.attempt = attempt;
@@ -31,6 +32,9 @@ int Supervisor::run(const AttemptPlanner& planAttempt) {
     GroupOutcome outcome = runner.run(group, specs);
     if (options_.fileTimer != nullptr) options_.fileTimer->serve(nullptr);
     const AfterAttempt next = decideAfterAttempt(outcome, attempt, options_.maxRestarts);
+    if (next.action == AfterAttempt::Action::Restart && progress.stopAfter(attempt, highestCounter(group.progress()))) {
+      return stopWithoutProgress(progress, outcome, attempt);
+    }
     if (next.action == AfterAttempt::Action::Restart) {
       events_.write(
           "restart",
@@ -52,6 +56,18 @@ int Supervisor::run(const AttemptPlanner& planAttempt) {
     }
     return next.status;
   }
+}
+
+// The last attempt's failure is reported as when no restart is left, with the verdict in
+// failure.json; the verdict's one line comes last, where the console's reader looks.
+int Supervisor::stopWithoutProgress(const RestartProgress& progress, const GroupOutcome& outcome, int attempt) {
+  nlohmann::json fields = progress.json();
+  fields["attempt"] = attempt;
+  events_.write("no_progress", fields);
+  printFailureReport(*outcome.rootCause, outcome.others, options_.report, {{"no_progress", fields}});
+  spdlog::error("{}", progress.line());
+  events_.write("job_finished", {{"status", kNoProgressExitStatus}, {"attempts", attempt + 1}});
+  return kNoProgressExitStatus;
 }
 
 AfterAttempt decideAfterAttempt(const GroupOutcome& outcome, int attempt, int maxRestarts) {

@@ -15,11 +15,14 @@
 #include "launcher/output/event_log.h"
 #include "launcher/plan/slurm_signals.h"
 #include "launcher/process/orphan_guard.h"
+#include "launcher/stall/restart_progress.h"
 
 namespace pltrun {
 
 struct SupervisorOptions {
   int maxRestarts = 0;
+  /// --max-no-progress-restarts (restart_progress.h); 0: restarts never stop for it.
+  int maxNoProgressRestarts = 0;
   std::chrono::milliseconds termTimeout{30000};
   std::string host;
   RunFile report;  ///< where the failure report's JSON goes, if anywhere
@@ -60,6 +63,9 @@ class Supervisor {
   int run(const AttemptPlanner& planAttempt);
 
  private:
+  /// Restarts made no progress: says so, records it, reports the attempt's failure.
+  int stopWithoutProgress(const RestartProgress& progress, const GroupOutcome& outcome, int attempt);
+
   boost::asio::io_context& context_;
   SupervisorOptions options_;
   OrphanGuard& guard_;
