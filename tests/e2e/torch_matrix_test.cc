@@ -27,6 +27,7 @@
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "e2e/elastic_meeting.h"
 #include "e2e/torch_runtimes.h"
@@ -184,12 +185,26 @@ std::vector<double> parametersOf(const TrainingRun& run) {
   return run.result.at("parameters").get<std::vector<double>>();
 }
 
+// The line of torch_ddp_train.py where a stalled rank sleeps: stall()'s time.sleep(3600).
+int lineOfStallSleep() {
+  std::istringstream script(readFile(kScript));
+  int number = 0;
+  bool inStall = false;
+  for (std::string line; std::getline(script, line);) {
+    ++number;
+    if (line.rfind("def ", 0) == 0) inStall = line.rfind("def stall(", 0) == 0;
+    if (inStall && line.find("time.sleep(3600)") != std::string::npos) return number;
+  }
+  return -1;
+}
+
 // The stall report named rank 2 as the culprit, showed where it is, and came within the
 // timeout + 1 s of its last heartbeat (the largest silence the report quotes).
 void checkStallReport(const Cell& cell, const std::string& err) {
   if (cell.fault == Fault::StallAsleep) {
     CHECK_THAT(err, Catch::Contains("culprit: rank 2 is in torch_ddp_train.py:"));
-    CHECK_THAT(err, Catch::Contains("torch_ddp_train.py\", line 75 in stall"));  // its stack: file, line, function
+    // Its stack: file, line, function; the line is found in the script, which others edit.
+    CHECK_THAT(err, Catch::Contains("torch_ddp_train.py\", line " + std::to_string(lineOfStallSleep()) + " in stall"));
   } else {
     CHECK_THAT(err, Catch::Contains("culprit: rank 2 is stopped (SIGSTOP"));
   }
