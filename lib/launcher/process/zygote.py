@@ -134,8 +134,9 @@ def _become_worker(request, fds, control):
     control.detach()
     os.umask(request["umask"])
     os.chdir(request["cwd"])
-    os.environ.clear()  # putenv and unsetenv too: C getenv agrees with os.environ
-    os.environ.update(_with_environment_changes(request["env"]))
+    os.environ.clear()  # unsetenv too
+    _libc().clearenv()  # and what C code set behind os.environ's back (ncurses' LINES, COLUMNS)
+    os.environ.update(_with_environment_changes(request["env"]))  # putenv: C getenv agrees
     import signal
 
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
