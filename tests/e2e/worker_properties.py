@@ -1,7 +1,7 @@
 # A worker that reports what it sees of its own process, as JSON, so that a test can compare
 # a worker forked from pltrun's zygote (--preload) with a cold-started one (issue 43, item 2).
 #
-#   worker_properties.py OUT_DIR [--multiprocessing] [--cuda] [--dataloader]
+#   worker_properties.py OUT_DIR [--multiprocessing] [--cuda] [--dataloader] [--environment-after-preload]
 #
 # writes OUT_DIR/rank<RANK>.attempt<TORCHELASTIC_RESTART_COUNT>.json and prints one line to
 # stdout and one to stderr (the test looks for them in pltrun's prefixed output). Runs as a
@@ -302,6 +302,18 @@ def cuda_state():
             "available": torch.cuda.is_available()}
 
 
+def environment_after_preload():
+    """os.environ once this process has imported what `--preload torch` imports (torch, and
+    torch._dynamo where it exists): a forked worker starts with those imports' environment
+    changes (README, "Fast starts and restarts")."""
+    import importlib
+    import importlib.util
+    importlib.import_module("torch")
+    if importlib.util.find_spec("torch._dynamo") is not None:
+        importlib.import_module("torch._dynamo")
+    return dict(os.environ)
+
+
 def write_report(out_dir, data):
     import json
     name = "rank%s.attempt%s.json" % (os.environ.get("RANK", "x"), os.environ.get("TORCHELASTIC_RESTART_COUNT", "x"))
@@ -315,6 +327,8 @@ def main(arguments):
     data["main_guard_ran"] = True
     if "--multiprocessing" in arguments:
         data["multiprocessing"] = multiprocessing_results()
+    if "--environment-after-preload" in arguments:
+        data["environ_after_preload"] = environment_after_preload()
     if "--cuda" in arguments:
         data["cuda"] = cuda_state()
     if "--dataloader" in arguments:
