@@ -50,11 +50,6 @@ mode_t currentUmask() {
   return 022;
 }
 
-std::string currentDirectory() {
-  char buffer[4096];
-  return getcwd(buffer, sizeof buffer) != nullptr ? std::string(buffer) : std::string("/");
-}
-
 // How the ended zygote ended, read without reaping it.
 std::string endOf(int pidfd) {
   siginfo_t info{};
@@ -149,8 +144,7 @@ SpawnedChild Zygote::fork(const ChildSetup& setup, std::string& why) {
     why = failure_;
     return {};
   }
-  const std::string request =
-      forkRequestMessage({setup, getpid(), currentDirectory(), currentUmask(), attachedDescriptorNames(setup)});
+  const std::string request = forkRequestMessage({setup, getpid(), currentUmask(), attachedDescriptorNames(setup)});
   if (request.empty()) {
     why.clear();
     return {};

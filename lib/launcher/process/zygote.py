@@ -25,6 +25,10 @@ _MAX_MESSAGE = 1 << 22
 # worker goes through the same wrapper and imports, so each worker gets the same changes.
 # {name: value, or None where removed}.
 _environment_changes = {}
+# The directory the zygote started in, which is where a cold worker would start (the
+# interpreter's wrapper may have changed it: a chroot runner starts at / where pltrun's own
+# directory does not exist). Held open: the worker returns to it even if it has no path there.
+_start_directory = os.open(".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
 
 
 def _send(control, **message):
@@ -133,7 +137,8 @@ def _become_worker(request, fds, control):
         os.close(fd)
     control.detach()
     os.umask(request["umask"])
-    os.chdir(request["cwd"])
+    os.fchdir(_start_directory)
+    os.close(_start_directory)
     os.environ.clear()  # unsetenv too
     _libc().clearenv()  # and what C code set behind os.environ's back (ncurses' LINES, COLUMNS)
     os.environ.update(_with_environment_changes(request["env"]))  # putenv: C getenv agrees

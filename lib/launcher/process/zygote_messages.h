@@ -24,9 +24,8 @@ std::string zygoteConfigMessage(const std::vector<std::string>& preload, const s
 /// setup has them): the zygote matches them by name.
 struct ForkRequest {
   const ChildSetup& setup;
-  pid_t launcher;   ///< the worker waits until this process is its parent
-  std::string cwd;  ///< the worker's working directory (pltrun's)
-  mode_t umask;     ///< the worker's umask (pltrun's)
+  pid_t launcher;  ///< the worker waits until this process is its parent
+  mode_t umask;    ///< the worker's umask (pltrun's); its directory is the one the zygote started in
   std::vector<std::string> attachedFds;
 };
 /// Empty when an argument or a variable is not UTF-8, which JSON cannot carry unchanged:
