@@ -4,8 +4,10 @@
 // job on the same run id), so a value of the wrong shape or type is a MalformedJobState that
 // names what was wrong, never one of nlohmann's exceptions escaping into an agent.
 
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <type_traits>
 
 #include "pltrun/error.h"
 
@@ -40,10 +42,25 @@ T storeField(const nlohmann::json& object, const char* name, const char* what) {
   if (found == object.end()) {
     throw MalformedJobState(std::string(what) + " in the store lacks '" + name + "'");
   }
-  try {
-    return found->get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw MalformedJobState(std::string(what) + " in the store has a bad '" + name + "'");
+  const auto bad = [&] { return MalformedJobState(std::string(what) + " in the store has a bad '" + name + "'"); };
+  if constexpr (std::is_same_v<T, int>) {
+    // nlohmann converts a float (3.8e22) or a wider integer to int with a plain cast: undefined
+    // or wrapped. Only an integer that fits is an int.
+    if (!found->is_number_integer()) throw bad();
+    if (found->is_number_unsigned()) {
+      const auto value = found->get<unsigned long long>();
+      if (value > static_cast<unsigned long long>(std::numeric_limits<int>::max())) throw bad();
+      return static_cast<int>(value);
+    }
+    const auto value = found->get<long long>();
+    if (value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max()) throw bad();
+    return static_cast<int>(value);
+  } else {
+    try {
+      return found->get<T>();
+    } catch (const nlohmann::json::exception&) {
+      throw bad();
+    }
   }
 }
 

@@ -79,3 +79,17 @@ TEST_CASE("store layout: a value pltrun does not write is a MalformedJobState na
   }
   CHECK_THROWS_AS(pltrun::rdzv::parseStoreObject("[1]", "round end"), MalformedJobState);
 }
+
+TEST_CASE("store layout: a number that is not an int where pltrun writes one is a MalformedJobState",
+          "[store_layout]") {
+  using pltrun::rdzv::MalformedJobState;
+  using pltrun::rdzv::storeField;
+  CHECK(storeField<int>(nlohmann::json::parse(R"({"status": -7})"), "status", "round end") == -7);
+  CHECK(storeField<int>(nlohmann::json::parse(R"({"status": 2147483647})"), "status", "round end") == 2147483647);
+  // nlohmann alone casts these: a float beyond int is undefined behaviour (found by fuzz_store_values).
+  for (const char* text : {R"({"status": 37777777777777777777777})", R"({"status": 3.5})", R"({"status": 2147483648})",
+                           R"({"status": -2147483649})", R"({"status": "3"})", R"({"status": true})"}) {
+    INFO(text);
+    CHECK_THROWS_AS(storeField<int>(nlohmann::json::parse(text), "status", "round end"), MalformedJobState);
+  }
+}
