@@ -9,7 +9,7 @@
 using pltrun::ChildSetup;
 using pltrun::parseZygoteAnswer;
 
-TEST_CASE("zygote messages: a worker's start carries its argv, environment, umask, CPUs and descriptors",
+TEST_CASE("zygote messages: a worker's start carries its argv, environment, CPUs and descriptors",
           "[zygote_messages]") {
   char* argv[] = {const_cast<char*>("python3"), const_cast<char*>("-u"), const_cast<char*>("train.py"),
                   const_cast<char*>("--lr=0.1"), nullptr};
@@ -30,10 +30,9 @@ TEST_CASE("zygote messages: a worker's start carries its argv, environment, umas
   const auto names = pltrun::attachedDescriptorNames(setup);
   CHECK(names == std::vector<std::string>{"stdin", "stdout", "stderr", "cgroup"});
 
-  const auto message = nlohmann::json::parse(pltrun::forkRequestMessage({setup, 1234, 027, names}));
+  const auto message = nlohmann::json::parse(pltrun::forkRequestMessage({setup, 1234, names}));
   CHECK(message["argv"] == nlohmann::json({"python3", "-u", "train.py", "--lr=0.1"}));
   CHECK(message["env"] == nlohmann::json({"RANK=3", "EMPTY="}));
-  CHECK(message["umask"] == 027);
   CHECK(message["launcher"] == 1234);
   CHECK(message["cpus"] == nlohmann::json({2, 5}));
   CHECK(message["open_file_limit"] == 1024);
@@ -47,7 +46,7 @@ TEST_CASE("zygote messages: an argument that is not UTF-8 makes no request (that
   ChildSetup setup;
   setup.argv = argv;
   setup.envp = envp;
-  CHECK(pltrun::forkRequestMessage({setup, 1, 022, {}}).empty());
+  CHECK(pltrun::forkRequestMessage({setup, 1, {}}).empty());
 }
 
 TEST_CASE("zygote messages: answers are ready, a pid, or a refusal, and anything else is a refusal",

@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 #include "launcher/plan/text_parsing.h"
 #include "launcher/process/descendant_sweep.h"
@@ -40,15 +39,6 @@ constexpr std::chrono::milliseconds kQuietWait{10000};
 constexpr std::chrono::milliseconds kExitGrace{2000};
 
 std::string systemError(const std::string& what) { return what + ": " + std::strerror(errno); }
-
-// pltrun's umask, read without changing it (umask(2) can only be read by setting it).
-mode_t currentUmask() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind("Umask:", 0) == 0) return static_cast<mode_t>(std::stoul(line.substr(6), nullptr, 8));
-  }
-  return 022;
-}
 
 // How the ended zygote ended, read without reaping it.
 std::string endOf(int pidfd) {
@@ -144,7 +134,7 @@ SpawnedChild Zygote::fork(const ChildSetup& setup, std::string& why) {
     why = failure_;
     return {};
   }
-  const std::string request = forkRequestMessage({setup, getpid(), currentUmask(), attachedDescriptorNames(setup)});
+  const std::string request = forkRequestMessage({setup, getpid(), attachedDescriptorNames(setup)});
   if (request.empty()) {
     why.clear();
     return {};

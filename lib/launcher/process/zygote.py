@@ -29,6 +29,9 @@ _environment_changes = {}
 # interpreter's wrapper may have changed it: a chroot runner starts at / where pltrun's own
 # directory does not exist). Held open: the worker returns to it even if it has no path there.
 _start_directory = os.open(".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+# Its umask, pltrun's (read by setting it; a preloaded module may change the zygote's).
+_start_umask = os.umask(0o22)
+os.umask(_start_umask)
 
 
 def _send(control, **message):
@@ -136,7 +139,7 @@ def _become_worker(request, fds, control):
     for fd in set(fds.values()) | {control.fileno()}:
         os.close(fd)
     control.detach()
-    os.umask(request["umask"])
+    os.umask(_start_umask)
     os.fchdir(_start_directory)
     os.close(_start_directory)
     os.environ.clear()  # unsetenv too

@@ -41,7 +41,6 @@ std::vector<std::string> attachedDescriptorNames(const ChildSetup& setup) {
 std::string forkRequestMessage(const ForkRequest& request) {
   nlohmann::json message{{"argv", nullTerminatedList(request.setup.argv)},
                          {"env", nullTerminatedList(request.setup.envp)},
-                         {"umask", request.umask},
                          {"launcher", request.launcher},
                          {"cpus", cpuList(request.setup.cpus)},
                          {"open_file_limit", request.setup.openFileLimit},

@@ -25,7 +25,6 @@ std::string zygoteConfigMessage(const std::vector<std::string>& preload, const s
 struct ForkRequest {
   const ChildSetup& setup;
   pid_t launcher;  ///< the worker waits until this process is its parent
-  mode_t umask;    ///< the worker's umask (pltrun's); its directory is the one the zygote started in
   std::vector<std::string> attachedFds;
 };
 /// Empty when an argument or a variable is not UTF-8, which JSON cannot carry unchanged:
