@@ -241,4 +241,24 @@ SpawnedChild spawnChild(const ChildSetup& setup, SpawnFailure& failure) {
   return cloneChild(setup, failure, 0);
 }
 
+std::vector<char*> nullTerminated(const std::vector<std::string>& strings) {
+  std::vector<char*> pointers;
+  pointers.reserve(strings.size() + 1);
+  for (const std::string& text : strings) pointers.push_back(const_cast<char*>(text.c_str()));
+  pointers.push_back(nullptr);
+  return pointers;
+}
+
+std::optional<ProcessEnd> peekChildEnd(int pidfd) {
+  siginfo_t info{};
+  if (waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
+    // The status is lost (someone else reaped the worker): never report that as success.
+    return ProcessEnd{255, 0};
+  }
+  if (info.si_pid == 0) return std::nullopt;
+  // "killed by signal 3" must not read as "exit code 3".
+  if (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) return ProcessEnd{0, info.si_status};
+  return ProcessEnd{info.si_status, 0};
+}
+
 }  // namespace pltrun

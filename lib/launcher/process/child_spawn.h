@@ -11,6 +11,12 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/process/process_end.h"
+
 #ifndef P_PIDFD
 #define P_PIDFD 3  // linux/wait.h; glibc 2.36's sys/wait.h does not name it
 #endif
@@ -53,6 +59,14 @@ SpawnedChild spawnChild(const ChildSetup& setup, SpawnFailure& failure);
 /// The soft open-file limit pltrun was started with (before the store raised its own): the
 /// limit its children get back.
 rlim_t openFileLimitAtStart();
+
+/// The null-terminated char* array execve takes, pointing into `strings` (which must
+/// outlive it): ChildSetup's argv and envp.
+std::vector<char*> nullTerminated(const std::vector<std::string>& strings);
+
+/// How child `pidfd` refers to ended, read without reaping it; nullopt while it runs. A
+/// status that cannot be read (someone else reaped it) is exit code 255, never success.
+std::optional<ProcessEnd> peekChildEnd(int pidfd);
 
 /// Waits for child `pid` (`pidfd` refers to it) to end, and reaps it (the pidfd stays
 /// open). spawnChild claims the children it starts as pltrun's own (descendant_sweep.h);

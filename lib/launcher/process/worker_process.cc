@@ -81,32 +81,10 @@ std::pair<OwnedFd, OwnedFd> makePipe() {
   return std::pair<OwnedFd, OwnedFd>(ends[0], ends[1]);
 }
 
-// The null-terminated char* array execve takes, pointing into `strings` (which must outlive it).
-std::vector<char*> nullTerminated(const std::vector<std::string>& strings) {
-  std::vector<char*> pointers;
-  pointers.reserve(strings.size() + 1);
-  for (const std::string& text : strings) pointers.push_back(const_cast<char*>(text.c_str()));
-  pointers.push_back(nullptr);
-  return pointers;
-}
-
 std::string startFailure(const std::string& executable, const SpawnFailure& failure) {
   std::string message = "cannot start '" + executable + "': " + std::strerror(failure.error);
   if (std::strcmp(failure.step, "execve") != 0) message += std::string(" (at ") + failure.step + ")";
   return message + startHint(failure.error);
-}
-
-// The ended process's status, read without reaping it; nullopt if it has not ended.
-std::optional<ProcessEnd> peekEnd(int pidfd) {
-  siginfo_t info{};
-  if (waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
-    // The status is lost (someone else reaped the worker): never report that as success.
-    return ProcessEnd{255, 0};
-  }
-  if (info.si_pid == 0) return std::nullopt;
-  // "killed by signal 3" must not read as "exit code 3".
-  if (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) return ProcessEnd{0, info.si_status};
-  return ProcessEnd{info.si_status, 0};
 }
 
 }  // namespace
@@ -184,7 +162,7 @@ void WorkerProcess::asyncWaitForEnd(std::function<void(ProcessEnd)> onEnd) {
   impl_->pidfd.async_wait(boost::asio::posix::stream_descriptor::wait_read,
                           [this, onEnd = std::move(onEnd)](const boost::system::error_code& error) mutable {
                             if (error == boost::asio::error::operation_aborted) return;
-                            std::optional<ProcessEnd> end = peekEnd(impl_->pidfd.native_handle());
+                            std::optional<ProcessEnd> end = peekChildEnd(impl_->pidfd.native_handle());
                             if (!end) {  // woken before the end: wait again
                               asyncWaitForEnd(std::move(onEnd));
                               return;

@@ -42,13 +42,8 @@ std::string systemError(const std::string& what) { return what + ": " + std::str
 
 // How the ended zygote ended, read without reaping it.
 std::string endOf(int pidfd) {
-  siginfo_t info{};
-  if (waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
-      info.si_pid == 0) {
-    return "it ended";
-  }
-  const bool killed = info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED;
-  return "it ended with " + (killed ? ProcessEnd{0, info.si_status} : ProcessEnd{info.si_status, 0}).describe();
+  const std::optional<ProcessEnd> end = peekChildEnd(pidfd);
+  return end ? "it ended with " + end->describe() : "it ended";
 }
 
 bool sendWithDescriptors(int socket, const std::string& message, const std::vector<int>& fds) {
@@ -87,13 +82,10 @@ void Zygote::start() {
     return;
   }
   control_ = ends[0];
-  std::vector<std::string> argv = {settings_.workerArgv.at(0), "-u", "-c",
-                                   kBootstrap + std::string(kCommandLineRoom, ' ')};
-  std::vector<char*> argvPointers, environmentPointers;
-  for (std::string& word : argv) argvPointers.push_back(word.data());
-  argvPointers.push_back(nullptr);
-  for (std::string& entry : settings_.environment) environmentPointers.push_back(entry.data());
-  environmentPointers.push_back(nullptr);
+  const std::vector<std::string> argv = {settings_.workerArgv.at(0), "-u", "-c",
+                                         kBootstrap + std::string(kCommandLineRoom, ' ')};
+  const std::vector<char*> argvPointers = nullTerminated(argv);
+  const std::vector<char*> environmentPointers = nullTerminated(settings_.environment);
   ChildSetup setup;
   setup.executable = settings_.interpreter.c_str();
   setup.argv = argvPointers.data();
