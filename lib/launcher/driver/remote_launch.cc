@@ -192,7 +192,7 @@ int runDriver(const LaunchConfig& config, const Environment& inherited) {
                countedNoun(static_cast<long long>(remote.hosts.size()), "host"), endpoint);
 
   AgentLaunch launch{config, std::move(forwarded), {}, "", "", localName, endpoint, runId, storeOptions.secret};
-  for (const auto& [name, value] : inherited) launch.environment.push_back(name + "=" + value);
+  launch.environment = environmentEntries(inherited);
   launch.path = inherited.count("PATH") ? inherited.at("PATH") : "";
   launch.remotePltrun = remote.remotePltrun.empty() ? thisExecutable() : remote.remotePltrun;
   std::vector<WorkerSpec> specs;

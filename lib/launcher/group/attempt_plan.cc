@@ -100,9 +100,7 @@ std::optional<ZygoteSettings> zygoteSettingsFor(const RunPlan& plan, int guardFd
   settings.interpreter = plan.job.command.executable;
   settings.workerArgv = plan.job.command.argv;
   settings.preload = plan.job.config.preload;
-  for (const auto& [name, value] : sharedWorkerEnv(plan.job.inherited, placement)) {
-    settings.environment.push_back(name + "=" + value);
-  }
+  settings.environment = environmentEntries(sharedWorkerEnv(plan.job.inherited, placement));
   settings.guardFd = guardFd;
   return settings;
 }
@@ -148,9 +146,7 @@ std::vector<WorkerSpec> workerSpecsFor(const RunPlan& plan, int attempt, const N
       spec.launch.argv.insert(spec.launch.argv.end() - programArgs, "--local_rank=" + std::to_string(localRank));
     }
     if (!plan.job.layout.workerCpus.empty()) spec.launch.cpus = plan.job.layout.workerCpus.at(localRank);
-    for (const auto& [name, value] : buildWorkerEnv(plan.job.inherited, placement)) {
-      spec.launch.environment.push_back(name + "=" + value);
-    }
+    spec.launch.environment = environmentEntries(buildWorkerEnv(plan.job.inherited, placement));
     specs.push_back(std::move(spec));
   }
   return specs;

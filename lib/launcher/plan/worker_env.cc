@@ -17,6 +17,13 @@ Environment currentEnvironment() {
   return env;
 }
 
+std::vector<std::string> environmentEntries(const Environment& environment) {
+  std::vector<std::string> entries;
+  entries.reserve(environment.size());
+  for (const auto& [name, value] : environment) entries.push_back(name + "=" + value);
+  return entries;
+}
+
 bool setsOmpNumThreads(const Environment& inherited, int localWorldSize) {
   return localWorldSize > 1 && inherited.count("OMP_NUM_THREADS") == 0;
 }

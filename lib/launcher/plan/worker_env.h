@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace pltrun {
 
@@ -42,6 +43,9 @@ struct WorkerPlacement {
 
 /// This process's environment.
 Environment currentEnvironment();
+
+/// The "NAME=VALUE" entries a process is started with (ProcessLaunch::environment).
+std::vector<std::string> environmentEntries(const Environment& environment);
 
 /// `inherited` (the launcher's own environment) with the worker's variables added. Pure:
 /// no I/O, the same inputs always give the same environment. Throws InvalidArgument for
