@@ -6,33 +6,38 @@ and no mode of the launcher includes another.
 A quoted include names a header by its path from an include root ("launcher/plan/x.h",
 "rendezvous/store/x.h", "pltrun/x.h", "base/x.h", "version/version.h") or, for a header beside the
 file, by its bare name. Angle-bracket includes (the system's and the libraries') are not
-checked. Usage: scripts/check-includes.py   (from the repository root; exit 1 on a breach)
+checked. Besides the table below, every quoted include is found on disk, and no file under
+rendezvous/ may include one under lib/: the rendezvous half is the layer the rest builds on.
+Usage: scripts/check-includes.py   (from the repository root; exit 1 on a breach)
 """
 import pathlib
 import re
 import sys
 
 # What each folder may include besides itself, lowest layer first (docs/ARCHITECTURE.md).
-# "pltrun/" is the client's public headers; "pltrun/error.h" and "base/" are lib/base, the base
-# every layer may use (Error, ErrorCode; the text helpers, the stored integers), the store's
-# included.
+# "pltrun/error.h" and "base/" are rendezvous/base, the base every layer may use (Error,
+# ErrorCode; the text helpers, the stored integers). The store family's public headers are
+# pltrun/store.h and the stores; the rest of "pltrun/" is the client library's.
 BASE = ["pltrun/error.h", "base/"]
-CLIENT = BASE + ["pltrun/"]
+STORE_PUBLIC = ["pltrun/store.h", "pltrun/tcp_store.h", "pltrun/in_memory_store.h", "pltrun/prefix_store.h"]
+STORE = BASE + STORE_PUBLIC + ["rendezvous/store/"]
+CLIENT = STORE + ["pltrun/"]
 PLAN = CLIENT + ["launcher/plan/"]
 OUTPUT = PLAN + ["launcher/output/", "version/"]
 PROCESS = OUTPUT + ["launcher/process/"]
 GROUP = PROCESS + ["launcher/stall/", "launcher/placement/", "launcher/group/"]
 NET = PLAN + ["launcher/command_line/", "rendezvous/store/", "rendezvous/etcd/"]
 ALLOWED = {
-    "lib/base": [],
+    "rendezvous/base": [],
     "lib/cxx_libraries": [],
     "lib/openssl_loader": [],
-    "rendezvous/store": BASE,
-    "lib/client": CLIENT + ["rendezvous/store/"],
-    "rendezvous/elastic": CLIENT,
-    "rendezvous/etcd": CLIENT,
+    "rendezvous/store": BASE + STORE_PUBLIC,
+    "rendezvous/store/server": STORE,
+    "rendezvous/etcd": STORE,
+    "rendezvous/elastic": STORE,
+    "lib/client": CLIENT,
     "lib/version": [],
-    "lib/launcher/plan": CLIENT,
+    "lib/launcher/plan": STORE,
     "lib/launcher/command_line": PLAN + ["version/"],
     "lib/launcher/placement": PLAN,
     "lib/launcher/output": OUTPUT,
@@ -48,22 +53,59 @@ ALLOWED = {
 # The folder's own headers, as they are named from an include root.
 OWN = {folder: folder.removeprefix("lib/") + "/" for folder in ALLOWED}
 OWN["lib/client"] = "pltrun/"
-OWN["lib/base"] = "base/"
+OWN["rendezvous/base"] = "base/"
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+# Where a quoted include is looked for (the targets' include directories), to find its file.
+INCLUDE_ROOTS = ["rendezvous/base/include", "rendezvous/base/internal", "rendezvous/store/include",
+                 "lib/client/include", "lib", "."]
 
 
-def breaches(folder, allowed):
-    found = []
+def sources(folder):
+    """The folder's sources, less those of a folder inside it that has rules of its own."""
+    nested = [other for other in ALLOWED if other.startswith(folder + "/")]
     for path in sorted(pathlib.Path(folder).rglob("*")):
+        if path.suffix in (".cc", ".h", ".c", ".cu") and not any(str(path).startswith(n + "/") for n in nested):
+            yield path
+
+
+def included_file(path, header):
+    for root in [str(path.parent)] + INCLUDE_ROOTS:
+        candidate = pathlib.Path(root) / header
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def upward_arrows():
+    """A file under rendezvous/ that includes one under lib/, or an include found nowhere."""
+    found = []
+    for path in sorted(pathlib.Path("rendezvous").rglob("*")):
         if path.suffix not in (".cc", ".h", ".c", ".cu"):
             continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             match = INCLUDE.match(line)
             if not match:
                 continue
+            target = included_file(path, match.group(1))
+            if target is None:
+                found.append(f"{path}:{number}: includes {match.group(1)}, which is in none of {INCLUDE_ROOTS}")
+            elif target.parts[0] == "lib":
+                found.append(f"{path}:{number}: includes {target}: rendezvous/ may not include lib/")
+    return found
+
+
+def breaches(folder, allowed):
+    found = []
+    nested_own = [OWN[other] for other in ALLOWED if other.startswith(folder + "/")]
+    for path in sources(folder):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            match = INCLUDE.match(line)
+            if not match:
+                continue
             header = match.group(1)
-            if "/" not in header or header.startswith(OWN[folder]):
-                continue  # beside it, or its own
+            inside = header.startswith(OWN[folder]) and not any(header.startswith(n) for n in nested_own)
+            if "/" not in header or inside:
+                continue  # beside it, or its own (a folder inside it is above it)
             if not any(header == rule or (rule.endswith("/") and header.startswith(rule)) for rule in allowed):
                 found.append(f"{path}:{number}: includes {header}, which {folder} may not (docs/ARCHITECTURE.md)")
     return found
@@ -73,6 +115,7 @@ def main():
     found = []
     for folder, allowed in ALLOWED.items():
         found += breaches(folder, allowed)
+    found += upward_arrows()
     for line in found:
         print(line)
     if found:

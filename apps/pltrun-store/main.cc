@@ -12,8 +12,8 @@
 
 #include "base/out_of_descriptors.h"
 #include "pltrun/error.h"
-#include "rendezvous/store/secret_file.h"
-#include "rendezvous/store/store_server.h"
+#include "rendezvous/store/server/secret_file.h"
+#include "rendezvous/store/server/store_server.h"
 #include "version/version.h"
 
 namespace {

@@ -58,7 +58,7 @@
 #include "pltrun/tcp_store.h"
 #include "rendezvous/elastic/elastic_rendezvous.h"
 #include "rendezvous/etcd/etcd_store.h"
-#include "rendezvous/store/store_server.h"
+#include "rendezvous/store/server/store_server.h"
 #include "store/server_thread.h"
 
 namespace {

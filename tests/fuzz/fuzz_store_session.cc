@@ -1,4 +1,4 @@
-// libFuzzer target for the store server's sessions (rendezvous/store/store_session.cc and
+// libFuzzer target for the store server's sessions (rendezvous/store/server/store_session.cc and
 // store_server.cc), through real loopback TCP connections.
 //
 // One io_context and two StoreServers (one open, one with a shared secret) live for the
@@ -53,9 +53,9 @@
 #include <string_view>
 #include <vector>
 
+#include "rendezvous/store/server/store_server.h"
 #include "rendezvous/store/store_auth.h"
 #include "rendezvous/store/store_protocol.h"
-#include "rendezvous/store/store_server.h"
 #include "rendezvous/store/store_table.h"
 
 namespace rdzv = pltrun::rdzv;

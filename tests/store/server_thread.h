@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "pltrun/tcp_store.h"
-#include "rendezvous/store/store_server.h"
+#include "rendezvous/store/server/store_server.h"
 
 namespace pltrun::test {
 

@@ -2,7 +2,7 @@
 // and what it refuses, each with the advice in the message. Real files in a temporary
 // directory; standard input replaced by a pipe for the "-" case.
 
-#include "rendezvous/store/secret_file.h"
+#include "rendezvous/store/server/secret_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

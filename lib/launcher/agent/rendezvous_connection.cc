@@ -8,7 +8,7 @@
 #include "launcher/net/etcd_access.h"
 #include "launcher/net/host_identity.h"
 #include "pltrun/error.h"
-#include "rendezvous/store/secret_file.h"
+#include "rendezvous/store/server/secret_file.h"
 
 namespace pltrun {
 

@@ -4,7 +4,7 @@
 // lines, an empty line, then the job's secret when the driver made it. Both ends of the
 // variables' part are here: the writer (agentStandardInput) and the reader, the sh script
 // the agent is started with (agentScript). The secret's reader is pltrun on the host:
-// secret_file=- (rdzv::readSecretFile, rendezvous/store/secret_file.h).
+// secret_file=- (rdzv::readSecretFile, rendezvous/store/server/secret_file.h).
 
 #include <string>
 #include <vector>

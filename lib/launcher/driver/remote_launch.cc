@@ -20,7 +20,7 @@
 #include "launcher/plan/text_parsing.h"
 #include "launcher/process/orphan_guard.h"
 #include "pltrun/error.h"
-#include "rendezvous/store/secret_file.h"
+#include "rendezvous/store/server/secret_file.h"
 #include "rendezvous/store/store_auth.h"
 
 namespace pltrun {

@@ -4,7 +4,7 @@
 
 #include "launcher/command_line/rendezvous_flags.h"
 #include "pltrun/error.h"
-#include "rendezvous/store/secret_file.h"
+#include "rendezvous/store/server/secret_file.h"
 
 namespace pltrun {
 

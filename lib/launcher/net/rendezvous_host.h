@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "launcher/plan/launch_config.h"
-#include "rendezvous/store/store_server.h"
+#include "rendezvous/store/server/store_server.h"
 
 namespace pltrun {
 

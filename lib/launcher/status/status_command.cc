@@ -23,7 +23,7 @@
 #include "pltrun/tcp_store.h"
 #include "rendezvous/elastic/elastic_rendezvous.h"
 #include "rendezvous/etcd/etcd_client.h"
-#include "rendezvous/store/secret_file.h"
+#include "rendezvous/store/server/secret_file.h"
 
 namespace pltrun {
 

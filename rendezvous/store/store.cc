@@ -4,7 +4,7 @@
 
 #include "base/seconds_text.h"
 #include "pltrun/error.h"
-#include "store_errors.h"
+#include "rendezvous/store/store_errors.h"
 
 namespace pltrun {
 

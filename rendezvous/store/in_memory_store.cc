@@ -5,9 +5,9 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "rendezvous/store/socket_stream.h"
+#include "rendezvous/store/store_errors.h"
 #include "rendezvous/store/store_table.h"
-#include "socket_stream.h"
-#include "store_errors.h"
 
 namespace pltrun {
 

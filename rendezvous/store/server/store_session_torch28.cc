@@ -2,8 +2,8 @@
 // whichever server it talks to: LIST_KEYS (Store.list_keys) and BARRIER (Store.barrier).
 // The queue commands, also 2.8's, are answered with the others in store_session.cc.
 
-#include "rendezvous/store/store_server.h"
-#include "rendezvous/store/store_session.h"
+#include "rendezvous/store/server/store_server.h"
+#include "rendezvous/store/server/store_session.h"
 
 namespace pltrun::rdzv {
 

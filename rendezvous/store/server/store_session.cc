@@ -1,4 +1,4 @@
-#include "rendezvous/store/store_session.h"
+#include "rendezvous/store/server/store_session.h"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -10,8 +10,8 @@
 #include <boost/asio/write.hpp>
 #include <stdexcept>
 
-#include "rendezvous/store/store_server.h"
-#include "rendezvous/store/warning_rate.h"
+#include "rendezvous/store/server/store_server.h"
+#include "rendezvous/store/server/warning_rate.h"
 
 namespace pltrun::rdzv {
 namespace {

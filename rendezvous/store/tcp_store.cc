@@ -7,10 +7,10 @@
 
 #include "base/seconds_text.h"
 #include "pltrun/error.h"
+#include "rendezvous/store/socket_stream.h"
 #include "rendezvous/store/store_auth.h"
+#include "rendezvous/store/store_errors.h"
 #include "rendezvous/store/store_protocol.h"
-#include "socket_stream.h"
-#include "store_errors.h"
 
 namespace pltrun {
 

@@ -1,4 +1,4 @@
-#include "rendezvous/store/store_server.h"
+#include "rendezvous/store/server/store_server.h"
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
@@ -9,8 +9,8 @@
 #include <cerrno>
 
 #include "pltrun/error.h"
-#include "rendezvous/store/store_session.h"
-#include "rendezvous/store/warning_rate.h"
+#include "rendezvous/store/server/store_session.h"
+#include "rendezvous/store/server/warning_rate.h"
 
 namespace pltrun::rdzv {
 

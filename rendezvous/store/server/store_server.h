@@ -15,10 +15,10 @@
 #include <unordered_map>
 
 #include "pltrun/error.h"
-#include "rendezvous/store/buffer_budget.h"
+#include "rendezvous/store/server/buffer_budget.h"
+#include "rendezvous/store/server/warning_rate.h"
 #include "rendezvous/store/store_protocol.h"
 #include "rendezvous/store/store_table.h"
-#include "rendezvous/store/warning_rate.h"
 
 namespace pltrun::rdzv {
 

@@ -1,4 +1,4 @@
-#include "store_errors.h"
+#include "rendezvous/store/store_errors.h"
 
 #include "base/seconds_text.h"
 

@@ -1,4 +1,4 @@
-#include "socket_stream.h"
+#include "rendezvous/store/socket_stream.h"
 
 #include <fcntl.h>
 #include <netdb.h>

@@ -1,4 +1,4 @@
-#include "rendezvous/store/secret_file.h"
+#include "rendezvous/store/server/secret_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
