@@ -15,16 +15,16 @@ bash scripts/package-chroot.sh ensure
 # git history, a full build; cached in /var/cache/pltrun).
 bash scripts/package-previous.sh ensure
 # Every C/C++ file as .clang-format says (clang-format-14), before anything is built.
-bash scripts/check-format.sh
+bash scripts/check/format.sh
 # No function over 60 lines in the product code (docs/ARCHITECTURE.md); Debian's python3.
-/usr/bin/python3 scripts/function-lengths.py lib rendezvous apps
+/usr/bin/python3 scripts/check/function-lengths.py lib rendezvous apps
 # Each folder includes only what its layer may (docs/ARCHITECTURE.md, "Rules").
-/usr/bin/python3 scripts/check-includes.py
-bash scripts/check-test-names.sh
+/usr/bin/python3 scripts/check/includes.py
+bash scripts/check/test-names.sh
 bash scripts/build.sh
 # The store's codec and server sessions under libFuzzer with ASan/UBSan, for a bounded
 # time (a separate clang build in build-fuzz/); before CTest, whose summary ends the run.
-bash scripts/fuzz.sh "${PLTRUN_FUZZ_SECONDS:-30}"
+bash scripts/check/fuzz.sh "${PLTRUN_FUZZ_SECONDS:-30}"
 build_dir=${PLTRUN_BUILD_DIR:-build}
 # Tests start many real processes; two at a time keeps a 2-core machine responsive.
 ctest --test-dir "$build_dir" --output-on-failure -j 2

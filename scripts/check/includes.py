@@ -6,7 +6,7 @@ and no mode of the launcher includes another.
 A quoted include names a header by its path from an include root ("launcher/plan/x.h",
 "rendezvous/store/x.h", "pltrun/x.h", "base/x.h", "version/version.h") or, for a header beside the
 file, by its bare name. Angle-bracket includes (the system's and the libraries') are not
-checked. Usage: scripts/check-includes.py   (from the repository root; exit 1 on a breach)
+checked. Usage: scripts/check/includes.py   (from the repository root; exit 1 on a breach)
 """
 import pathlib
 import re
@@ -76,9 +76,9 @@ def main():
     for line in found:
         print(line)
     if found:
-        print(f"check-includes: {len(found)} include(s) break the layering above", file=sys.stderr)
+        print(f"check/includes: {len(found)} include(s) break the layering above", file=sys.stderr)
         return 1
-    print(f"check-includes: {len(ALLOWED)} folders include only what their layer may")
+    print(f"check/includes: {len(ALLOWED)} folders include only what their layer may")
     return 0
 
 
