@@ -2,7 +2,7 @@
 # Recovery benchmarks for docs/PERFORMANCE.md ("Recovery: crash to first step", issue 43):
 # pltrun (cold, and --preload when this build has it) against torchrun, in one run, for each
 # torch: 1.13 (Debian's /usr/bin/python3), 2.6 and 2.14 (tests/torch2/python3-trixie and
-# python3-forky: chroots, scripts/torch-chroot.sh). The worker is tests/bench/restart_train.py:
+# python3-forky: chroots, scripts/chroot/torch.sh). The worker is tests/bench/restart_train.py:
 # a 4-rank gloo DDP job (Adam, a checkpoint saved every step and loaded on a restart).
 #
 #   (a) crash -> every rank's first step after the restart: the last rank exits (os._exit(1))
@@ -238,8 +238,8 @@ available() {  # VERSION: 0 when its interpreter can run here, else says why
   local suite
   suite=$(suite_of "$1")
   [[ -z $suite ]] && return 0
-  bash scripts/torch-chroot.sh "$suite" ready 2>/dev/null && return 0
-  printf 'missing\t%s\tthe %s chroot is not built (bash scripts/torch-chroot.sh %s ensure)\n' "$1" "$suite" "$suite" >>"$runs"
+  bash scripts/chroot/torch.sh "$suite" ready 2>/dev/null && return 0
+  printf 'missing\t%s\tthe %s chroot is not built (bash scripts/chroot/torch.sh %s ensure)\n' "$1" "$suite" "$suite" >>"$runs"
   return 1
 }
 

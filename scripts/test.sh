@@ -6,14 +6,14 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --with-torch
 # torch 2.x for the tests: Debian trixie's python3-torch (2.6) and forky's (2.14), each in a
 # chroot (built once, about 2.5 minutes and 1.2 GB each; cached in /var/cache/pltrun).
-bash scripts/torch-chroot.sh trixie ensure
-bash scripts/torch-chroot.sh forky ensure
+bash scripts/chroot/torch.sh trixie ensure
+bash scripts/chroot/torch.sh forky ensure
 # The package test's clean Debian bookworm (built once, about 2 minutes and 650 MB; cached
 # in /var/cache/pltrun; each test run installs into a throwaway copy of it).
-bash scripts/package-chroot.sh ensure
+bash scripts/package/chroot.sh ensure
 # The previous release's packages, which the package test upgrades from (built once from
 # git history, a full build; cached in /var/cache/pltrun).
-bash scripts/package-previous.sh ensure
+bash scripts/package/previous.sh ensure
 # Every C/C++ file as .clang-format says (clang-format-14), before anything is built.
 bash scripts/check/format.sh
 # No function over 60 lines in the product code (docs/ARCHITECTURE.md); Debian's python3.
