@@ -14,7 +14,7 @@ packages=(
   clang libclang-rt-14-dev clang-format-14
   etcd-server etcd-client  # the etcd rendezvous backend's tests start real members (issue 13)
   slurmctld slurmd slurm-client munge  # the real-Slurm tests start a two-node cluster (issue 15)
-  # The Debian package (scripts/package.sh, issue 16): man pages, dependencies, stripping;
+  # The Debian package (scripts/package/deb.sh, issue 16): man pages, dependencies, stripping;
   # its test checks the debug symbols and the store's unit, and installs it in a chroot.
   help2man dpkg-dev file gdb systemd debootstrap elfutils
   lintian  # the package test runs it (issue 29)

@@ -6,25 +6,25 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --with-torch
 # torch 2.x for the tests: Debian trixie's python3-torch (2.6) and forky's (2.14), each in a
 # chroot (built once, about 2.5 minutes and 1.2 GB each; cached in /var/cache/pltrun).
-bash scripts/torch-chroot.sh trixie ensure
-bash scripts/torch-chroot.sh forky ensure
+bash scripts/chroot/torch.sh trixie ensure
+bash scripts/chroot/torch.sh forky ensure
 # The package test's clean Debian bookworm (built once, about 2 minutes and 650 MB; cached
 # in /var/cache/pltrun; each test run installs into a throwaway copy of it).
-bash scripts/package-chroot.sh ensure
+bash scripts/package/chroot.sh ensure
 # The previous release's packages, which the package test upgrades from (built once from
 # git history, a full build; cached in /var/cache/pltrun).
-bash scripts/package-previous.sh ensure
+bash scripts/package/previous.sh ensure
 # Every C/C++ file as .clang-format says (clang-format-14), before anything is built.
-bash scripts/check-format.sh
+bash scripts/check/format.sh
 # No function over 60 lines in the product code (docs/ARCHITECTURE.md); Debian's python3.
-/usr/bin/python3 scripts/function-lengths.py lib rendezvous apps
+/usr/bin/python3 scripts/check/function-lengths.py lib rendezvous apps
 # Each folder includes only what its layer may (docs/ARCHITECTURE.md, "Rules").
-/usr/bin/python3 scripts/check-includes.py
-bash scripts/check-test-names.sh
+/usr/bin/python3 scripts/check/includes.py
+bash scripts/check/test-names.sh
 bash scripts/build.sh
 # The store's codec and server sessions under libFuzzer with ASan/UBSan, for a bounded
 # time (a separate clang build in build-fuzz/); before CTest, whose summary ends the run.
-bash scripts/fuzz.sh "${PLTRUN_FUZZ_SECONDS:-30}"
+bash scripts/check/fuzz.sh "${PLTRUN_FUZZ_SECONDS:-30}"
 build_dir=${PLTRUN_BUILD_DIR:-build}
 # Tests start many real processes; two at a time keeps a 2-core machine responsive.
 ctest --test-dir "$build_dir" --output-on-failure -j 2

@@ -1,4 +1,4 @@
-# The Debian packages, from the install components (scripts/package.sh runs cpack; README,
+# The Debian packages, from the install components (scripts/package/deb.sh runs cpack; README,
 # "Installing on every node: the Debian package"):
 #
 #   pltrun_VERSION-REV_ARCH.deb     component "runtime": pltrun, pltrun-store,
@@ -51,7 +51,7 @@ set(CPACK_INSTALL_PREFIX /usr)
 set(CPACK_SET_DESTDIR ON)
 # cpack first builds the build tree's preinstall target, which builds everything unless this
 # is set: the package test packages, while other tests run, what CTest is testing, and must
-# never rebuild under them. scripts/package.sh builds what the packages hold itself. (So
+# never rebuild under them. scripts/package/deb.sh builds what the packages hold itself. (So
 # `make install` installs what is built, as `cmake --install` always does.)
 set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON CACHE BOOL "The install target does not build everything first")
 set(CPACK_DEB_COMPONENT_INSTALL ON)

@@ -3,7 +3,7 @@
 // table charges it against --max-store-bytes: the bytes of its keys and values plus a fixed
 // cost per item for the containers and the allocator (64-bit libstdc++ and glibc malloc).
 // Without these, an empty queue item cost nothing and 6 million of them took 200 MB under a
-// 1 MiB limit (issue 42). `scripts/bench-store.sh --flood` checks them against the RSS.
+// 1 MiB limit (issue 42). `scripts/bench/store.sh --flood` checks them against the RSS.
 
 #include <cstdint>
 #include <string>

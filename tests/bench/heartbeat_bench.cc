@@ -1,5 +1,5 @@
 // heartbeat_bench: what one pltrun::heartbeat(step) costs the worker that calls it. Run by
-// scripts/bench-heartbeat.sh; prints one line per case.
+// scripts/bench/heartbeat.sh; prints one line per case.
 //
 //   heartbeat_bench [--calls 1000000] [--runs 5]
 //

@@ -1,6 +1,6 @@
 // rendezvous_bench: how long the elastic rendezvous (rendezvous/elastic_rendezvous.{h,cc},
 // the code pltrun's agents run) takes to form a job of P nodes against one store. Run by
-// scripts/bench-elastic.sh; prints one JSON line per run on stdout.
+// scripts/bench/elastic.sh; prints one JSON line per run on stdout.
 //
 //   rendezvous_bench [--participants 64,512,4096] [--repeat 3] [--port P | --etcd HOST:PORT[,HOST:PORT...]]
 //                    [--local-world-size 8] [--stack-kib 256] [--poll-ms 500] [--cpu-of PID,...]

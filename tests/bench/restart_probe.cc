@@ -1,4 +1,4 @@
-// restart_probe: the worker of scripts/bench-elastic.sh's restart measurements. It records
+// restart_probe: the worker of scripts/bench/elastic.sh's restart measurements. It records
 // when each worker of each round starts, on one clock that every process of the machine
 // shares (CLOCK_MONOTONIC), so the script can measure how long a job takes to be running
 // again after a worker crash or a lost agent.

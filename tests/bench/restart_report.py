@@ -1,4 +1,4 @@
-"""The tables of scripts/bench-restart.sh, in markdown for docs/PERFORMANCE.md.
+"""The tables of scripts/bench/restart.sh, in markdown for docs/PERFORMANCE.md.
 
     restart_report.py RUNS_TSV HAS_PRELOAD CPUS COMMIT ONLY COMMAND
 

@@ -1,4 +1,4 @@
-"""The worker of scripts/bench-restart.sh: a 4- or 8-rank gloo DDP job that saves a checkpoint
+"""The worker of scripts/bench/restart.sh: a 4- or 8-rank gloo DDP job that saves a checkpoint
 every step, resumes from it after a restart, and stamps each phase of its start on
 CLOCK_BOOTTIME (the clock of /proc/PID/stat's starttime, shared by every process of the
 machine and by the chroots' processes, which run on the same kernel).

@@ -1,6 +1,6 @@
 // store_bench: throughput and latency of a TCPStore server (pltrun-store, or PyTorch's own)
 // through pltrun's client, and how many simultaneous connections it holds. Run by
-// scripts/bench-store.sh; prints one JSON line on stdout.
+// scripts/bench/store.sh; prints one JSON line on stdout.
 //
 //   store_bench --host H --port P --dialect torch2|torch113 --clients N --seconds S
 //               --op set|get|add|mixed [--value-size 64] [--warmup 0.5] [--idle-connections M]

@@ -1,5 +1,5 @@
 """torchrun (`python3 -m torch.distributed.run`) as Debian's torch builds can run it, for
-scripts/bench-restart.sh (test-only, like tests/torch2/site). Two changes, each only where
+scripts/bench/restart.sh (test-only, like tests/torch2/site). Two changes, each only where
 it is needed; otherwise this is plain torchrun:
 - torch 1.13 on Python 3.11+ (Debian bookworm): enum.IntFlag no longer iterates its zero
   member, so `Std.from_str("0")` (the default of --redirects and --tee) returns None and

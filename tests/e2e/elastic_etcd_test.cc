@@ -90,7 +90,7 @@ TEST_CASE("on etcd, kill -9 of node rank 0's agent: the survivors re-form at onc
     latest = std::max(latest, record.startedNs());
   }
   const double seconds = static_cast<double>(latest - killedAt) / 1e9;
-  // The goal is 1 s (scripts/bench-elastic.sh measures it); the check leaves room for a loaded machine.
+  // The goal is 1 s (scripts/bench/elastic.sh measures it); the check leaves room for a loaded machine.
   WARN("etcd: survivors' workers all running " << seconds * 1000 << " ms after kill -9 of node rank 0's agent");
   CHECK(seconds < 5.0);
   releaseAndCheck(dir, job, victim);

@@ -4,7 +4,7 @@
 // exactly once, resume from rank 0's checkpoint and end with the clean run's parameters.
 //
 //   torch:   1.13 (Debian bookworm's python3-torch, /usr/bin/python3)
-//            2.6  (Debian trixie's, in the chroot of scripts/torch-chroot.sh)
+//            2.6  (Debian trixie's, in the chroot of scripts/chroot/torch.sh)
 //            2.14 (Debian forky's, in the same script's forky chroot)
 //   layout:  one node of 4 workers | 2 elastic agents x 2 workers (c10d, loopback)
 //            | 2 elastic agents x 2 workers meeting at a real etcd member (loopback)

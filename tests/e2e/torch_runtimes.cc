@@ -32,8 +32,8 @@ namespace {
 TorchRuntime inChroot(const std::string& version, const std::string& suite) {
   const std::string tests = TESTS_SOURCE_DIR;
   return {version, tests + "/torch2/python3-" + suite,
-          "bash '" + tests + "/../scripts/torch-chroot.sh' " + suite + " ready",
-          "bash scripts/torch-chroot.sh " + suite + " ensure (Debian " + suite + "'s python3-torch in a chroot)"};
+          "bash '" + tests + "/../scripts/chroot/torch.sh' " + suite + " ready",
+          "bash scripts/chroot/torch.sh " + suite + " ensure (Debian " + suite + "'s python3-torch in a chroot)"};
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 #pragma once
 // The three PyTorch versions every test that touches torch workers runs with: Debian
 // bookworm's torch 1.13 (/usr/bin/python3), Debian trixie's torch 2.6 and Debian forky's
-// torch 2.14 (each in its chroot of scripts/torch-chroot.sh, through
+// torch 2.14 (each in its chroot of scripts/chroot/torch.sh, through
 // tests/torch2/python3-SUITE). All are installed by scripts/test.sh; a missing one fails
 // the test with the command that installs it.
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The package test's part inside a fresh clean bookworm chroot (run_package_test.sh runs it
-# through scripts/package-chroot.sh): installs pltrun's .deb files with apt, as on a node,
+# through scripts/package/chroot.sh): installs pltrun's .deb files with apt, as on a node,
 # uses what they installed, then purges them and checks that nothing of them is left.
 #
 # Usage: in_chroot.sh DEB_DIR SOURCE_COPY VERSION_LINE
@@ -38,10 +38,10 @@ runtime_deb=$(ls "$deb_dir"/pltrun_*.deb)
 dev_deb=$(ls "$deb_dir"/pltrun-dev_*.deb)
 step "apt-get install $(basename "$runtime_deb") $(basename "$dev_deb"), with no network"
 # In a network namespace of its own: the dependencies come from apt's cache in the cached
-# chroot (scripts/package-chroot.sh downloads them once), never from the network.
+# chroot (scripts/package/chroot.sh downloads them once), never from the network.
 if ! unshare --net -- apt-get install -y -q --no-install-recommends "$runtime_deb" "$dev_deb" >"$work/apt.log" 2>&1; then
   cat "$work/apt.log" >&2
-  fail "apt-get install failed; a new dependency must be added to scripts/package-chroot.sh's lists"
+  fail "apt-get install failed; a new dependency must be added to scripts/package/chroot.sh's lists"
 fi
 grep -E '^(Setting up|Unpacking) ' "$work/apt.log" | sed 's/^/   /'
 dpkg --verify pltrun pltrun-dev || fail "dpkg --verify: installed files differ from the packages' md5sums (above)"

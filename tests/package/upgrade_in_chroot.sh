@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The package test's upgrade, inside a fresh clean bookworm chroot (run_package_test.sh runs
-# it through scripts/package-chroot.sh): the previous release's packages (OpenSSL static,
-# libraries in /usr/lib, no /etc/pltrun.toml; scripts/package-previous.sh) installed with
+# it through scripts/package/chroot.sh): the previous release's packages (OpenSSL static,
+# libraries in /usr/lib, no /etc/pltrun.toml; scripts/package/previous.sh) installed with
 # apt, then upgraded to this build's, as an admin would:
 #   1. untouched: the new version is installed, nothing is left at the old paths (every
 #      path the old packages held and the new ones do not is gone), libpltrun is found in

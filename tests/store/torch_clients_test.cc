@@ -1,7 +1,7 @@
 // Real PyTorch clients (Debian's python3-torch 1.13, run by /usr/bin/python3) against the
 // real pltrun-store: every TCPStore call, and 4 processes forming a gloo process group
 // through it. torch 2.6 and 2.14 clients run from Debian trixie and forky chroots
-// (scripts/torch-chroot.sh, built by scripts/test.sh).
+// (scripts/chroot/torch.sh, built by scripts/test.sh).
 
 #include <signal.h>
 
@@ -47,9 +47,9 @@ TEST_CASE("4 torch processes form a gloo group through pltrun-store and all-redu
 TEST_CASE("torch 2.x clients (trixie's 2.6 and forky's 2.14, in chroots) drive pltrun-store",
           "[store][torch][torch2]") {
   const std::string suite = GENERATE("trixie", "forky");
-  const std::string script = std::string(TESTS_SOURCE_DIR) + "/../scripts/torch-chroot.sh";
+  const std::string script = std::string(TESTS_SOURCE_DIR) + "/../scripts/chroot/torch.sh";
   ChildProcess ready({"/bin/bash", script, suite, "ready"});
-  INFO("the " << suite << " chroot is needed: bash scripts/torch-chroot.sh " << suite << " ensure");
+  INFO("the " << suite << " chroot is needed: bash scripts/chroot/torch.sh " << suite << " ensure");
   REQUIRE(ready.wait(30s).status == 0);
   StoreProcess store;
   ChildProcess python({"/bin/bash", script, suite, "run", "--bind", std::string(TESTS_SOURCE_DIR) + "/store", "--",

@@ -7,7 +7,7 @@ indented continuation line, and closes with a "}" at column 0; the count is of t
 between the signature's first line and the closing brace, inclusive. A member function
 defined inside a class or struct is one too: its signature is a line of the class body, one
 level in, that ends with "{", and its body closes with a "}" at the signature's indentation.
-Usage: scripts/function-lengths.py [--limit N] DIR...   (exit 1 if any is longer)
+Usage: scripts/check/function-lengths.py [--limit N] DIR...   (exit 1 if any is longer)
 """
 import pathlib
 import re

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# The Release build the benchmark scripts share (bench-elastic.sh, bench-heartbeat.sh,
-# bench-restart.sh): their own build directory (build-bench/ unless --build-dir), configured
+# The Release build the benchmark scripts share (bench/elastic.sh, bench/heartbeat.sh,
+# bench/restart.sh): their own build directory (build-bench/ unless --build-dir), configured
 # once, only the targets a script runs. Sourced from the repository root, never run.
 
 # bench_build BUILD_DIR TARGET...: configures BUILD_DIR as Release and builds TARGETs.

@@ -3,12 +3,12 @@
 # that exit at once against the posix_spawn floor, pltrun's own start (--version) against
 # /bin/true, the launcher's peak memory, and output throughput through the
 # launcher with rank prefixes. Run on an otherwise idle machine; quote the medians.
-#   scripts/bench.sh          everything (builds everything first)
-#   scripts/bench.sh launch   the launch figures only (builds pltrun and spawn_floor)
+#   scripts/bench/launch.sh          everything (builds everything first)
+#   scripts/bench/launch.sh launch   the launch figures only (builds pltrun and spawn_floor)
 # The build directory is $PLTRUN_BUILD_DIR, else build/ (as scripts/build.sh); the launch's
 # runs per command PLTRUN_BENCH_RUNS (100).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 only=${1:-all}
 bash scripts/install-deps.sh >/dev/null
 if [ "$only" = launch ]; then

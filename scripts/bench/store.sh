@@ -7,10 +7,10 @@
 # pltrun-store holds 4096 simultaneous connections, and reports how many torch's does.
 # The goal: pltrun-store >= 2x torch's server at 64 clients; 4096 connections held.
 #
-#   scripts/bench-store.sh [--seconds 3] [--repeat 1] [--clients "1 16 64 256"]
+#   scripts/bench/store.sh [--seconds 3] [--repeat 1] [--clients "1 16 64 256"]
 #                          [--ops "set get add"] [--connections 4096] [--idle-connections 0]
 #                          [--no-build]
-#   scripts/bench-store.sh --flood [--no-build]
+#   scripts/bench/store.sh --flood [--no-build]
 #
 # --repeat R measures every point R times, the three configurations of a point one after
 # another each time, and tables the medians (on a shared or noisy machine use 3 or 5).
@@ -18,7 +18,7 @@
 # as the many workers of a big job hold theirs (torch's server scans every connection on
 # every event; the default, 0, leaves that out).
 #
-# --flood instead runs issue 42's floods (scripts/lib/store-flood.sh): empty QUEUE_PUSH
+# --flood instead runs issue 42's floods (scripts/bench/lib/store-flood.sh): empty QUEUE_PUSH
 # and parked WAITs of big keys against pltrun-store and a single-node job's agent store,
 # and tables each server's peak RSS growth against its --max-store-bytes (goal: within 2x).
 #
@@ -26,7 +26,7 @@
 # (named at the end). Run on an otherwise idle machine. Exit status: 0 when every
 # pltrun-store measurement ran (whether or not the goals were met), 1 when one failed.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 seconds=3
 repeat=1
@@ -48,16 +48,16 @@ while [[ $# -gt 0 ]]; do
     --no-build) build=0; shift ;;
     --flood) flood=1; shift ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
-    *) echo "bench-store.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    *) echo "bench/store.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 
-[[ $seconds =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "bench-store.sh: --seconds wants a number, not '$seconds'" >&2; exit 2; }
+[[ $seconds =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "bench/store.sh: --seconds wants a number, not '$seconds'" >&2; exit 2; }
 for value in "$repeat" "$connections" "$idle_connections" $clients_list; do
-  [[ $value =~ ^[0-9]+$ ]] || { echo "bench-store.sh: '$value' is not a whole number (see --help)" >&2; exit 2; }
+  [[ $value =~ ^[0-9]+$ ]] || { echo "bench/store.sh: '$value' is not a whole number (see --help)" >&2; exit 2; }
 done
 for op in $ops; do
-  [[ $op =~ ^(set|get|add|mixed)$ ]] || { echo "bench-store.sh: --ops: '$op' is not set, get, add or mixed" >&2; exit 2; }
+  [[ $op =~ ^(set|get|add|mixed)$ ]] || { echo "bench/store.sh: --ops: '$op' is not set, get, add or mixed" >&2; exit 2; }
 done
 
 build_dir=$PWD/build-bench
@@ -69,15 +69,15 @@ if [[ $build == 1 ]]; then
   make -C "$build_dir" -j"$(nproc)" "${targets[@]}" >/dev/null
 fi
 if [[ $flood == 1 ]]; then
-  exec bash scripts/lib/store-flood.sh "$build_dir/apps/pltrun-store" "$build_dir/apps/pltrun"
+  exec bash scripts/bench/lib/store-flood.sh "$build_dir/apps/pltrun-store" "$build_dir/apps/pltrun"
 fi
 bench=$build_dir/tests/store_bench
 store=$build_dir/apps/pltrun-store
 for binary in "$bench" "$store"; do
-  [[ -x $binary ]] || { echo "bench-store.sh: $binary is missing (run without --no-build)" >&2; exit 1; }
+  [[ -x $binary ]] || { echo "bench/store.sh: $binary is missing (run without --no-build)" >&2; exit 1; }
 done
 "$torch_python" -c 'import torch.distributed' 2>/dev/null || {
-  echo "bench-store.sh: $torch_python cannot import torch (needs Debian's python3-torch: scripts/install-deps.sh --with-torch)" >&2
+  echo "bench/store.sh: $torch_python cannot import torch (needs Debian's python3-torch: scripts/install-deps.sh --with-torch)" >&2
   exit 1
 }
 
@@ -118,9 +118,9 @@ start_pltrun_store() {
   server_pids+=("$pltrun_pid")
   local line
   line=$(first_line "$results/pltrun-store.out" 10 "$pltrun_pid") || {
-    echo "bench-store.sh: pltrun-store did not start: $(cat "$results/pltrun-store.err")" >&2; exit 1; }
+    echo "bench/store.sh: pltrun-store did not start: $(cat "$results/pltrun-store.err")" >&2; exit 1; }
   [[ $line =~ ^listening\ on\ 127\.0\.0\.1:([0-9]+)$ ]] || {
-    echo "bench-store.sh: pltrun-store said '$line', not 'listening on 127.0.0.1:PORT'" >&2; exit 1; }
+    echo "bench/store.sh: pltrun-store said '$line', not 'listening on 127.0.0.1:PORT'" >&2; exit 1; }
   pltrun_port=${BASH_REMATCH[1]}
 }
 
@@ -138,8 +138,8 @@ while True:
   server_pids+=("$torch_pid")
   local line
   line=$(first_line "$results/torch-store.out" 120 "$torch_pid") || {
-    echo "bench-store.sh: torch's TCPStore server did not start: $(cat "$results/torch-store.err")" >&2; exit 1; }
-  [[ $line =~ ^[0-9]+$ ]] || { echo "bench-store.sh: torch's server printed '$line', not a port" >&2; exit 1; }
+    echo "bench/store.sh: torch's TCPStore server did not start: $(cat "$results/torch-store.err")" >&2; exit 1; }
+  [[ $line =~ ^[0-9]+$ ]] || { echo "bench/store.sh: torch's server printed '$line', not a port" >&2; exit 1; }
   torch_port=$line
 }
 
@@ -222,7 +222,7 @@ for op in get add; do
   done
 done
 rep=1
-kill -0 "$pltrun_pid" 2>/dev/null || { echo "bench-store.sh: pltrun-store died" >&2; failed=1; }
+kill -0 "$pltrun_pid" 2>/dev/null || { echo "bench/store.sh: pltrun-store died" >&2; failed=1; }
 
 stop_servers
 

@@ -17,12 +17,12 @@
 # pltrun is: a thread in the sender's process would time Python's GIL hand-offs, not the
 # send. Every socket lives in a fresh temporary directory, removed at the end.
 #
-#   scripts/bench-heartbeat.sh [--runs 5] [--calls 1000000] [--build-dir DIR] [--no-build]
+#   scripts/bench/heartbeat.sh [--runs 5] [--calls 1000000] [--build-dir DIR] [--no-build]
 #
 # Builds Release into build-bench/ (or --build-dir) unless --no-build. Run on an otherwise
 # idle machine: every figure is one or two system calls plus the scheduler's noise.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 runs=5
 calls=1000000
@@ -36,18 +36,18 @@ while [[ $# -gt 0 ]]; do
     --build-dir) build_dir=$(realpath -m "${2:?--build-dir needs a value}"); shift 2 ;;
     --no-build) build=0; shift ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
-    *) echo "bench-heartbeat.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    *) echo "bench/heartbeat.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 for value in "$runs" "$calls"; do
-  [[ $value =~ ^[1-9][0-9]*$ ]] || { echo "bench-heartbeat.sh: '$value' is not a positive whole number (see --help)" >&2; exit 2; }
+  [[ $value =~ ^[1-9][0-9]*$ ]] || { echo "bench/heartbeat.sh: '$value' is not a positive whole number (see --help)" >&2; exit 2; }
 done
 
-# shellcheck source=scripts/lib/bench-build.sh
-source scripts/lib/bench-build.sh
+# shellcheck source=scripts/bench/lib/bench-build.sh
+source scripts/bench/lib/bench-build.sh
 [[ $build == 1 ]] && bench_build "$build_dir" heartbeat_bench
 bench=$build_dir/tests/heartbeat_bench
-bench_require bench-heartbeat.sh "$bench"
+bench_require bench/heartbeat.sh "$bench"
 
 echo "== C++: pltrun::heartbeat(step), $calls calls per run"
 "$bench" --calls "$calls" --runs "$runs"
@@ -99,7 +99,7 @@ def receiver(path, drain):
     os.close(ready_read)
     if not ready:
         os.waitpid(pid, 0)
-        sys.exit(f"bench-heartbeat.sh: the receiver could not bind {path}")
+        sys.exit(f"bench/heartbeat.sh: the receiver could not bind {path}")
 
     def stop():
         os.close(stop_write)

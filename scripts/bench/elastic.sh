@@ -27,7 +27,7 @@
 # (--etcd-members of them, 3 by default; free ports, data in the results directory), and (b) kills node rank 0's agent, the one
 # a c10d job cannot lose when it hosts the store.
 #
-#   scripts/bench-elastic.sh [--repeat 10] [--rdzv-repeat 5] [--participants "64 512 4096"]
+#   scripts/bench/elastic.sh [--repeat 10] [--rdzv-repeat 5] [--participants "64 512 4096"]
 #                            [--only a,b,b2,c] [--backend c10d|etcd] [--etcd-members 3]
 #                            [--build-dir DIR] [--no-build]
 #
@@ -36,7 +36,7 @@
 # and leaves each run's files in a fresh temporary directory (named at the end). Exit
 # status: 0 when every measurement ran and checked out (goals met or not), 1 otherwise.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 repeat=10
 rdzv_repeat=5
@@ -57,25 +57,25 @@ while [[ $# -gt 0 ]]; do
     --backend) backend=${2:?--backend needs a value}; shift 2 ;;
     --etcd-members) etcd_members=${2:?--etcd-members needs a value}; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
-    *) echo "bench-elastic.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    *) echo "bench/elastic.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 for value in "$repeat" "$rdzv_repeat" "$etcd_members" $participants; do
-  [[ $value =~ ^[1-9][0-9]*$ ]] || { echo "bench-elastic.sh: '$value' is not a positive whole number (see --help)" >&2; exit 2; }
+  [[ $value =~ ^[1-9][0-9]*$ ]] || { echo "bench/elastic.sh: '$value' is not a positive whole number (see --help)" >&2; exit 2; }
 done
 for part in ${only//,/ }; do
-  [[ $part =~ ^(a|b|b2|c)$ ]] || { echo "bench-elastic.sh: --only: '$part' is not a, b, b2 or c" >&2; exit 2; }
+  [[ $part =~ ^(a|b|b2|c)$ ]] || { echo "bench/elastic.sh: --only: '$part' is not a, b, b2 or c" >&2; exit 2; }
 done
-[[ $backend =~ ^(c10d|etcd)$ ]] || { echo "bench-elastic.sh: --backend: '$backend' is not c10d or etcd" >&2; exit 2; }
+[[ $backend =~ ^(c10d|etcd)$ ]] || { echo "bench/elastic.sh: --backend: '$backend' is not c10d or etcd" >&2; exit 2; }
 wants() { [[ ",$only," == *",$1,"* ]]; }
 
-# shellcheck source=scripts/lib/bench-build.sh
-source scripts/lib/bench-build.sh
+# shellcheck source=scripts/bench/lib/bench-build.sh
+source scripts/bench/lib/bench-build.sh
 [[ $build == 1 ]] && bench_build "$build_dir" pltrun restart_probe rendezvous_bench
 pltrun=$build_dir/apps/pltrun
 probe=$build_dir/tests/restart_probe
 rdzv_bench=$build_dir/tests/rendezvous_bench
-bench_require bench-elastic.sh "$pltrun" "$probe" "$rdzv_bench"
+bench_require bench/elastic.sh "$pltrun" "$probe" "$rdzv_bench"
 
 results=$(mktemp -d /tmp/pltrun-elastic-bench-XXXXXX)
 summary=$results/restarts.txt  # "KIND REP ok MS" or "KIND REP failed WHY"
@@ -128,7 +128,7 @@ if [[ $backend == etcd ]]; then
   done
   deadline=$(( $(now_ms) + 30000 ))
   until ETCDCTL_API=3 etcdctl --endpoints "$etcd_endpoint" endpoint health >/dev/null 2>&1; do
-    (( $(now_ms) < deadline )) || { echo "bench-elastic.sh: etcd did not start; see $results/etcd*.log" >&2; exit 1; }
+    (( $(now_ms) < deadline )) || { echo "bench/elastic.sh: etcd did not start; see $results/etcd*.log" >&2; exit 1; }
     sleep 0.1
   done
 fi

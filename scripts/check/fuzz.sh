@@ -3,7 +3,7 @@
 # build-fuzz/ and runs each for a bounded time, starting from the seeds in
 # tests/fuzz/corpus/<target>/ (copied to a temporary corpus: the repository is not modified).
 #
-#   bash scripts/fuzz.sh [SECONDS]      seconds per target: SECONDS, else $PLTRUN_FUZZ_SECONDS, else 60
+#   bash scripts/check/fuzz.sh [SECONDS]      seconds per target: SECONDS, else $PLTRUN_FUZZ_SECONDS, else 60
 #
 # Environment: PLTRUN_FUZZ_BUILD_DIR (default build-fuzz), PLTRUN_FUZZ_TARGETS (default all three
 # targets), CC/CXX (default clang/clang++), PLTRUN_FUZZ_CORPUS_DIR (keep the grown corpus in
@@ -12,18 +12,18 @@
 # a violated invariant, a timeout or an out-of-memory; the failing input is kept in
 # $PLTRUN_FUZZ_BUILD_DIR/fuzz-artifacts/<target>/ and the command to replay it is printed.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 seconds=${1:-${PLTRUN_FUZZ_SECONDS:-60}}
 if ! [[ $seconds =~ ^[1-9][0-9]*$ ]]; then
-  echo "fuzz.sh: SECONDS must be a positive integer, not '$seconds'" >&2
+  echo "check/fuzz.sh: SECONDS must be a positive integer, not '$seconds'" >&2
   exit 2
 fi
 build_dir=${PLTRUN_FUZZ_BUILD_DIR:-build-fuzz}
 read -r -a targets <<<"${PLTRUN_FUZZ_TARGETS:-fuzz_store_codec fuzz_store_session fuzz_store_values}"
 export CC=${CC:-clang} CXX=${CXX:-clang++}
 for tool in "$CC" "$CXX"; do
-  command -v "$tool" >/dev/null || { echo "fuzz.sh: $tool not found (apt-get install clang libclang-rt-dev)" >&2; exit 2; }
+  command -v "$tool" >/dev/null || { echo "check/fuzz.sh: $tool not found (apt-get install clang libclang-rt-dev)" >&2; exit 2; }
 done
 
 echo "== configuring $build_dir ($CXX)"
@@ -72,7 +72,7 @@ for target in "${targets[@]}"; do
     crash=$(find "$artifacts" -maxdepth 1 -type f -printf '%T@ %f\n' 2>/dev/null | sort -rn | head -n 1 | cut -d' ' -f2- || true)
     summary+=("$target: FAILED (exit $status)${crash:+, input $artifacts/$crash}")
     if [[ -n $crash ]]; then
-      echo "fuzz.sh: replay with: $binary $artifacts/$crash"
+      echo "check/fuzz.sh: replay with: $binary $artifacts/$crash"
     fi
   fi
 done
@@ -80,6 +80,6 @@ done
 echo "== summary"
 printf '  %s\n' "${summary[@]}"
 if ((${#failed[@]})); then
-  echo "fuzz.sh: failing targets: ${failed[*]}" >&2
+  echo "check/fuzz.sh: failing targets: ${failed[*]}" >&2
   exit 1
 fi

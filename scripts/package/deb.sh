@@ -4,7 +4,7 @@
 # symbols, pltrun-dbgsym_VERSION-REV_ARCH.ddeb (0.1.0-1: the Debian revision is set in the
 # top-level CMakeLists.txt).
 #
-#   scripts/package.sh [--no-build] [BUILD_DIR [OUTPUT_DIR]]
+#   scripts/package/deb.sh [--no-build] [BUILD_DIR [OUTPUT_DIR]]
 #
 # BUILD_DIR (default $PLTRUN_BUILD_DIR, else build, as scripts/build.sh) is configured first
 # if it is not yet; then what the packages hold is built (the programs, the library, man
@@ -13,13 +13,13 @@
 # (default BUILD_DIR/packages), and their paths are printed, one a line.
 set -euo pipefail
 
-say() { echo "package.sh: $*" >&2; }
+say() { echo "package/deb.sh: $*" >&2; }
 die() { say "error: $*"; exit 2; }
 
 build=1
 if [ "${1:-}" = --no-build ]; then build=0; shift; fi
-[ $# -le 2 ] || die "usage: scripts/package.sh [--no-build] [BUILD_DIR [OUTPUT_DIR]]"
-source_dir=$(cd "$(dirname "$0")/.." && pwd)
+[ $# -le 2 ] || die "usage: scripts/package/deb.sh [--no-build] [BUILD_DIR [OUTPUT_DIR]]"
+source_dir=$(cd "$(dirname "$0")/../.." && pwd)
 build_dir=${1:-${PLTRUN_BUILD_DIR:-build}}
 case "$build_dir" in /*) ;; *) build_dir=$source_dir/$build_dir ;; esac
 output_dir=${2:-$build_dir/packages}

@@ -3,14 +3,14 @@
 # pltrun job's agent store, for docs/PERFORMANCE.md: for each, the server's peak RSS growth
 # (VmHWM, from /proc) against its --max-store-bytes. The store may hold its table and, as
 # much again, its connections' buffers: the goal is a growth within 2x the limit. Run by
-# scripts/bench-store.sh --flood, which passes the binaries:
+# scripts/bench/store.sh --flood, which passes the binaries:
 #
-#   scripts/lib/store-flood.sh PLTRUN_STORE PLTRUN
+#   scripts/bench/lib/store-flood.sh PLTRUN_STORE PLTRUN
 #
 # The attacker is tests/store/store_flood.py (torch 2.x frames, no torch needed) on
 # loopback; every flood is bounded in count, and each server is stopped by its pid.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 
 store=${1:?usage: store-flood.sh PLTRUN_STORE PLTRUN}
 pltrun=${2:?usage: store-flood.sh PLTRUN_STORE PLTRUN}

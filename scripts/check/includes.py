@@ -8,7 +8,7 @@ A quoted include names a header by its path from an include root ("launcher/plan
 file, by its bare name. Angle-bracket includes (the system's and the libraries') are not
 checked. Besides the table below, every quoted include is found on disk, and no file under
 rendezvous/ may include one under lib/: the rendezvous half is the layer the rest builds on.
-Usage: scripts/check-includes.py   (from the repository root; exit 1 on a breach)
+Usage: scripts/check/includes.py   (from the repository root; exit 1 on a breach)
 """
 import pathlib
 import re
@@ -119,9 +119,9 @@ def main():
     for line in found:
         print(line)
     if found:
-        print(f"check-includes: {len(found)} include(s) break the layering above", file=sys.stderr)
+        print(f"check/includes: {len(found)} include(s) break the layering above", file=sys.stderr)
         return 1
-    print(f"check-includes: {len(ALLOWED)} folders include only what their layer may")
+    print(f"check/includes: {len(ALLOWED)} folders include only what their layer may")
     return 0
 
 

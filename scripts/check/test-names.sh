@@ -4,11 +4,11 @@
 # a spec that matches no test, which Catch2 v2 reports as passed: the test silently never
 # runs. Fails listing such names.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 bad=$(grep -rnE 'TEST_CASE(_METHOD)?\(([^"]*, *)?"([^"]*;|-)' tests/ --include='*.cc' || true)
 if [[ -n $bad ]]; then
-  echo "check-test-names: these test names cannot be run by CTest (no ';', no leading '-'):" >&2
+  echo "check/test-names: these test names cannot be run by CTest (no ';', no leading '-'):" >&2
   echo "$bad" >&2
   exit 1
 fi
-echo "check-test-names: every test name can be run by CTest"
+echo "check/test-names: every test name can be run by CTest"

@@ -6,15 +6,15 @@
 # workers send none; --stall-timeout 30 in both. Runs interleaved (beating, silent, beating, ...); the
 # median of each, and per heartbeat the difference divided by the heartbeats sent.
 #
-#   scripts/bench-stall-watch.sh [RUNS [RATE]]   (default 3 and 1000; PLTRUN=path picks the binary)
+#   scripts/bench/stall-watch.sh [RUNS [RATE]]   (default 3 and 1000; PLTRUN=path picks the binary)
 #
 # The workers are Debian's /usr/bin/python3 with one non-blocking socket each.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 pltrun=$(realpath "${PLTRUN:-build/apps/pltrun}")
 runs=${1:-3}
 rate=${2:-1000}
-[[ -x $pltrun ]] || { echo "bench-stall-watch.sh: no pltrun at $pltrun: bash scripts/build.sh pltrun" >&2; exit 2; }
+[[ -x $pltrun ]] || { echo "bench/stall-watch.sh: no pltrun at $pltrun: bash scripts/build.sh pltrun" >&2; exit 2; }
 /usr/bin/python3 - "$pltrun" "$runs" "$rate" <<'PYTHON'
 import os, statistics, subprocess, sys, tempfile, time
 
@@ -53,7 +53,7 @@ def launcher_cpu_seconds(mode):
             with open(f"/proc/{job.pid}/task/{thread}/schedstat") as file:
                 cpu += int(file.read().split()[0]) / 1e9  # nanoseconds on a CPU
         if job.wait(timeout=60) != 0:
-            sys.exit(f"bench-stall-watch.sh: the {mode} job failed")
+            sys.exit(f"bench/stall-watch.sh: the {mode} job failed")
         return cpu
 
 samples = {"beat": [], "silent": []}

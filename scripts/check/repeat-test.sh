@@ -2,13 +2,13 @@
 # Runs one CTest test many times, optionally under CPU load, and counts the failures: how
 # a flaky test is made to fail often enough to find its cause (issue 14).
 #
-#   scripts/repeat-test.sh [--build-dir build] [--times 200] [--load N] TEST_REGEX
+#   scripts/check/repeat-test.sh [--build-dir build] [--times 200] [--load N] TEST_REGEX
 #
 # --load N starts N busy loops (default: one per CPU) for the whole run; they are killed
 # by pid on the way out. The log of every failed run is kept in a temporary directory,
 # named at the end. Exit status: 0 when every run passed, 1 otherwise, 2 for bad arguments.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 build_dir=build
 times=200
@@ -18,12 +18,12 @@ while [[ $# -gt 1 ]]; do
     --build-dir) build_dir=${2:?--build-dir needs a value}; shift 2 ;;
     --times) times=${2:?--times needs a value}; shift 2 ;;
     --load) load=${2:?--load needs a value}; shift 2 ;;
-    *) echo "repeat-test.sh: unknown argument '$1' (see the comment at the top)" >&2; exit 2 ;;
+    *) echo "check/repeat-test.sh: unknown argument '$1' (see the comment at the top)" >&2; exit 2 ;;
   esac
 done
-[[ $# -eq 1 ]] || { echo "repeat-test.sh: give one TEST_REGEX (see the comment at the top)" >&2; exit 2; }
+[[ $# -eq 1 ]] || { echo "check/repeat-test.sh: give one TEST_REGEX (see the comment at the top)" >&2; exit 2; }
 regex=$1
-[[ $times =~ ^[1-9][0-9]*$ && $load =~ ^[0-9]+$ ]] || { echo "repeat-test.sh: --times and --load take whole numbers" >&2; exit 2; }
+[[ $times =~ ^[1-9][0-9]*$ && $load =~ ^[0-9]+$ ]] || { echo "check/repeat-test.sh: --times and --load take whole numbers" >&2; exit 2; }
 
 busy=()
 stop_load() { for pid in "${busy[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done; }
@@ -41,7 +41,7 @@ for run in $(seq "$times"); do
     continue
   fi
   if grep -q "No tests were found" "$logs/run_$run.log"; then
-    echo "repeat-test.sh: no test matches '$regex'" >&2
+    echo "check/repeat-test.sh: no test matches '$regex'" >&2
     exit 2
   fi
   failed=$((failed + 1))

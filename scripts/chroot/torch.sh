@@ -3,10 +3,10 @@
 # (CPU), so the tests can run real torch 2.x workers and store clients on a bookworm machine,
 # whose own python3-torch is 1.13.
 #
-#   scripts/torch-chroot.sh SUITE ensure     build the chroot once (minutes), then instant
-#   scripts/torch-chroot.sh SUITE ready      exit 0 when the chroot is built, 1 otherwise
-#   scripts/torch-chroot.sh SUITE path       print the chroot's directory
-#   scripts/torch-chroot.sh SUITE run [--bind HOSTDIR]... [--] CMD...
+#   scripts/chroot/torch.sh SUITE ensure     build the chroot once (minutes), then instant
+#   scripts/chroot/torch.sh SUITE ready      exit 0 when the chroot is built, 1 otherwise
+#   scripts/chroot/torch.sh SUITE path       print the chroot's directory
+#   scripts/chroot/torch.sh SUITE run [--bind HOSTDIR]... [--] CMD...
 #
 # SUITE is one of the Debian suites the tests use:
 #   trixie   torch 2.6,  Python 3.13
@@ -21,9 +21,9 @@
 # `run` makes its mounts (/proc, /dev, /dev/shm, /dev/pts, each --bind HOSTDIR) in a
 # private mount namespace (unshare -m), so concurrent runs do not disturb each other and
 # nothing is left mounted even if the script is killed; an EXIT trap unmounts them too
-# (scripts/lib/chroot.sh, shared with scripts/package-chroot.sh). Needs root (debootstrap,
+# (scripts/chroot/common.sh, shared with scripts/package/chroot.sh). Needs root (debootstrap,
 # chroot, mount).
-# shellcheck disable=SC2034,SC2154 # chroot_tag, unset_vars, chroot_path, chroot_self, debootstrap_script, apt_update_options: read by lib/chroot.sh; chroot_url and chroot_started: set by it
+# shellcheck disable=SC2034,SC2154 # chroot_tag, unset_vars, chroot_path, chroot_self, debootstrap_script, apt_update_options: read by common.sh; chroot_url and chroot_started: set by it
 set -euo pipefail
 
 suite=${1:-}
@@ -34,7 +34,7 @@ case "$suite" in
   forky) debootstrap_script=/usr/share/debootstrap/scripts/sid apt_update_options=(-o Acquire::Check-Valid-Until=false) ;;
   *)
     sed -n '6,9p' "$0" | sed 's/^# \{0,1\}//' >&2
-    echo "torch-chroot: SUITE must be trixie or forky, not '${suite}'" >&2
+    echo "chroot/torch.sh: SUITE must be trixie or forky, not '${suite}'" >&2
     exit 2
     ;;
 esac
@@ -47,12 +47,12 @@ packages=(python3-torch python3-numpy)
 # Environment variables that would point the chroot's python at host files.
 unset_vars=(PYTHONPATH PYTHONHOME PYTHONSTARTUP PYTHONUSERBASE LD_LIBRARY_PATH LD_PRELOAD VIRTUAL_ENV)
 chroot_path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-# How lib/chroot.sh re-runs this script (inside its mount namespace).
+# How common.sh re-runs this script (inside its mount namespace).
 chroot_self=("$0" "$suite")
 
 chroot_tag=$suite-chroot
-# shellcheck source=lib/chroot.sh
-. "$(dirname "$0")/lib/chroot.sh"
+# shellcheck source=common.sh
+. "$(dirname "$0")/common.sh"
 
 build() {
   chroot_build_base "$suite" "${PLTRUN_CHROOT_MIRROR:-}"

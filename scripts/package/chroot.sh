@@ -3,10 +3,10 @@
 # (tests/package/run_package_test.sh) installs pltrun's .deb files, each time in a fresh
 # throwaway copy of it.
 #
-#   scripts/package-chroot.sh ensure     build the chroot once (minutes), then instant
-#   scripts/package-chroot.sh ready      exit 0 when the chroot is built, 1 otherwise
-#   scripts/package-chroot.sh path       print the chroot's directory
-#   scripts/package-chroot.sh run [--bind HOSTDIR]... [--] CMD...
+#   scripts/package/chroot.sh ensure     build the chroot once (minutes), then instant
+#   scripts/package/chroot.sh ready      exit 0 when the chroot is built, 1 otherwise
+#   scripts/package/chroot.sh path       print the chroot's directory
+#   scripts/package/chroot.sh run [--bind HOSTDIR]... [--] CMD...
 #
 # `run` runs CMD in a fresh copy of the chroot (an overlay whose writes go to a tmpfs and
 # vanish with the run): every run starts from the same clean system, and the cached chroot
@@ -22,8 +22,8 @@
 # It lives in ${PLTRUN_PACKAGE_ROOT:-/var/cache/pltrun/bookworm-package}; its mirror is
 # ${PLTRUN_PACKAGE_MIRROR}, or else the Debian mirror this machine's apt sources name.
 # A chroot shares the host's network: what runs in it listens on 127.0.0.1 only.
-# Needs root (debootstrap, chroot, mount); scripts/lib/chroot.sh holds the machinery.
-# shellcheck disable=SC2034,SC2154 # chroot_tag, unset_vars, chroot_path: read by lib/chroot.sh; chroot_url and chroot_started: set by it
+# Needs root (debootstrap, chroot, mount); scripts/chroot/common.sh holds the machinery.
+# shellcheck disable=SC2034,SC2154 # chroot_tag, unset_vars, chroot_path: read by ../chroot/common.sh; chroot_url and chroot_started: set by it
 set -euo pipefail
 
 root=${PLTRUN_PACKAGE_ROOT:-/var/cache/pltrun/bookworm-package}
@@ -36,8 +36,8 @@ chroot_path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 packages_line="installed ${installed[*]}; downloaded ${downloaded[*]}"
 
 chroot_tag=package-chroot
-# shellcheck source=lib/chroot.sh
-. "$(dirname "$0")/lib/chroot.sh"
+# shellcheck source=../chroot/common.sh
+. "$(dirname "$0")/../chroot/common.sh"
 
 build() {
   chroot_build_base bookworm "${PLTRUN_PACKAGE_MIRROR:-}"

@@ -2,7 +2,7 @@
 # Recovery benchmarks for docs/PERFORMANCE.md ("Recovery: crash to first step", issue 43):
 # pltrun (cold, and --preload when this build has it) against torchrun, in one run, for each
 # torch: 1.13 (Debian's /usr/bin/python3), 2.6 and 2.14 (tests/torch2/python3-trixie and
-# python3-forky: chroots, scripts/torch-chroot.sh). The worker is tests/bench/restart_train.py:
+# python3-forky: chroots, scripts/chroot/torch.sh). The worker is tests/bench/restart_train.py:
 # a 4-rank gloo DDP job (Adam, a checkpoint saved every step and loaded on a restart).
 #
 #   (a) crash -> every rank's first step after the restart: the last rank exits (os._exit(1))
@@ -19,7 +19,7 @@
 #
 # Every time is CLOCK_BOOTTIME (process creation: /proc/PID/stat starttime, 10 ms ticks).
 #
-#   scripts/bench-restart.sh [--repeat 3] [--torch 1.13,2.6,2.14] [--only a,c]
+#   scripts/bench/restart.sh [--repeat 3] [--torch 1.13,2.6,2.14] [--only a,c]
 #                            [--preload MODULES]... [--build-dir DIR] [--no-build]
 #
 # --only a runs the restart jobs, whose attempt 0 gives (b) too. --preload MODULES (a comma
@@ -37,7 +37,7 @@
 # max), and leaves each run's files in a fresh temporary directory (named at the end). Exit
 # status: 0 when every job ran and checked out, 1 otherwise (the tables still print).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 repeat=3
 torches="1.13,2.6,2.14"
@@ -54,27 +54,27 @@ while [[ $# -gt 0 ]]; do
     --build-dir) build_dir=$(realpath -m "${2:?--build-dir needs a value}"); shift 2 ;;
     --no-build) build=0; shift ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
-    *) echo "bench-restart.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    *) echo "bench/restart.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-[[ $repeat =~ ^[1-9][0-9]*$ ]] || { echo "bench-restart.sh: --repeat '$repeat' is not a positive whole number" >&2; exit 2; }
+[[ $repeat =~ ^[1-9][0-9]*$ ]] || { echo "bench/restart.sh: --repeat '$repeat' is not a positive whole number" >&2; exit 2; }
 for part in ${only//,/ }; do
-  [[ $part =~ ^(a|b|c)$ ]] || { echo "bench-restart.sh: --only: '$part' is not a, b or c" >&2; exit 2; }
+  [[ $part =~ ^(a|b|c)$ ]] || { echo "bench/restart.sh: --only: '$part' is not a, b or c" >&2; exit 2; }
 done
 for version in ${torches//,/ }; do
-  [[ $version =~ ^(1\.13|2\.6|2\.14)$ ]] || { echo "bench-restart.sh: --torch: '$version' is not 1.13, 2.6 or 2.14" >&2; exit 2; }
+  [[ $version =~ ^(1\.13|2\.6|2\.14)$ ]] || { echo "bench/restart.sh: --torch: '$version' is not 1.13, 2.6 or 2.14" >&2; exit 2; }
 done
 for list in ${preloads[@]+"${preloads[@]}"}; do
   [[ $list =~ ^[A-Za-z_][A-Za-z0-9_.]*(,[A-Za-z_][A-Za-z0-9_.]*)*$ ]] ||
-    { echo "bench-restart.sh: --preload '$list' is not a comma list of module names" >&2; exit 2; }
+    { echo "bench/restart.sh: --preload '$list' is not a comma list of module names" >&2; exit 2; }
 done
 wants() { [[ ",$only," == *",$1,"* ]]; }
 
-# shellcheck source=scripts/lib/bench-build.sh
-source scripts/lib/bench-build.sh
+# shellcheck source=scripts/bench/lib/bench-build.sh
+source scripts/bench/lib/bench-build.sh
 [[ $build == 1 ]] && bench_build "$build_dir" pltrun
 pltrun=$build_dir/apps/pltrun
-bench_require bench-restart.sh "$pltrun"
+bench_require bench/restart.sh "$pltrun"
 worker=$PWD/tests/bench/restart_train.py
 shim=$PWD/tests/bench/torchrun_shim.py
 has_preload=0
@@ -238,8 +238,8 @@ available() {  # VERSION: 0 when its interpreter can run here, else says why
   local suite
   suite=$(suite_of "$1")
   [[ -z $suite ]] && return 0
-  bash scripts/torch-chroot.sh "$suite" ready 2>/dev/null && return 0
-  printf 'missing\t%s\tthe %s chroot is not built (bash scripts/torch-chroot.sh %s ensure)\n' "$1" "$suite" "$suite" >>"$runs"
+  bash scripts/chroot/torch.sh "$suite" ready 2>/dev/null && return 0
+  printf 'missing\t%s\tthe %s chroot is not built (bash scripts/chroot/torch.sh %s ensure)\n' "$1" "$suite" "$suite" >>"$runs"
   return 1
 }
 
@@ -275,7 +275,7 @@ note_load end
 failed=0
 python3 "$PWD/tests/bench/restart_report.py" "$runs" "$has_preload" "$(nproc)" \
   "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo +dirty)" "$only" \
-  "scripts/bench-restart.sh --repeat $repeat --torch $torches --only $only${preloads[*]/#/ --preload }" || failed=1
+  "scripts/bench/restart.sh --repeat $repeat --torch $torches --only $only${preloads[*]/#/ --preload }" || failed=1
 echo
 echo "raw results: $results (runs.tsv; each job's stamps.jsonl, launcher.out/.err, pss)"
 exit "$failed"

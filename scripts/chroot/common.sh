@@ -1,6 +1,6 @@
 # shellcheck shell=bash disable=SC2154 # root, stamp, chroot_tag, ...: the sourcing script's
 # Debian chroots for the tests, built once by debootstrap and cached: the pieces that
-# scripts/torch-chroot.sh (torch 2.x) and scripts/package-chroot.sh (a clean
+# scripts/chroot/torch.sh (torch 2.x) and scripts/package/chroot.sh (a clean
 # bookworm for the Debian package) share. Sourced, never run.
 #
 # The sourcing script sets, before calling anything here:
@@ -11,7 +11,7 @@
 #   unset_vars  environment variables to drop before entering (host paths)
 # and may set:
 #   chroot_self        how to re-run the script (default: "$0"; a script with a leading
-#                      argument, such as torch-chroot.sh's SUITE, adds it)
+#                      argument, such as chroot/torch.sh's SUITE, adds it)
 #   debootstrap_script debootstrap's script for the suite, when its own has none
 #   apt_update_options options of the chroot's `apt-get update` (an array)
 # defines build (makes the chroot and writes $stamp), keeps its usage in lines 6 to 9 of
