@@ -11,7 +11,8 @@ becomes `127.0.0.1:0` for the first agent (which prints the free port it took) a
 port for the others, as many agents as the command's `--nnodes` allows at most; `node-a`
 and `node-b` in `--hosts` become `localhost` and `127.0.0.1` (two agents on this machine,
 started without ssh). Every other command (the demo, the tests, apt, sudo) must be listed,
-exactly as written, in CONTRIBUTING.md's checklist, which says how it was checked. Also:
+exactly as written, in CONTRIBUTING.md's checklist, which says how it was checked, and a
+script it runs (`bash scripts/...`) must exist. Also:
 README.md is at most 200 lines and shows `bash scripts/demo.sh` and `bash scripts/test.sh`
 in its first 40. Prints one line per command; exit status 1 on the first failure."""
 
@@ -128,10 +129,13 @@ def test_environment(scratch, pltrun):
     return env
 
 
-def check_command(command, index, scratch, env, checklist):
+def check_command(command, index, scratch, env, checklist, repo):
     if not command.startswith("pltrun "):
         if command not in checklist:
             fail("README command neither run by this test nor in CONTRIBUTING.md's checklist: " + command)
+        for script in re.findall(r"(?:^|&& )bash (\S+)", command):
+            if not os.path.isfile(os.path.join(repo, script)):
+                fail("README command runs %s, which is not in the repository: %s" % (script, command))
         print("checklist: " + command, flush=True)
         return
     workdir = os.path.join(scratch, "command%d" % index)
@@ -163,7 +167,7 @@ def main(readme_path, contributing_path, pltrun):
     with tempfile.TemporaryDirectory(prefix="pltrun-readme-") as scratch:
         env = test_environment(scratch, pltrun)
         for index, command in enumerate(commands):
-            check_command(command, index, scratch, env, checklist)
+            check_command(command, index, scratch, env, checklist, os.path.dirname(os.path.abspath(readme_path)))
     print("%d README commands checked" % len(commands))
 
 
