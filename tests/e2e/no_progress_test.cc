@@ -1,4 +1,4 @@
-// Restarts that make no progress stop (--max-no-progress-restarts, README "Hangs"): real
+// Restarts that make no progress stop (--max-no-progress-restarts, docs/USAGE.md "Hangs"): real
 // pltrun, real workers that send their step to $PLTRUN_HEARTBEAT. A job whose rank crashes
 // at the same step every attempt stops after K restarts with exit status 125, one line, a
 // no_progress event and failure.json's no_progress; one that gets further every attempt,

@@ -138,7 +138,7 @@ inline void checkRanksDiffer(const ProbeRun& run, const std::string& path) {
   CHECK(first != second);
 }
 
-/// The documented differences of a forked worker (README "Fast starts and restarts"):
+/// The documented differences of a forked worker (docs/USAGE.md "Fast starts and restarts"):
 /// /proc/PID/environ is the zygote's start environment (the kernel's copy; no RANK there)
 /// while os.environ is the worker's; with PYTHONHASHSEED unset every forked worker of a node
 /// hashes str and bytes with the zygote's secret, where cold workers draw one each.

@@ -1,4 +1,4 @@
-// Hangs without torch (README "Hangs"): what counts as a stall and what never does, a C++
+// Hangs without torch (docs/USAGE.md "Hangs"): what counts as a stall and what never does, a C++
 // worker beating through libpltrun, hostile datagrams, and torch's FileTimer watchdog with
 // real torch workers. The torch DDP stalls are cells of the torch matrix.
 

@@ -353,7 +353,7 @@ TEST_CASE("torch matrix: 2.14, 2 elastic agents, agent store, --preload torch",
   checkCell({torch214(), Layout::TwoAgents, WorkersStore::Agent, Fault::Kill, true});
 }
 
-// Hangs (README "Hangs"): rank 2 stops at step kFailAt without exiting; --stall-timeout finds
+// Hangs (docs/USAGE.md "Hangs"): rank 2 stops at step kFailAt without exiting; --stall-timeout finds
 // it, names it, shows its stack, and the job restarts from its checkpoint.
 TEST_CASE("torch stall: 1.13, single node, rank 2 asleep", "[torch][stall]") {
   checkCell({torch113(), Layout::SingleNode, WorkersStore::Agent, Fault::StallAsleep});

@@ -305,7 +305,7 @@ def cuda_state():
 def environment_after_preload():
     """os.environ once this process has imported what `--preload torch` imports (torch, and
     torch._dynamo where it exists): a forked worker starts with those imports' environment
-    changes (README, "Fast starts and restarts")."""
+    changes (docs/USAGE.md, "Fast starts and restarts")."""
     import importlib
     import importlib.util
     importlib.import_module("torch")

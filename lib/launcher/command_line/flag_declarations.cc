@@ -249,7 +249,7 @@ std::shared_ptr<const FlagVariables> declareFlags(CLI::App& app, RawFlags& raw) 
       "  serves torch's FileTimer watchdog at TORCHELASTIC_TIMER_FILE (or a FIFO pltrun makes).\n"
       "Site defaults: /etc/pltrun.toml (or $PLTRUN_CONFIG; PLTRUN_CONFIG= for none), long options\n"
       "  without dashes (max-restarts = 3); flags and PET_* variables win over it.\n"
-      "Other launchers' words (README): mpirun's -np, -n, -N, -npernode, -H, -host, -hostfile,\n"
+      "Other launchers' words (docs/USAGE.md): mpirun's -np, -n, -N, -npernode, -H, -host, -hostfile,\n"
       "  -machinefile, -x, --oversubscribe, -bind-to none; horovodrun's -np, -H, -p, --start-timeout,\n"
       "  --verbose; DeepSpeed's --num_gpus, --num_nodes, -H FILE, -i, -e, --no_local_rank.\n"
       "Files: DIR/RUN_ID[.N]/ per run, DIR/latest, events.jsonl and failure.json (docs/EVENTS.md).\n"

@@ -1,7 +1,7 @@
 #pragma once
 // The flags and variables of torchrun 2.x (up to 2.14) that have no older pltrun spelling:
 // each either takes its torchrun meaning here or is refused with one line saying why
-// (README "Options", the torchrun 2.14 table).
+// (docs/USAGE.md "Options", the torchrun 2.14 table).
 
 #include <string>
 #include <vector>

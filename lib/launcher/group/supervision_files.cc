@@ -16,7 +16,7 @@ namespace {
 // pltrun then reads every thread's stack without stopping the process. It changes nothing
 // else, and imports the sitecustomize it shadows (the system's, a virtualenv's, a test's).
 constexpr const char* kPythonHook =
-    R"(# pltrun's Python hook: stack dumps for stall reports (see pltrun's README, "Hangs").
+    R"(# pltrun's Python hook: stack dumps for stall reports (see pltrun's docs/USAGE.md, "Hangs").
 import os
 import sys
 

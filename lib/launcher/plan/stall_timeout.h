@@ -1,6 +1,6 @@
 #pragma once
 // --stall-timeout: how long a worker that has sent a heartbeat may go without another before
-// it counts as stalled (docs: README "Hangs"). A fixed number of seconds, or `auto`: a
+// it counts as stalled (docs/USAGE.md "Hangs"). A fixed number of seconds, or `auto`: a
 // multiple of the longest interval between heartbeats seen so far in the attempt, never
 // under a floor, and only once a few intervals have been seen.
 

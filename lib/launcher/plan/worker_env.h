@@ -33,7 +33,7 @@ struct WorkerPlacement {
   /// torchrun's --virtual-local-rank: LOCAL_RANK=0 and CUDA_VISIBLE_DEVICES naming only this
   /// worker's GPU, so every worker uses device 0.
   bool virtualLocalRank = false;
-  /// Supervision (README "Hangs"); each empty/0 when unused.
+  /// Supervision (docs/USAGE.md "Hangs"); each empty/0 when unused.
   std::string heartbeatPath;        ///< PLTRUN_HEARTBEAT
   std::string stackFile;            ///< PLTRUN_STACK_FILE
   int stackSignal = 0;              ///< PLTRUN_STACK_SIGNAL

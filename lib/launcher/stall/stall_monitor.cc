@@ -83,7 +83,7 @@ void StallMonitor::warnWhileNoHeartbeat() {
   warnedNoHeartbeat_ = true;
   spdlog::warn(
       "--stall-timeout watches no worker yet: none has sent a heartbeat in {:.0f} s; send one per step to "
-      "$PLTRUN_HEARTBEAT (README, \"Hangs\")",
+      "$PLTRUN_HEARTBEAT (docs/USAGE.md, \"Hangs\")",
       std::chrono::duration<double>(waited).count());
 }
 

@@ -2,7 +2,7 @@
 // `pltrun status --rdzv-endpoint HOST:PORT --rdzv-id ID [--json] [--watch [SECONDS]]`: a
 // live or finished elastic job's state, read from its rendezvous store alone (no daemon of
 // its own, nothing written). Exit status: 0 healthy, 1 waiting or degraded, 2 failed or
-// unknown (README, "pltrun status"; the JSON schema in docs/STATUS.md).
+// unknown (docs/USAGE.md, "pltrun status"; the JSON schema in docs/STATUS.md).
 
 #include "launcher/plan/worker_env.h"
 
