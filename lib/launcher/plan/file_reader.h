@@ -48,7 +48,7 @@ std::string shownPath(const std::string& path);
 
 /// Whether something is at `path`: a probe that throws nothing, for a file most machines
 /// lack (/etc/pltrun.toml), so that a launch without one throws no exception and opens no
-/// stream (0.45 MB less peak RSS in one interleaved run, docs/PERFORMANCE.md).
+/// stream (a lower peak memory; docs/PERFORMANCE.md, launch).
 using FileProbe = std::function<bool(const std::string& path)>;
 bool fileExistsOnDisk(const std::string& path);
 /// The probe of a file system that FileReader alone describes (the tests' fakes).
