@@ -12,11 +12,11 @@
 #include <variant>
 #include <vector>
 
+#include "helpers/scoped_env.h"
 #include "launcher/command_line/site_config.h"
 #include "launcher/command_line/torchrun_flags.h"
 #include "launcher/placement/worker_layout.h"
 #include "pltrun/error.h"
-#include "scoped_env.h"
 
 using Catch::Matchers::Contains;
 using pltrun::DeviceSelection;
@@ -29,7 +29,7 @@ using pltrun::LaunchConfig;
 using pltrun::ProgramKind;
 using pltrun::RendezvousBackend;
 using pltrun::WorkerCount;
-using pltrun_test::ScopedEnv;
+using pltrun::test::ScopedEnv;
 
 namespace {
 
