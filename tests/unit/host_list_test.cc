@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "helpers/temp_dir.h"
+#include "launcher/command_line/process_inputs.h"
 #include "pltrun/error.h"
 
 using namespace pltrun;

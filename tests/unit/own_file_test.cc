@@ -12,7 +12,7 @@
 #include "base/file_control.h"
 #include "helpers/other_user.h"
 #include "helpers/temp_dir.h"
-#include "launcher/plan/file_reader.h"
+#include "launcher/command_line/process_inputs.h"
 
 using pltrun::FileReadError;
 using pltrun::readOwnFileFromDisk;
