@@ -20,7 +20,7 @@ foreach(package IN LISTS CPACK_PACKAGE_FILES)
   file(WRITE ${tree}/DEBIAN/md5sums "${sums}")
   file(MAKE_DIRECTORY ${tree}/usr/share/doc)
   file(CREATE_LINK pltrun ${tree}/usr/share/doc/pltrun-dbgsym SYMBOLIC)
-  # gzip, as CPack's: xz would take a minute over the 140 MB of symbols.
+  # gzip, as CPack's: xz is far slower over the debug symbols, which are large.
   execute_process(COMMAND dpkg-deb --root-owner-group -Zgzip --build ${tree} ${package}
     RESULT_VARIABLE status OUTPUT_QUIET)
   if(NOT status EQUAL 0)

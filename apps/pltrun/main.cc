@@ -8,6 +8,7 @@
 #include "base/out_of_descriptors.h"
 #include "base/terminal_text.h"
 #include "launcher/command_line/command_line.h"
+#include "launcher/command_line/process_inputs.h"
 #include "launcher/launcher.h"
 #include "launcher/output/console_writer.h"
 #include "launcher/output/launcher_log.h"

@@ -1,7 +1,7 @@
 #pragma once
 // A raw TCPStore client for store_bench --pipeline N: it sends N requests in one write and
 // then reads the N replies, as many clients' worth of load on one connection. With
-// one request at a time, a 2-core machine is limited by the clients and the loopback
+// one request at a time, a small machine is limited by the clients and the loopback
 // stack, not by the server (docs/PERFORMANCE.md); pipelining makes the server's own cost
 // per request visible. The protocol allows it: servers answer a connection's requests in
 // order. Keys get torch's "/" prefix, as pltrun's TcpStore sends them.

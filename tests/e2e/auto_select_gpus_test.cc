@@ -21,8 +21,9 @@
 #include "helpers/child_process.h"
 #include "helpers/fake_sysfs.h"
 #include "helpers/other_user.h"
+#include "helpers/scoped_env.h"
+#include "helpers/temp_dir.h"
 #include "helpers/worker_env_file.h"
-#include "unit/scoped_env.h"
 
 using namespace pltrun::test;
 using Catch::Matchers::Contains;
@@ -185,7 +186,7 @@ TEST_CASE("two pltruns started together get disjoint GPUs, and a third finds the
 TEST_CASE("each agent of an elastic job chooses free GPUs on its own node", "[devices][auto_select_gpus][elastic]") {
   TempDir dir, locks;
   // The agents inherit the test's environment: five fake GPUs, GPU 1 busy, the test's locks.
-  pltrun_test::ScopedEnv gpus("PLTRUN_FAKE_GPUS", "5"), busy("PLTRUN_FAKE_GPU_BUSY", "1:1234:python"),
+  pltrun::test::ScopedEnv gpus("PLTRUN_FAKE_GPUS", "5"), busy("PLTRUN_FAKE_GPU_BUSY", "1:1234:python"),
       mode("PLTRUN_FAKE_GPU_MODE", std::nullopt), visible("CUDA_VISIBLE_DEVICES", std::nullopt),
       lockDir("PLTRUN_GPU_LOCK_DIR", locks.path());
   ElasticJob job(dir, "2", "autoselect", {"--auto-select-gpus"}, {testWorker(), "env", dir.path()});

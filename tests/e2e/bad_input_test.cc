@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "helpers/child_process.h"
+#include "helpers/temp_dir.h"
 
 using namespace pltrun::test;
 

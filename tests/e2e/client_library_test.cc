@@ -7,6 +7,7 @@
 #include <set>
 
 #include "helpers/child_process.h"
+#include "helpers/temp_dir.h"
 
 using namespace pltrun::test;
 

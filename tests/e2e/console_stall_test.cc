@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "helpers/child_process.h"
+#include "helpers/temp_dir.h"
 #include "pltrun/tcp_store.h"
 
 extern char** environ;

@@ -26,6 +26,7 @@
 #include "etcd/etcd_certificates.h"
 #include "helpers/child_process.h"
 #include "helpers/network_namespaces.h"
+#include "helpers/temp_dir.h"
 
 using namespace pltrun::test;
 using namespace std::chrono_literals;

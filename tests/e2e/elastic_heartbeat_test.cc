@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "helpers/child_process.h"
+#include "helpers/temp_dir.h"
 
 using namespace pltrun::test;
 using namespace std::chrono_literals;

@@ -23,6 +23,7 @@
 
 #include "helpers/child_process.h"
 #include "helpers/json_lines.h"
+#include "helpers/temp_dir.h"
 
 namespace pltrun::test {
 

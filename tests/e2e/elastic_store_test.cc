@@ -12,6 +12,7 @@
 
 #include "e2e/elastic_job.h"
 #include "helpers/child_process.h"
+#include "helpers/temp_dir.h"
 #include "helpers/worker_env_file.h"
 
 using namespace pltrun::test;

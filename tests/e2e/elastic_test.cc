@@ -33,6 +33,7 @@
 #include "e2e/elastic_meeting.h"
 #include "helpers/child_process.h"
 #include "helpers/network_namespaces.h"
+#include "helpers/temp_dir.h"
 #include "helpers/worker_env_file.h"
 
 using namespace pltrun::test;

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "helpers/child_process.h"
+#include "helpers/temp_dir.h"
 #include "helpers/worker_env_file.h"
 
 using namespace pltrun::test;

@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "helpers/child_process.h"
+#include "helpers/temp_dir.h"
 
 using namespace pltrun::test;
 using namespace std::chrono_literals;

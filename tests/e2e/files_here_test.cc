@@ -13,6 +13,7 @@
 
 #include "helpers/child_process.h"
 #include "helpers/other_user.h"
+#include "helpers/temp_dir.h"
 #include "helpers/worker_env_file.h"
 
 using namespace pltrun::test;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers/child_process.h"
+#include "helpers/temp_dir.h"
 #include "helpers/worker_env_file.h"
 
 using namespace pltrun::test;

@@ -9,6 +9,7 @@
 
 #include "helpers/child_process.h"
 #include "helpers/json_lines.h"
+#include "helpers/temp_dir.h"
 
 using namespace pltrun::test;
 

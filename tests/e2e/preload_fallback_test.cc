@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include "e2e/worker_endings.h"
+#include "helpers/temp_dir.h"
 
 using namespace pltrun::test;
 using namespace std::chrono_literals;

@@ -10,6 +10,7 @@
 
 #include "e2e/property_probe.h"
 #include "helpers/fake_sysfs.h"
+#include "helpers/temp_dir.h"
 
 using namespace pltrun::test;
 using nlohmann::json;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e/worker_endings.h"
+#include "helpers/temp_dir.h"
 
 using namespace pltrun::test;
 using namespace std::chrono_literals;

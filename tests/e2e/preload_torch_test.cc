@@ -9,6 +9,7 @@
 
 #include "e2e/property_probe.h"
 #include "e2e/torch_runtimes.h"
+#include "helpers/temp_dir.h"
 
 using namespace pltrun::test;
 using nlohmann::json;

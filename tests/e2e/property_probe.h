@@ -15,6 +15,7 @@
 
 #include "e2e/worker_report.h"
 #include "helpers/child_process.h"
+#include "helpers/temp_dir.h"
 
 namespace pltrun::test {
 

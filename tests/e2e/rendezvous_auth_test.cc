@@ -15,6 +15,7 @@
 #include "helpers/child_process.h"
 #include "helpers/secret_file_fixture.h"
 #include "helpers/store_client_options.h"
+#include "helpers/temp_dir.h"
 #include "pltrun/error.h"
 #include "pltrun/tcp_store.h"
 
@@ -62,7 +63,7 @@ TEST_CASE("with a shared secret, a forged end of the job is refused and the work
   // Without the secret, and with a wrong one: refused before any write.
   CHECK_FALSE(forgeSuccess(loopbackStoreOptions(job.port()), "forged"));
   CHECK_FALSE(forgeSuccess(loopbackStoreOptions(job.port(), "a guess of sixteen bytes or more", "forged"), "forged"));
-  std::this_thread::sleep_for(1500ms);  // the review's agent was gone 4 ms after the forgery
+  std::this_thread::sleep_for(1500ms);  // an agent a forgery ends is gone long before this
   CHECK(running(agent));
   CHECK(workersAlive(dir) == 2);
 

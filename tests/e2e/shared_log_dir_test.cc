@@ -17,6 +17,7 @@
 
 #include "helpers/child_process.h"
 #include "helpers/other_user.h"
+#include "helpers/temp_dir.h"
 
 using namespace pltrun::test;
 using namespace std::chrono_literals;

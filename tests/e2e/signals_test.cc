@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "helpers/child_process.h"
+#include "helpers/temp_dir.h"
 
 using namespace pltrun::test;
 using namespace std::chrono_literals;

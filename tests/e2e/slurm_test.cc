@@ -15,6 +15,7 @@
 #include "helpers/child_process.h"
 #include "helpers/secret_file_fixture.h"
 #include "helpers/store_client_options.h"
+#include "helpers/temp_dir.h"
 #include "helpers/worker_env_file.h"
 #include "pltrun/error.h"
 #include "pltrun/tcp_store.h"

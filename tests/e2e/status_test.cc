@@ -19,6 +19,7 @@
 #include "e2e/foreign_store_writes.h"
 #include "helpers/child_process.h"
 #include "helpers/loopback_listener.h"
+#include "helpers/temp_dir.h"
 #include "pltrun/tcp_store.h"
 
 using namespace pltrun::test;

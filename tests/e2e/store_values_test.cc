@@ -9,6 +9,7 @@
 #include "e2e/elastic_job.h"
 #include "e2e/foreign_store_writes.h"
 #include "helpers/child_process.h"
+#include "helpers/temp_dir.h"
 #include "pltrun/tcp_store.h"
 
 using namespace pltrun::test;

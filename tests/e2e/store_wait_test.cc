@@ -17,6 +17,7 @@
 #include "e2e/elastic_job.h"
 #include "helpers/child_process.h"
 #include "helpers/loopback_listener.h"
+#include "helpers/temp_dir.h"
 
 using namespace pltrun::test;
 using namespace std::chrono_literals;

@@ -26,6 +26,7 @@
 #include "e2e/torch_runtimes.h"
 #include "etcd/etcd_cluster.h"
 #include "helpers/child_process.h"
+#include "helpers/temp_dir.h"
 
 using namespace pltrun::test;
 using namespace std::chrono_literals;

@@ -32,6 +32,7 @@
 #include "e2e/elastic_meeting.h"
 #include "e2e/torch_runtimes.h"
 #include "helpers/child_process.h"
+#include "helpers/temp_dir.h"
 
 using namespace pltrun::test;
 using namespace std::chrono_literals;
@@ -51,7 +52,7 @@ constexpr int kFailAt = 12;
 // gradients in one bucket in parameter order and rebuilds the buckets in backward order
 // after it, and gloo's ring all-reduce sums each element in an order set by its place in
 // the bucket. So step kFailAt, the resumed process's first, rounds differently from the
-// clean run's step kFailAt (measured: max |diff| about 6e-8). Parameters are O(1); a resume
+// clean run's step kFailAt (orders of magnitude below kTolerance). Parameters are O(1); a resume
 // without the optimizer's state ends about 0.15 away, one from the wrong step further still.
 constexpr double kTolerance = 1e-5;
 

@@ -7,6 +7,7 @@
 
 #include "e2e/torch_runtimes.h"
 #include "helpers/child_process.h"
+#include "helpers/temp_dir.h"
 
 using namespace pltrun::test;
 using namespace std::chrono_literals;

@@ -12,6 +12,7 @@
 
 #include "helpers/child_process.h"
 #include "helpers/fake_sysfs.h"
+#include "helpers/temp_dir.h"
 
 using namespace pltrun::test;
 

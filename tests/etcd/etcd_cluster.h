@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "helpers/child_process.h"
+#include "helpers/temp_dir.h"
 #include "rendezvous/etcd/etcd_client.h"
 
 namespace pltrun::test {

@@ -8,6 +8,7 @@
 
 #include "etcd/etcd_certificates.h"
 #include "etcd/etcd_cluster.h"
+#include "helpers/temp_dir.h"
 #include "pltrun/error.h"
 #include "rendezvous/etcd/etcd_store.h"
 

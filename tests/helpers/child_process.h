@@ -77,16 +77,4 @@ int freeLoopbackPort();
 bool waitForFile(const std::string& path, std::chrono::milliseconds timeout);
 std::string readFile(const std::string& path);
 
-/// A fresh directory, removed with everything in it when the test ends.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
-
 }  // namespace pltrun::test

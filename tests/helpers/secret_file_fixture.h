@@ -7,6 +7,7 @@
 #include <string>
 
 #include "helpers/child_process.h"
+#include "helpers/temp_dir.h"
 
 namespace pltrun::test {
 

@@ -28,6 +28,7 @@
 
 #include "helpers/child_process.h"
 #include "helpers/network_namespaces.h"
+#include "helpers/temp_dir.h"
 
 namespace pltrun::test {
 

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "helpers/child_process.h"
+#include "helpers/temp_dir.h"
 
 namespace pltrun::test {
 

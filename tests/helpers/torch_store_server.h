@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "helpers/child_process.h"
+#include "helpers/temp_dir.h"
 
 namespace pltrun::test {
 

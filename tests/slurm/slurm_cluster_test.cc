@@ -1,6 +1,6 @@
 // pltrun under a real two-node Slurm 22.05 cluster (helpers/slurm_cluster.h): srun, salloc,
 // sbatch and scancel as users run them, against real slurmctld and slurmd daemons. Each
-// test starts its own cluster (about 2 s) and skips, with the reason, only where the
+// test starts its own cluster and skips, with the reason, only where the
 // daemons cannot run here (not root, Slurm or munge not installed).
 
 #include "helpers/slurm_cluster.h"

@@ -14,6 +14,7 @@
 
 #include "helpers/child_process.h"
 #include "helpers/other_user.h"
+#include "helpers/temp_dir.h"
 #include "rendezvous/store/store_costs.h"
 #include "rendezvous/store/store_protocol.h"
 #include "store/raw_connection.h"

@@ -16,6 +16,7 @@
 
 #include "helpers/child_process.h"
 #include "helpers/store_client_options.h"
+#include "helpers/temp_dir.h"
 #include "pltrun/tcp_store.h"
 
 namespace pltrun::test {

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "helpers/child_process.h"
+#include "helpers/temp_dir.h"
 #include "pltrun/error.h"
 #include "rendezvous/store/store_auth.h"
 #include "rendezvous/store/store_protocol.h"

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "helpers/child_process.h"
+#include "helpers/temp_dir.h"
 #include "pltrun/tcp_store.h"
 #include "rendezvous/store/store_protocol.h"
 #include "store/raw_connection.h"

@@ -16,12 +16,12 @@
 #include <optional>
 #include <string>
 
+#include "helpers/scoped_env.h"
 #include "pltrun/heartbeat.h"
 #include "pltrun/pltrun.h"
-#include "scoped_env.h"
 #include "tests/helpers/bound_datagram_socket.h"
 
-using pltrun_test::ScopedEnv;
+using pltrun::test::ScopedEnv;
 
 namespace {
 

@@ -12,11 +12,11 @@
 #include <variant>
 #include <vector>
 
+#include "helpers/scoped_env.h"
 #include "launcher/command_line/site_config.h"
 #include "launcher/command_line/torchrun_flags.h"
 #include "launcher/placement/worker_layout.h"
 #include "pltrun/error.h"
-#include "scoped_env.h"
 
 using Catch::Matchers::Contains;
 using pltrun::DeviceSelection;
@@ -29,7 +29,7 @@ using pltrun::LaunchConfig;
 using pltrun::ProgramKind;
 using pltrun::RendezvousBackend;
 using pltrun::WorkerCount;
-using pltrun_test::ScopedEnv;
+using pltrun::test::ScopedEnv;
 
 namespace {
 
@@ -896,7 +896,7 @@ TEST_CASE("site defaults: a bad file is one line naming the file and the key", "
 
 TEST_CASE("site defaults: sections and dotted keys of any depth are refused by place, at once",
           "[command_line][bounded]") {
-  // Before: CLI11 built each level of [a.a. ... .a] (4000 levels: 3 s, 508 MB) and ignored a
+  // Before: CLI11 built each level of [a.a. ... .a] (time and memory grew with the depth) and ignored a
   // dotted key past 255 levels without a word. toml++ builds them too, and 32000 levels
   // (64 KiB) overflowed the stack freeing them: the dots are counted before it parses.
   std::string deep = "[a";

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "helpers/temp_dir.h"
+
 using Catch::Matchers::Contains;
 using pltrun::failureReportJson;
 using pltrun::formatFailureReport;
@@ -22,23 +24,14 @@ using pltrun::WorkerFailure;
 
 namespace {
 
-// A temporary file holding `content`, removed at the end of the test.
+// A file holding `content` in a temporary directory of its own, removed at the end of the test.
 class TempFile {
  public:
-  explicit TempFile(const std::string& content) {
-    std::string pattern = (std::filesystem::temp_directory_path() / "pltrun-error-XXXXXX").string();
-    int descriptor = mkstemp(pattern.data());
-    REQUIRE(descriptor >= 0);
-    close(descriptor);
-    path_ = pattern;
-    std::ofstream(path_) << content;
-  }
-  ~TempFile() { std::remove(path_.c_str()); }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
+  explicit TempFile(const std::string& content) : path_(dir_.write("error.json", content)) {}
   const std::string& path() const { return path_; }
 
  private:
+  pltrun::test::TempDir dir_{"pltrun-error"};
   std::string path_;
 };
 

@@ -1,6 +1,6 @@
 // FileTimerTable: torch's FileTimer requests, set, released and expired as torch's server
 // does, within bounds: a worker past its share, or a job past the table's size, is refused
-// new timers (issue 42: one worker registering 200 000 took pltrun to 1.2 GB).
+// new timers (issue 42: one worker registering timers without end grew pltrun without bound).
 
 #include "launcher/group/file_timer_table.h"
 

@@ -13,18 +13,18 @@
 #include <string>
 #include <vector>
 
+#include "helpers/scoped_env.h"
+#include "helpers/temp_dir.h"
 #include "launcher/placement/gpu_occupancy.h"
 #include "pltrun/error.h"
-#include "scoped_env.h"
-#include "scratch_directory.h"
 
 using Catch::Matchers::Contains;
 using pltrun::autoSelectGpus;
 using pltrun::GpuComputeMode;
 using pltrun::GpuLocks;
 using pltrun::readGpuOccupancy;
-using pltrun_test::ScopedEnv;
-using pltrun_test::ScratchDirectory;
+using pltrun::test::ScopedEnv;
+using pltrun::test::TempDir;
 
 namespace {
 
@@ -72,7 +72,7 @@ TEST_CASE("the fake inventory marks GPUs busy and sets compute modes", "[auto_se
 }
 
 TEST_CASE("a GPU lock is held until released and names its holder's pid", "[auto_select_gpus]") {
-  ScratchDirectory dir("pltrun-gpu-locks");
+  TempDir dir("pltrun-gpu-locks");
   GpuLocks first(dir.path());
   CHECK(first.tryLock("0").taken);
   CHECK(first.tryLock("1").taken);
@@ -93,7 +93,7 @@ TEST_CASE("a GPU lock is held until released and names its holder's pid", "[auto
 }
 
 TEST_CASE("autoSelectGpus chooses free unlocked GPUs and keeps them from the next choice", "[auto_select_gpus]") {
-  ScratchDirectory dir("pltrun-gpu-locks");
+  TempDir dir("pltrun-gpu-locks");
   ScopedEnv lockDir("PLTRUN_GPU_LOCK_DIR", dir.path());
   ScopedEnv gpus("PLTRUN_FAKE_GPUS", "4");
   ScopedEnv busy("PLTRUN_FAKE_GPU_BUSY", "1:99:python");

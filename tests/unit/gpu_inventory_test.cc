@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "helpers/scoped_env.h"
 #include "launcher/placement/cuda_device_order.h"
-#include "scoped_env.h"
 
 using pltrun::physicalGpuCount;
 using pltrun::visibleGpuIds;
-using pltrun_test::ScopedEnv;
+using pltrun::test::ScopedEnv;
 
 namespace {
 using Ids = std::vector<std::string>;

@@ -19,9 +19,9 @@
 
 #include "helpers/child_process.h"
 #include "helpers/other_user.h"
+#include "helpers/temp_dir.h"
 #include "launcher/placement/lock_holder.h"
 #include "pltrun/error.h"
-#include "scratch_directory.h"
 
 using Catch::Matchers::Contains;
 using pltrun::flockHolderIn;
@@ -32,7 +32,7 @@ using pltrun::test::ChildProcess;
 using pltrun::test::OtherUser;
 using pltrun::test::otherUser;
 using pltrun::test::shellAs;
-using pltrun_test::ScratchDirectory;
+using pltrun::test::TempDir;
 
 // Catch2 2 has no SKIP: a test that needs other users says why it did not run, and ends.
 #define SKIP_WITHOUT_OTHER_USERS()                     \
@@ -45,7 +45,7 @@ namespace {
 
 // A directory shared like /run/lock: root's, mode 1777.
 struct SharedLockDirectory {
-  ScratchDirectory scratch{"pltrun-gpu-locks"};
+  TempDir scratch{"pltrun-gpu-locks"};
   SharedLockDirectory() { REQUIRE(chmod(scratch.path().c_str(), 01777) == 0); }
   std::string path() const { return scratch.path(); }
   std::string lockFile(const std::string& key, uid_t uid) const {
@@ -91,7 +91,7 @@ TEST_CASE("the kernel's /proc/locks names the holder of a flock", "[gpu_lock]") 
 }
 
 TEST_CASE("a held pltrun-choosing.lock is waited for a bounded time, naming its holder", "[gpu_lock]") {
-  ScratchDirectory dir("pltrun-gpu-locks");
+  TempDir dir("pltrun-gpu-locks");
   GpuLocks first(dir.path());
   CHECK(first.notice().empty());
   const auto start = std::chrono::steady_clock::now();
@@ -157,7 +157,7 @@ TEST_CASE("a lock file planted under a user's name by someone else is nobody's l
 }
 
 TEST_CASE("a GPU lock directory others could delete locks in is refused in one line", "[gpu_lock]") {
-  ScratchDirectory top("pltrun-gpu-locks");
+  TempDir top("pltrun-gpu-locks");
   REQUIRE(chmod(top.path().c_str(), 01777) == 0);
   const std::string dir = top / "locks";
   SECTION("writable by others without the sticky bit") {
@@ -177,7 +177,7 @@ TEST_CASE("a GPU lock directory others could delete locks in is refused in one l
                                          Contains("set PLTRUN_GPU_LOCK_DIR"));
   }
   SECTION("a symbolic link, whoever made it") {
-    ScratchDirectory target("pltrun-gpu-target");
+    TempDir target("pltrun-gpu-target");
     REQUIRE(symlink(target.path().c_str(), dir.c_str()) == 0);
     CHECK_THROWS_WITH(GpuLocks(dir), Contains("the GPU lock directory '" + dir + "' is a symbolic link"));
     CHECK(std::filesystem::is_empty(target.path()));

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "helpers/temp_dir.h"
 #include "launcher/process/process_runtime.h"
-#include "scratch_directory.h"
 
 using namespace std::chrono_literals;
 using pltrun::HeartbeatReader;
@@ -27,7 +27,7 @@ using pltrun::HeartbeatSocket;
 using pltrun::kLongestReadWindow;
 using pltrun::kShortestReadWindow;
 using pltrun::nextReadWindow;
-using pltrun_test::ScratchDirectory;
+using pltrun::test::TempDir;
 
 namespace {
 
@@ -71,7 +71,7 @@ TEST_CASE("heartbeat reader: the window halves while a queue fills past half, do
 }
 
 TEST_CASE("heartbeat reader: datagrams queued together are one beat with the last counter", "[heartbeat_reader]") {
-  ScratchDirectory directory("pltrun-beats");
+  TempDir directory("pltrun-beats");
   boost::asio::io_context context;
   HeartbeatReader reader(context, pltrun::realProcessRuntime().timers.makeTimer(context), 2);
   const std::string first = directory / "0.sock";
@@ -102,7 +102,7 @@ TEST_CASE("heartbeat reader: datagrams queued together are one beat with the las
 
 TEST_CASE("heartbeat reader: a worker beating steadily is read in batches, not once per datagram",
           "[heartbeat_reader]") {
-  ScratchDirectory directory("pltrun-beats");
+  TempDir directory("pltrun-beats");
   boost::asio::io_context context;
   HeartbeatReader reader(context, pltrun::realProcessRuntime().timers.makeTimer(context), 1);
   const std::string path = directory / "0.sock";
@@ -127,7 +127,7 @@ TEST_CASE("heartbeat reader: a worker beating steadily is read in batches, not o
 }
 
 TEST_CASE("heartbeat socket: a read takes at most its limit, and an empty queue reads nothing", "[heartbeat_reader]") {
-  ScratchDirectory directory("pltrun-beats");
+  TempDir directory("pltrun-beats");
   HeartbeatSocket socket(directory / "0.sock");
   CHECK(socket.drain(64).datagrams == 0);
   for (const char* payload : {"1", "2", "3", "beat"}) sendBeat(socket.path(), payload);

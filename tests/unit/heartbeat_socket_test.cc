@@ -14,7 +14,7 @@
 #include <string>
 
 #include "helpers/other_user.h"
-#include "scratch_directory.h"
+#include "helpers/temp_dir.h"
 
 using pltrun::DrainedHeartbeats;
 using pltrun::HeartbeatSocket;
@@ -42,7 +42,7 @@ TEST_CASE("heartbeat socket: another user's datagrams are read and dropped, neve
     return;
   }
   const pltrun::test::OtherUser& other = pltrun::test::otherUser(1);
-  pltrun_test::ScratchDirectory directory("pltrun-heartbeat");
+  pltrun::test::TempDir directory("pltrun-heartbeat");
   const std::string path = directory / "heartbeat";
   HeartbeatSocket socket(path);
   // Past the first barrier on purpose: the directory and the socket open to everyone, so

@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "helpers/temp_dir.h"
+#include "launcher/command_line/process_inputs.h"
 #include "pltrun/error.h"
 
 using namespace pltrun;
@@ -164,8 +166,8 @@ TEST_CASE("Hostfile errors name the file and the line", "[hosts]") {
 
 TEST_CASE("readHostfile reads a file and names a missing one", "[hosts]") {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("pltrun_hosts_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const pltrun::test::TempDir temp("pltrun-hosts");
+  const fs::path dir = temp.path();
   const fs::path file = dir / "hostfile";
   {
     std::ofstream out(file);
@@ -180,7 +182,6 @@ TEST_CASE("readHostfile reads a file and names a missing one", "[hosts]") {
   const std::string missing = (dir / "missing").string();
   CHECK_THAT(errorOf([&] { readHostfile(missing, readFileFromDisk); }), Contains("cannot read hostfile " + missing));
   CHECK_THAT(errorOf([&] { readHostfile(dir.string(), readFileFromDisk); }), Contains("is a directory"));
-  fs::remove_all(dir);
 }
 
 TEST_CASE("readHostfile reads through the reader it is given", "[hosts]") {

@@ -11,12 +11,12 @@
 
 #include "base/file_control.h"
 #include "helpers/other_user.h"
-#include "launcher/plan/file_reader.h"
-#include "scratch_directory.h"
+#include "helpers/temp_dir.h"
+#include "launcher/command_line/process_inputs.h"
 
 using pltrun::FileReadError;
 using pltrun::readOwnFileFromDisk;
-using pltrun_test::ScratchDirectory;
+using pltrun::test::TempDir;
 
 namespace {
 
@@ -47,7 +47,7 @@ std::string othersControl(const std::string& path) {
 }  // namespace
 
 TEST_CASE("own files: yours, writable by no one else, in a directory of yours, are read", "[own_file]") {
-  ScratchDirectory dir;
+  TempDir dir;
   CHECK(readOwnFileFromDisk(written(dir / "hosts", "a slots=2\n", 0644)) == "a slots=2\n");
   CHECK(readOwnFileFromDisk(written(dir / "private", "x", 0600)) == "x");
   std::filesystem::create_symlink(dir / "hosts", dir / "link");  // your own link
@@ -55,7 +55,7 @@ TEST_CASE("own files: yours, writable by no one else, in a directory of yours, a
 }
 
 TEST_CASE("own files: group- or world-writable ones are refused, naming the mode", "[own_file]") {
-  ScratchDirectory dir;
+  TempDir dir;
   for (mode_t mode : {0664, 0646, 0666, 0620}) {
     CAPTURE(mode);
     CHECK(othersControl(written(dir / "shared", "x", mode)) ==
@@ -64,7 +64,7 @@ TEST_CASE("own files: group- or world-writable ones are refused, naming the mode
 }
 
 TEST_CASE("own files: missing, directories and FIFOs are told apart, and a FIFO does not hang", "[own_file]") {
-  ScratchDirectory dir;
+  TempDir dir;
   const auto reasonOf = [](const std::string& path) {
     try {
       readOwnFileFromDisk(path);
@@ -84,7 +84,7 @@ TEST_CASE("own files: another user's file, link or directory is refused, naming 
   SKIP_WITHOUT_OTHER_USERS();
   const pltrun::test::OtherUser& other = pltrun::test::otherUser(1);
   const std::string owner = other.name + " (uid " + std::to_string(other.uid) + ")";
-  ScratchDirectory dir;
+  TempDir dir;
   REQUIRE(chmod(dir.path().c_str(), 0755) == 0);
   const std::string theirs = written(dir / "theirs", "a\n", 0644);
   pltrun::test::giveTo(other, theirs);
@@ -103,7 +103,7 @@ TEST_CASE("own files: another user's file, link or directory is refused, naming 
 }
 
 TEST_CASE("own files: in a directory others can write, read only when it has the sticky bit (as /tmp)", "[own_file]") {
-  ScratchDirectory dir;
+  TempDir dir;
   const std::string shared = dir / "shared";
   std::filesystem::create_directory(shared);
   const std::string mine = written(shared + "/mine", "a\n", 0644);

@@ -1,61 +1,36 @@
-// resolveProgramCommand and findExecutable, against real files in a temporary directory.
+// resolveProgramCommand and findExecutable, against real files in a temporary directory
+// (fileAccessOnDisk), and against a made-up file system: they ask only the probe given.
 
 #include "launcher/plan/program_command.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
+#include "helpers/temp_dir.h"
+#include "launcher/command_line/process_inputs.h"
 #include "pltrun/error.h"
 
-namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using pltrun::Error;
 using pltrun::ErrorCode;
+using pltrun::FileAccess;
+using pltrun::fileAccessOnDisk;
 using pltrun::findExecutable;
 using pltrun::LaunchConfig;
 using pltrun::ProgramCommand;
 using pltrun::ProgramKind;
 using pltrun::resolveProgramCommand;
+using pltrun::test::TempDir;
 
 namespace {
 
 using Args = std::vector<std::string>;
 
-// A fresh directory, removed with everything in it at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "pltrun-unit-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  std::string path() const { return path_.string(); }
-
-  // Writes `name` with `content` and `mode`; returns its full path.
-  std::string file(const std::string& name, mode_t mode, const std::string& content = "#!/bin/sh\nexit 0\n") const {
-    fs::path target = path_ / name;
-    std::ofstream(target) << content;
-    REQUIRE(chmod(target.c_str(), mode) == 0);
-    return target.string();
-  }
-
- private:
-  fs::path path_;
-};
+// What these tests write for a program: a shell script that exits 0.
+const std::string kScript = "#!/bin/sh\nexit 0\n";
 
 LaunchConfig configFor(const std::string& program, ProgramKind kind, Args args = {}) {
   LaunchConfig config;
@@ -66,9 +41,10 @@ LaunchConfig configFor(const std::string& program, ProgramKind kind, Args args =
 }
 
 // Requires resolveProgramCommand to throw NotFound; returns the message.
-std::string notFound(const LaunchConfig& config, const std::string& python, const std::string& path) {
+std::string notFound(const LaunchConfig& config, const std::string& python, const std::string& path,
+                     const pltrun::FileAccessProbe& files = fileAccessOnDisk) {
   try {
-    resolveProgramCommand(config, python, path);
+    resolveProgramCommand(config, python, path, files);
   } catch (const Error& error) {
     CHECK(error.code() == ErrorCode::NotFound);
     return error.what();
@@ -81,17 +57,18 @@ std::string notFound(const LaunchConfig& config, const std::string& python, cons
 
 TEST_CASE("a .py script runs under Python with -u", "[program_command]") {
   TempDir dir;
-  const std::string python = dir.file("python3", 0755);
-  const std::string script = dir.file("train.py", 0644, "print('hi')\n");
+  const std::string python = dir.write("python3", kScript, 0755);
+  const std::string script = dir.write("train.py", "print('hi')\n", 0644);
 
   SECTION("interpreter given by path") {
-    ProgramCommand command = resolveProgramCommand(configFor(script, ProgramKind::Auto, {"--lr", "0.1"}), python, "");
+    ProgramCommand command =
+        resolveProgramCommand(configFor(script, ProgramKind::Auto, {"--lr", "0.1"}), python, "", fileAccessOnDisk);
     CHECK(command.executable == python);
     CHECK(command.argv == Args{python, "-u", script, "--lr", "0.1"});
   }
   SECTION("interpreter found along PATH; argv[0] keeps the name") {
-    ProgramCommand command =
-        resolveProgramCommand(configFor(script, ProgramKind::Auto), "python3", "/nonexistent-dir:" + dir.path());
+    ProgramCommand command = resolveProgramCommand(configFor(script, ProgramKind::Auto), "python3",
+                                                   "/nonexistent-dir:" + dir.path(), fileAccessOnDisk);
     CHECK(command.executable == dir.path() + "/python3");
     CHECK(command.argv == Args{"python3", "-u", script});
   }
@@ -99,22 +76,23 @@ TEST_CASE("a .py script runs under Python with -u", "[program_command]") {
 
 TEST_CASE("flag -m runs a module under Python", "[program_command]") {
   TempDir dir;
-  const std::string python = dir.file("python3", 0755);
-  ProgramCommand command =
-      resolveProgramCommand(configFor("pkg.train", ProgramKind::Module, {"--epochs", "2"}), python, "");
+  const std::string python = dir.write("python3", kScript, 0755);
+  ProgramCommand command = resolveProgramCommand(configFor("pkg.train", ProgramKind::Module, {"--epochs", "2"}), python,
+                                                 "", fileAccessOnDisk);
   CHECK(command.executable == python);
   CHECK(command.argv == Args{python, "-u", "-m", "pkg.train", "--epochs", "2"});
   SECTION("a module name ending in .py is still a module, not a script") {
-    ProgramCommand odd = resolveProgramCommand(configFor("odd.py", ProgramKind::Module), python, "");
+    ProgramCommand odd = resolveProgramCommand(configFor("odd.py", ProgramKind::Module), python, "", fileAccessOnDisk);
     CHECK(odd.argv == Args{python, "-u", "-m", "odd.py"});
   }
 }
 
 TEST_CASE("flag --run-path runs a script under Python whatever its name", "[program_command]") {
   TempDir dir;
-  const std::string python = dir.file("python3", 0755);
-  const std::string script = dir.file("train", 0644);  // no .py, not executable: torch's tests do this
-  ProgramCommand command = resolveProgramCommand(configFor(script, ProgramKind::Script, {"--lr", "1"}), python, "");
+  const std::string python = dir.write("python3", kScript, 0755);
+  const std::string script = dir.write("train", kScript, 0644);  // no .py, not executable: torch's tests do this
+  ProgramCommand command =
+      resolveProgramCommand(configFor(script, ProgramKind::Script, {"--lr", "1"}), python, "", fileAccessOnDisk);
   CHECK(command.executable == python);
   CHECK(command.argv == Args{python, "-u", script, "--lr", "1"});
   CHECK_THAT(notFound(configFor(dir.path() + "/absent", ProgramKind::Script), python, ""),
@@ -123,43 +101,44 @@ TEST_CASE("flag --run-path runs a script under Python whatever its name", "[prog
 
 TEST_CASE("flag --no-python executes a .py file directly", "[program_command]") {
   TempDir dir;
-  const std::string script = dir.file("tool.py", 0755);
-  ProgramCommand command =
-      resolveProgramCommand(configFor(script, ProgramKind::NoPython, {"a", "b"}), "/no/such/python", "");
+  const std::string script = dir.write("tool.py", kScript, 0755);
+  ProgramCommand command = resolveProgramCommand(configFor(script, ProgramKind::NoPython, {"a", "b"}),
+                                                 "/no/such/python", "", fileAccessOnDisk);
   CHECK(command.executable == script);
   CHECK(command.argv == Args{script, "a", "b"});
   SECTION("it must then be executable") {
-    const std::string plain = dir.file("plain.py", 0644);
+    const std::string plain = dir.write("plain.py", kScript, 0644);
     CHECK_THAT(notFound(configFor(plain, ProgramKind::NoPython), "/no/such/python", ""), Contains("not an executable"));
   }
 }
 
 TEST_CASE("a plain program is looked up along the PATH given", "[program_command]") {
   SECTION("true in /usr/bin:/bin") {
-    ProgramCommand command =
-        resolveProgramCommand(configFor("true", ProgramKind::Auto, {"x"}), "python3", "/usr/bin:/bin");
+    ProgramCommand command = resolveProgramCommand(configFor("true", ProgramKind::Auto, {"x"}), "python3",
+                                                   "/usr/bin:/bin", fileAccessOnDisk);
     CHECK((command.executable == "/usr/bin/true" || command.executable == "/bin/true"));
     CHECK(command.argv == Args{"true", "x"});
   }
   SECTION("the first PATH entry that holds an executable wins") {
     TempDir first, second;
-    first.file("tool", 0644);  // not executable: skipped
-    const std::string tool = second.file("tool", 0755);
-    ProgramCommand command =
-        resolveProgramCommand(configFor("tool", ProgramKind::Auto), "python3", first.path() + ":" + second.path());
+    first.write("tool", kScript, 0644);  // not executable: skipped
+    const std::string tool = second.write("tool", kScript, 0755);
+    ProgramCommand command = resolveProgramCommand(configFor("tool", ProgramKind::Auto), "python3",
+                                                   first.path() + ":" + second.path(), fileAccessOnDisk);
     CHECK(command.executable == tool);
     CHECK(command.argv == Args{"tool"});
   }
   SECTION("a program named by path is not looked up") {
     TempDir dir;
-    const std::string tool = dir.file("tool", 0755);
-    CHECK(resolveProgramCommand(configFor(tool, ProgramKind::Auto), "python3", "").executable == tool);
+    const std::string tool = dir.write("tool", kScript, 0755);
+    CHECK(resolveProgramCommand(configFor(tool, ProgramKind::Auto), "python3", "", fileAccessOnDisk).executable ==
+          tool);
   }
 }
 
 TEST_CASE("missing or unusable programs are NotFound, naming them", "[program_command]") {
   TempDir dir;
-  const std::string python = dir.file("python3", 0755);
+  const std::string python = dir.write("python3", kScript, 0755);
 
   SECTION("a name not on the PATH") {
     std::string message = notFound(configFor("pltrun-no-such-program", ProgramKind::Auto), python, "/usr/bin:/bin");
@@ -173,7 +152,7 @@ TEST_CASE("missing or unusable programs are NotFound, naming them", "[program_co
     CHECK_THAT(message, Contains("does not exist"));
   }
   SECTION("a path that exists but is not executable") {
-    const std::string data = dir.file("data.txt", 0644);
+    const std::string data = dir.write("data.txt", kScript, 0644);
     std::string message = notFound(configFor(data, ProgramKind::Auto), python, "");
     CHECK_THAT(message, Contains(data));
     CHECK_THAT(message, Contains("not an executable"));
@@ -187,7 +166,7 @@ TEST_CASE("missing or unusable programs are NotFound, naming them", "[program_co
     CHECK_THAT(message, Contains(missing));
   }
   SECTION("a missing Python interpreter (PYTHON_EXEC)") {
-    const std::string script = dir.file("train.py", 0644);
+    const std::string script = dir.write("train.py", kScript, 0644);
     std::string message = notFound(configFor(script, ProgramKind::Auto), "pltrun-no-such-python", "/usr/bin:/bin");
     CHECK_THAT(message, Contains("pltrun-no-such-python"));
     CHECK_THAT(message, Contains("PYTHON_EXEC"));
@@ -198,14 +177,35 @@ TEST_CASE("missing or unusable programs are NotFound, naming them", "[program_co
 
 TEST_CASE("findExecutable", "[program_command]") {
   TempDir dir;
-  const std::string tool = dir.file("tool", 0755);
-  dir.file("data", 0644);
-  CHECK(findExecutable("tool", dir.path()) == tool);
-  CHECK(findExecutable("tool", "/nonexistent:" + dir.path()) == tool);
-  CHECK(findExecutable(tool, "") == tool);
-  CHECK(findExecutable("data", dir.path()).empty());
-  CHECK(findExecutable(dir.path() + "/data", "").empty());
-  CHECK(findExecutable("tool", "/nonexistent").empty());
-  CHECK(findExecutable("", dir.path()).empty());
-  CHECK(findExecutable(dir.path(), "").empty());
+  const std::string tool = dir.write("tool", kScript, 0755);
+  dir.write("data", kScript, 0644);
+  CHECK(findExecutable("tool", dir.path(), fileAccessOnDisk) == tool);
+  CHECK(findExecutable("tool", "/nonexistent:" + dir.path(), fileAccessOnDisk) == tool);
+  CHECK(findExecutable(tool, "", fileAccessOnDisk) == tool);
+  CHECK(findExecutable("data", dir.path(), fileAccessOnDisk).empty());
+  CHECK(findExecutable(dir.path() + "/data", "", fileAccessOnDisk).empty());
+  CHECK(findExecutable("tool", "/nonexistent", fileAccessOnDisk).empty());
+  CHECK(findExecutable("", dir.path(), fileAccessOnDisk).empty());
+  CHECK(findExecutable(dir.path(), "", fileAccessOnDisk).empty());
+}
+
+TEST_CASE("resolveProgramCommand asks the file system only through the probe it is given", "[program_command]") {
+  // Paths that exist nowhere on disk: only the probe knows them.
+  auto files = [](const std::string& path) {
+    FileAccess access;
+    access.exists = path.rfind("/made-up/", 0) == 0;
+    access.readable = access.exists;
+    access.executable = path == "/made-up/bin/python3" || path == "/made-up/bin/tool";
+    return access;
+  };
+  CHECK(findExecutable("tool", "/elsewhere:/made-up/bin", files) == "/made-up/bin/tool");
+  CHECK(findExecutable("tool", "/elsewhere", files).empty());
+  ProgramCommand command =
+      resolveProgramCommand(configFor("/made-up/train.py", ProgramKind::Auto), "python3", "/made-up/bin", files);
+  CHECK(command.executable == "/made-up/bin/python3");
+  CHECK(command.argv == Args{"python3", "-u", "/made-up/train.py"});
+  CHECK_THAT(notFound(configFor("/made-up/data", ProgramKind::Auto), "python3", "/made-up/bin", files),
+             Contains("is not an executable file"));
+  CHECK_THAT(notFound(configFor("/absent/tool", ProgramKind::Auto), "python3", "/made-up/bin", files),
+             Contains("does not exist"));
 }

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "helpers/temp_dir.h"
 #include "launcher/driver/agent_stdin.h"
 #include "launcher/driver/forwarded_environment.h"
 #include "launcher/driver/remote_command.h"
@@ -45,8 +46,8 @@ TEST_CASE("the forwarded environment: default prefixes, -x and the env file", "[
 }
 
 TEST_CASE("DeepSpeed's .deepspeed_env in HOME is forwarded, and -x and --env-file override it", "[remote]") {
-  const std::filesystem::path home = "/tmp/pltrun-deepspeed-env-test-" + std::to_string(getpid());
-  std::filesystem::create_directories(home);
+  const pltrun::test::TempDir temp("pltrun-deepspeed-env-test");
+  const std::filesystem::path home = temp.path();
   std::ofstream(home / ".deepspeed_env") << "NCCL_SOCKET_IFNAME=eth0\nFROM_DS=ds\nOVERRIDDEN=by ds\n";
   std::ofstream(home / "renamed_env") << "RENAMED=yes\n";
   std::ofstream(home / "job.env") << "OVERRIDDEN=by the env file\n";
@@ -68,11 +69,11 @@ TEST_CASE("DeepSpeed's .deepspeed_env in HOME is forwarded, and -x and --env-fil
   std::ofstream(home / "renamed_env") << "not a setting\n";
   CHECK_THROWS_WITH(forwardedEnvironment(here, RemoteLaunchSettings{}),
                     Catch::Contains("renamed_env:1") && Catch::Contains("expected KEY=VALUE"));
-  std::filesystem::remove_all(home);
 }
 
 TEST_CASE("env files: KEY=VALUE lines, comments, export, CRLF, bad lines name their number", "[remote]") {
-  const std::string path = "/tmp/pltrun-remote-launch-test-" + std::to_string(getpid()) + ".env";
+  const pltrun::test::TempDir temp("pltrun-remote-launch-test");
+  const std::string path = temp / "job.env";
   {
     std::ofstream file(path);
     file << "# a comment\n\nA=1\r\nexport B=two words\n  C = spaced\n";
@@ -117,7 +118,6 @@ TEST_CASE("env files: KEY=VALUE lines, comments, export, CRLF, bad lines name th
     std::ofstream(path) << text;
     CHECK_THROWS_WITH(forwardedEnvironment({}, remote), Catch::Contains(path + error));
   }
-  std::remove(path.c_str());
   remote.envFile = "/nonexistent/job.env";
   CHECK_THROWS_WITH(forwardedEnvironment({}, remote), Catch::Contains("cannot be read"));
 }
@@ -179,7 +179,8 @@ TEST_CASE("the agent's script sets the forwarded variables from stdin, exactly, 
   CHECK_THROWS_WITH(forwardedVariablesInput({{"TWO_LINES", "a\nb"}}), Catch::Contains("TWO_LINES has a line break"));
   // A real sh runs the script: the values arrive byte for byte, and the secret after the
   // empty line is still on stdin for the command.
-  const std::string stem = "/tmp/pltrun-agent-script-test-" + std::to_string(getpid());
+  const pltrun::test::TempDir temp("pltrun-agent-script-test");
+  const std::string stem = temp / "agent";
   std::ofstream(stem + ".in") << input << "the-secret\n";
   const std::string script =
       agentScript({"sh", "-c", R"(printf '%s|%s|%s|' "$PLAIN" "$TRICKY" "${EMPTY-unset}"; cat)"});
@@ -188,6 +189,4 @@ TEST_CASE("the agent's script sets the forwarded variables from stdin, exactly, 
   std::ifstream output(stem + ".out");
   const std::string text((std::istreambuf_iterator<char>(output)), std::istreambuf_iterator<char>());
   CHECK(text == "1|" + tricky + "||the-secret\n");
-  std::remove((stem + ".in").c_str());
-  std::remove((stem + ".out").c_str());
 }

@@ -9,35 +9,17 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-#include <fstream>
 #include <string>
 
+#include "helpers/temp_dir.h"
 #include "pltrun/error.h"
 
 using pltrun::Error;
 using pltrun::ErrorCode;
 using pltrun::rdzv::readSecretFile;
+using pltrun::test::TempDir;
 
 namespace {
-
-class Directory {
- public:
-  Directory() {
-    char pattern[] = "/tmp/pltrun-secret-test-XXXXXX";
-    path_ = mkdtemp(pattern);
-  }
-  ~Directory() { std::system(("rm -rf '" + path_ + "'").c_str()); }
-  std::string write(const std::string& name, const std::string& content, mode_t mode) const {
-    const std::string file = path_ + "/" + name;
-    std::ofstream(file, std::ios::binary) << content;
-    chmod(file.c_str(), mode);
-    return file;
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 std::string refusal(const std::string& path) {
   try {
@@ -75,7 +57,7 @@ std::string readFromStandardInput(const std::string& input) {
 }  // namespace
 
 TEST_CASE("a private secret file is read, its line ending dropped", "[secret_file]") {
-  Directory dir;
+  TempDir dir("pltrun-secret-test");
   CHECK(readSecretFile(dir.write("lf", "sixteen bytes at least\n", 0600), "x") == "sixteen bytes at least");
   CHECK(readSecretFile(dir.write("crlf", "sixteen bytes at least\r\n", 0400), "x") == "sixteen bytes at least");
   CHECK(readSecretFile(dir.write("none", "sixteen bytes at least", 0600), "x") == "sixteen bytes at least");
@@ -85,7 +67,7 @@ TEST_CASE("a private secret file is read, its line ending dropped", "[secret_fil
 }
 
 TEST_CASE("a secret file that others could read or write is refused with the chmod that fixes it", "[secret_file]") {
-  Directory dir;
+  TempDir dir("pltrun-secret-test");
   for (mode_t mode : {0640, 0604, 0620, 0602, 0644, 0666}) {
     const std::string path = dir.write("shared" + std::to_string(mode), "sixteen bytes at least\n", mode);
     const std::string message = refusal(path);
@@ -96,7 +78,7 @@ TEST_CASE("a secret file that others could read or write is refused with the chm
 }
 
 TEST_CASE("empty, short, oversized, missing and non-regular secret files are refused", "[secret_file]") {
-  Directory dir;
+  TempDir dir("pltrun-secret-test");
   CHECK_THAT(refusal(dir.write("empty", "\n", 0600)), Catch::Contains("is empty") && Catch::Contains("head -c 32"));
   CHECK_THAT(refusal(dir.write("short", "fifteen bytes!!\n", 0600)),
              Catch::Contains("holds 15 bytes") && Catch::Contains("at least 16"));
@@ -117,7 +99,7 @@ TEST_CASE("a secret file of another user is refused", "[secret_file]") {
     WARN("skipped: giving a file to another user needs root");
     return;
   }
-  Directory dir;
+  TempDir dir("pltrun-secret-test");
   const std::string path = dir.write("theirs", "sixteen bytes at least\n", 0600);
   REQUIRE(chown(path.c_str(), 65534, 65534) == 0);  // nobody
   CHECK_THAT(refusal(path), Catch::Contains("belongs to another user (uid 65534)"));

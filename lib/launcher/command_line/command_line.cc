@@ -282,8 +282,8 @@ std::variant<LaunchConfig, InformationRequest> parseCommandLine(int argc, const 
                                                                 const FileProbe& exists,
                                                                 const FileReader& readOwnFile) {
   // `pltrun --version` alone: CLI11 would answer the same before reading any variable or
-  // file, but only after declaring every flag, which is most of the time it takes (about
-  // 1 ms on the 2-core machine; docs/PERFORMANCE.md, "Launch").
+  // file, but only after declaring every flag, which is most of the time it takes
+  // (docs/PERFORMANCE.md, launch, --version).
   if (argc == 2 && std::string(argv[1]) == "--version") return InformationRequest{versionText() + "\n"};
   CLI::App app{"pltrun: start and supervise the workers of a distributed job.", "pltrun"};
   app.prefix_command();  // PROGRAM and everything after it belong to the program

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "launcher/command_line/process_inputs.h"
 #include "launcher/plan/exported_variables.h"
 
 namespace pltrun {
@@ -30,15 +31,16 @@ Environment forwardedEnvironment(const Environment& inherited, const RemoteLaunc
   // DeepSpeed's launcher exports the KEY=VALUE lines of ~/.deepspeed_env, then of
   // ./.deepspeed_env ($DS_ENV_FILE renames both); pltrun reads them the same way, and lets
   // -x and --env-file override them. Each file is another user's way in when it is theirs
-  // (a shared working directory): readEnvFileFromDisk refuses those, and names those read.
+  // (a shared working directory): readOwnFileFromDisk refuses those, and names those read.
   const auto name = inherited.find("DS_ENV_FILE");
   const std::string deepspeedFile = name != inherited.end() && !name->second.empty() ? name->second : ".deepspeed_env";
   std::vector<std::optional<std::string>> read;
   if (const auto home = inherited.find("HOME"); home != inherited.end() && !home->second.empty()) {
-    read.push_back(readEnvFileFromDisk(home->second + "/" + deepspeedFile, kDeepSpeedFile, false, forwarded));
+    read.push_back(
+        readEnvFileAt(home->second + "/" + deepspeedFile, kDeepSpeedFile, false, readOwnFileFromDisk, forwarded));
   }
-  read.push_back(readEnvFileFromDisk(deepspeedFile, kDeepSpeedFile, false, forwarded));
-  read.push_back(addExportedVariables(inherited, remote.exports, remote.envFile, forwarded));
+  read.push_back(readEnvFileAt(deepspeedFile, kDeepSpeedFile, false, readOwnFileFromDisk, forwarded));
+  read.push_back(addExportedVariables(inherited, remote.exports, remote.envFile, readOwnFileFromDisk, forwarded));
   for (const std::optional<std::string>& line : read) {
     if (line) spdlog::info("{}", *line);
   }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
 
+#include "launcher/command_line/process_inputs.h"
 #include "launcher/command_line/rendezvous_flags.h"
 #include "launcher/driver/agent_command_line.h"
 #include "launcher/driver/agent_stdin.h"
@@ -130,7 +131,7 @@ WorkerSpec agentSpec(const AgentLaunch& launch, size_t index) {
   spec.stdoutRoute.toConsole = true;
   spec.stderrRoute.toConsole = true;
   spec.stderrRoute.consoleIsStderr = true;
-  spec.launch.executable = findExecutable(argv.front(), launch.path);
+  spec.launch.executable = findExecutable(argv.front(), launch.path, fileAccessOnDisk);
   if (spec.launch.executable.empty()) {
     throw Error(ErrorCode::NotFound, argv.front() + " not found on PATH: install it, or pass --remote-command");
   }

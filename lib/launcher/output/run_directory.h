@@ -76,8 +76,8 @@ class RunDirectory {
   RunFile workerFile(int attempt, int localRank, const std::string& name) const;
   /// The worker's TORCHELASTIC_ERROR_FILE, its directory made: error.json beside its logs
   /// when logs are kept; otherwise ROOT/attempt_N.LOCAL_RANK.error.json, so a run that keeps
-  /// nothing makes and removes no directory per worker (ext4 directory operations were
-  /// 0.4 ms of a 4-worker launch).
+  /// nothing makes and removes no directory per worker (directory operations are a
+  /// visible part of a launch; docs/PERFORMANCE.md, launch).
   RunFile errorFile(int attempt, int localRank) const;
   /// The path a worker is given for `file`: through this process's handle
   /// (/proc/PID/fd/N/NAME) where /proc shows it, so that no rename or planted link leads

@@ -81,11 +81,11 @@ void readEnvFile(std::istream& file, const std::string& path, Environment& varia
   }
 }
 
-std::optional<std::string> readEnvFileFromDisk(const std::string& path, const std::string& what, bool required,
-                                               Environment& variables) {
+std::optional<std::string> readEnvFileAt(const std::string& path, const std::string& what, bool required,
+                                         const FileReader& readOwnFile, Environment& variables) {
   std::string content;
   try {
-    content = readOwnFileFromDisk(path);
+    content = readOwnFile(path);
   } catch (const FileReadError& error) {
     const FileReadError::Reason reason = error.reason();
     if (reason == FileReadError::Reason::OthersControl) {
@@ -106,7 +106,8 @@ std::optional<std::string> readEnvFileFromDisk(const std::string& path, const st
 }
 
 std::optional<std::string> addExportedVariables(const Environment& inherited, const std::vector<std::string>& exports,
-                                                const std::optional<std::string>& envFile, Environment& into) {
+                                                const std::optional<std::string>& envFile,
+                                                const FileReader& readOwnFile, Environment& into) {
   for (const std::string& item : exports) {
     const size_t equals = item.find('=');
     requireVariableName(item.substr(0, equals), "-x " + item);
@@ -121,7 +122,7 @@ std::optional<std::string> addExportedVariables(const Environment& inherited, co
     into[item] = found->second;
   }
   if (!envFile) return std::nullopt;
-  return readEnvFileFromDisk(*envFile, "--env-file", true, into);
+  return readEnvFileAt(*envFile, "--env-file", true, readOwnFile, into);
 }
 
 }  // namespace pltrun

@@ -1,6 +1,7 @@
 #pragma once
-// Reading a whole file, behind a function type: the command-line parser is handed the real
-// reader by main() and a fake one by the tests, so it does no I/O of its own.
+// Reading a whole file, behind a function type: the command-line parser and the plan are
+// handed the real reader (command_line/process_inputs.h) by main() and the modes, and a fake
+// one by the tests, so they do no I/O of their own.
 
 #include <functional>
 #include <stdexcept>
@@ -30,16 +31,6 @@ class FileReadError : public std::runtime_error {
 /// The whole content of the file at `path`; throws FileReadError when it cannot be read.
 using FileReader = std::function<std::string(const std::string& path)>;
 
-/// The FileReader of the real file system (what() of its errors: strerror's text).
-std::string readFileFromDisk(const std::string& path);
-
-/// The FileReader for what pltrun reads because of where it runs or what it was given (a
-/// hostfile, ./.deepspeed_env, an env file, the site config): as readFileFromDisk, but
-/// Reason::OthersControl for a file another user could have written (base/file_control.h:
-/// not yours or root's, writable by group or others, a symbolic link of another user's, or
-/// in a directory another user can swap it in), and CannotOpen for what is not a regular file.
-std::string readOwnFileFromDisk(const std::string& path);
-
 /// The one line for a file refused with Reason::OthersControl; `what` names it ("hostfile").
 std::string othersFileRefusal(const std::string& what, const std::string& path, const FileReadError& error);
 
@@ -48,10 +39,17 @@ std::string shownPath(const std::string& path);
 
 /// Whether something is at `path`: a probe that throws nothing, for a file most machines
 /// lack (/etc/pltrun.toml), so that a launch without one throws no exception and opens no
-/// stream (0.45 MB less peak RSS in one interleaved run, docs/PERFORMANCE.md).
+/// stream (a lower peak memory; docs/PERFORMANCE.md, launch).
 using FileProbe = std::function<bool(const std::string& path)>;
-bool fileExistsOnDisk(const std::string& path);
 /// The probe of a file system that FileReader alone describes (the tests' fakes).
 inline bool assumeFileExists(const std::string&) { return true; }
+
+/// What this process may do with the file at a path (which executable a PATH lookup finds).
+struct FileAccess {
+  bool exists = false;      ///< something is there
+  bool readable = false;    ///< this process may read it
+  bool executable = false;  ///< a regular file this process may execute
+};
+using FileAccessProbe = std::function<FileAccess(const std::string& path)>;
 
 }  // namespace pltrun

@@ -1,9 +1,7 @@
 #include "launcher/plan/numa_binding.h"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "launcher/plan/text_parsing.h"
 #include "pltrun/error.h"
@@ -160,16 +158,6 @@ const char* numaModeName(NumaMode mode) {
       return "core-complex";
   }
   return "node";
-}
-
-SysfsReader sysfsUnder(std::string root) {
-  return [root = std::move(root)](const std::string& path) -> std::optional<std::string> {
-    std::ifstream file(root + "/" + path);
-    if (!file) return std::nullopt;
-    std::ostringstream text;
-    text << file.rdbuf();
-    return text.str();
-  };
 }
 
 std::optional<std::set<int>> parseCpuList(std::string_view text) {

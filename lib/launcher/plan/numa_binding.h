@@ -7,9 +7,9 @@
 //                 GPUs on that node, so no two workers share a core)
 //   core-complex  one group of cores sharing a last-level cache on the GPU's node, a
 //                 different one per GPU where there are enough
-// Always within the CPUs pltrun itself may use. Pure: sysfs comes through a reader, so
-// any topology is testable. pltrun binds the worker itself (sched_setaffinity before
-// exec): no numactl needed, and the program may be anything.
+// Always within the CPUs pltrun itself may use. Pure: sysfs comes through a reader (the
+// real one: placement/node_placement.cc), so any topology is testable. pltrun binds the worker itself
+// (sched_setaffinity before exec): no numactl needed, and the program may be anything.
 
 #include <functional>
 #include <optional>
@@ -29,8 +29,6 @@ const char* numaModeName(NumaMode mode);
 /// The text of a sysfs file by its path under /sys ("devices/system/node/possible"), or
 /// nothing when it cannot be read.
 using SysfsReader = std::function<std::optional<std::string>(const std::string& path)>;
-/// Files under `root` (/sys; a test's fake tree).
-SysfsReader sysfsUnder(std::string root);
 
 /// sysfs's CPU list format, "0-3,8,10-11"; nothing for text that is not one.
 std::optional<std::set<int>> parseCpuList(std::string_view text);

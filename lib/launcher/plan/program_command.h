@@ -1,11 +1,13 @@
 #pragma once
 // Turns PROGRAM [ARGS...] into the executable and argv a worker is started with, and
 // checks up front that the executable exists, so a typo fails once, clearly, with
-// status 127, instead of N times inside N workers.
+// status 127, instead of N times inside N workers. Pure: the file system is asked through
+// a FileAccessProbe (fileAccessOnDisk, command_line/process_inputs.h; the tests' fakes).
 
 #include <string>
 #include <vector>
 
+#include "launcher/plan/file_reader.h"
 #include "launcher/plan/launch_config.h"
 
 namespace pltrun {
@@ -22,11 +24,11 @@ bool programRunsUnderPython(const LaunchConfig& config);
 /// module, everything else is executed directly. `path` is the PATH to search for names
 /// without a '/'. Throws NotFound when the executable or the .py script is missing or not
 /// executable.
-ProgramCommand resolveProgramCommand(const LaunchConfig& config, const std::string& pythonExec,
-                                     const std::string& path);
+ProgramCommand resolveProgramCommand(const LaunchConfig& config, const std::string& pythonExec, const std::string& path,
+                                     const FileAccessProbe& files);
 
 /// The full path of `name` along `path` (or `name` itself when it contains a '/') if it is
 /// an executable regular file; empty otherwise.
-std::string findExecutable(const std::string& name, const std::string& path);
+std::string findExecutable(const std::string& name, const std::string& path, const FileAccessProbe& files);
 
 }  // namespace pltrun

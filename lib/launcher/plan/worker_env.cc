@@ -3,18 +3,12 @@
 #include "launcher/plan/text_parsing.h"
 #include "pltrun/error.h"
 
-extern char** environ;
-
 namespace pltrun {
 
-Environment currentEnvironment() {
-  Environment env;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    std::string_view text(*entry);
-    size_t equals = text.find('=');
-    if (equals != std::string_view::npos) env.emplace(text.substr(0, equals), text.substr(equals + 1));
-  }
-  return env;
+std::optional<std::string> environmentValue(const Environment& env, const std::string& name) {
+  auto found = env.find(name);
+  if (found == env.end()) return std::nullopt;
+  return found->second;
 }
 
 std::vector<std::string> environmentEntries(const Environment& environment) {

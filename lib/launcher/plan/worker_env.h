@@ -41,8 +41,8 @@ struct WorkerPlacement {
   std::string timerFile;            ///< TORCHELASTIC_TIMER_FILE (torch's FileTimer)
 };
 
-/// This process's environment.
-Environment currentEnvironment();
+/// The value of `name` in `env`, if it is set there.
+std::optional<std::string> environmentValue(const Environment& env, const std::string& name);
 
 /// The "NAME=VALUE" entries a process is started with (ProcessLaunch::environment).
 std::vector<std::string> environmentEntries(const Environment& environment);

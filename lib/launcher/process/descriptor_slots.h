@@ -3,7 +3,7 @@
 // launcher's descriptor table instead of copying it. clone() without CLONE_FILES copies the
 // whole table, every entry with a reference taken and dropped again when the child closes
 // it: with thousands of workers or hosts (pipes and pidfds each), each start cost
-// O(descriptors) and a launch O(n^2) (2000 workers: 3.3 s against 1.1 s for 1000). With the
+// O(descriptors) and a launch O(n^2) (docs/PERFORMANCE.md, launch, thousands of workers). With the
 // table shared, the child's first act is close_range(END, ~0U, CLOSE_RANGE_UNSHARE), which
 // copies only the descriptors below END: the few the child needs, put in these slots by
 // the parent just before the clone (child_spawn.cc).

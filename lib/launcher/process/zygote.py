@@ -48,8 +48,9 @@ def _workers_path0(argv):
 
 
 # What a module imports lazily on the first use every training job makes of it, imported
-# with it: torch 2.x's DDP and optimizers import torch._dynamo (with sympy, over 800 modules,
-# about 2 s) on first use, which would otherwise be paid again by every forked worker.
+# with it: torch 2.x's DDP and optimizers import torch._dynamo (with sympy, hundreds of
+# modules: most of the wait for the first step; docs/PERFORMANCE.md, restart) on first use,
+# which would otherwise be paid again by every forked worker.
 _COMPANIONS = {"torch": ["torch._dynamo"]}
 
 

@@ -58,8 +58,8 @@ int runStaticJob(const ResolvedJob& job) {
   const RunDirectory directory(config, job.runId,
                                config.nnodes > 1 ? localHostName() + "_" + std::to_string(getpid()) : "");
   // Heartbeat sockets only where something reads them: on one node that is --stall-timeout,
-  // and restarts that --max-no-progress-restarts watches (they cost about 0.6 ms of a
-  // 4-worker launch); an elastic agent's also feed pltrun status.
+  // and restarts that --max-no-progress-restarts watches (binding them is a visible part
+  // of a launch; docs/PERFORMANCE.md, launch); an elastic agent's also feed pltrun status.
   std::optional<SupervisionFiles> supervision;
   const bool watchesProgress = config.maxRestarts > 0 && config.maxNoProgressRestarts > 0;
   if (config.stallTimeout || config.fileTimer || watchesProgress) {

@@ -13,6 +13,7 @@
 #include "base/host_port_text.h"
 #include "base/seconds_text.h"
 #include "base/terminal_text.h"
+#include "launcher/command_line/process_inputs.h"
 #include "launcher/command_line/rendezvous_flags.h"
 #include "launcher/command_line/site_config.h"
 #include "launcher/net/etcd_access.h"

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-namespace pltrun_test {
+namespace pltrun::test {
 
 class ScopedEnv {
  public:
@@ -33,4 +33,4 @@ class ScopedEnv {
   std::optional<std::string> saved_;
 };
 
-}  // namespace pltrun_test
+}  // namespace pltrun::test
