@@ -2,8 +2,9 @@
 // What the store's memory really holds for each thing a client can make it keep, as the
 // table charges it against --max-store-bytes: the bytes of its keys and values plus a fixed
 // cost per item for the containers and the allocator (64-bit libstdc++ and glibc malloc).
-// Without these, an empty queue item cost nothing and 6 million of them took 200 MB under a
-// 1 MiB limit (issue 42). `scripts/bench/store.sh --flood` checks them against the RSS.
+// Without these, an empty queue item cost nothing, and a flood of empty items grew the
+// server's memory far past its byte limit. `scripts/bench/store.sh --flood` checks them
+// against the RSS (docs/PERFORMANCE.md, store).
 
 #include <cstdint>
 #include <string>

@@ -97,8 +97,8 @@ DecodeResult decodeRequest(Dialect dialect, std::string_view input, const Protoc
 
 /// Finds where one request ends while its bytes arrive, resuming where the last call
 /// stopped: each byte is looked at once however many reads the request takes, where
-/// decodeRequest alone measures from the request's start on every read (a 17 MB MULTI_SET
-/// of a million pairs, arriving 64 KiB at a time, took 25 s of CPU that way). Applies the
+/// decodeRequest alone measures from the request's start on every read (quadratic in the
+/// request's size for a large MULTI_SET arriving in many reads). Applies the
 /// same limits, in the same order, with the same errors, as decodeRequest; the server then
 /// decodes the request once, from exactly length() bytes. One object per request.
 class RequestMeasure {
