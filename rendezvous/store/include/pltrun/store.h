@@ -20,6 +20,9 @@ class Store {
 
   virtual ~Store() = default;
 
+  // The primitives: what every backend implements (as c10d's Store.hpp keeps set, get,
+  // add, compareSet, check, wait, deleteKey and getNumKeys pure).
+
   /// Sets `key` to `value` (any bytes).
   virtual void set(const std::string& key, const std::string& value) = 0;
   /// The value of `key`, waiting up to `timeout` for it to be set. Throws
@@ -40,12 +43,6 @@ class Store {
   virtual bool deleteKey(const std::string& key) = 0;
   /// Number of keys in the whole store.
   virtual std::int64_t numKeys() = 0;
-  /// Appends `value` to the value of `key`, creating it when missing.
-  virtual void append(const std::string& key, const std::string& value) = 0;
-  /// Values of several keys, waiting up to `timeout` for all of them.
-  virtual std::vector<std::string> multiGet(const std::vector<std::string>& keys, Duration timeout) = 0;
-  /// Sets several keys at once.
-  virtual void multiSet(const std::vector<std::string>& keys, const std::vector<std::string>& values) = 0;
   /// pltrun extension: sets `key`, which the store deletes when this client disconnects
   /// (or is destroyed), so peers learn at once that it is gone.
   virtual void setEphemeral(const std::string& key, const std::string& value) = 0;
@@ -54,6 +51,20 @@ class Store {
   /// `key` learn at once that this client is gone, however it went). One per client: a
   /// later call replaces it, an empty key clears it.
   virtual void setCloseNotice(const std::string& key, const std::string& value) = 0;
+
+  // The composite operations: written over the primitives here (store.cc); a backend
+  // overrides one where it does better (one round trip, one transaction, one lock).
+
+  /// Appends `value` to the value of `key`, creating it when missing. By default a
+  /// compare-and-set loop from the value read: not atomic when another client appends the
+  /// same bytes at the same moment (compare_set's reply cannot tell that from success).
+  virtual void append(const std::string& key, const std::string& value);
+  /// Values of several keys, waiting up to `timeout` for all of them; throws
+  /// Error(Timeout) naming the keys. By default a wait for all, then a get of each.
+  virtual std::vector<std::string> multiGet(const std::vector<std::string>& keys, Duration timeout);
+  /// Sets several keys at once; Error(InvalidArgument) unless there is one value per key.
+  /// By default a set of each, in order.
+  virtual void multiSet(const std::vector<std::string>& keys, const std::vector<std::string>& values);
   /// pltrun extension: add(key, 1), for a counter many clients take numbers from at once
   /// (an elastic round's slots). A backend may do it without contention: on etcd it is one
   /// put that never loses a race, where add is a compare-and-set that hundreds lose. The
