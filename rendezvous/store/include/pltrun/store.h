@@ -20,8 +20,12 @@ class Store {
 
   virtual ~Store() = default;
 
-  // The primitives: what every backend implements (as c10d's Store.hpp keeps set, get,
-  // add, compareSet, check, wait, deleteKey and getNumKeys pure).
+  // The primitives, which every backend implements (as c10d's Store.hpp keeps set, get,
+  // add, compareSet, check, wait, deleteKey and getNumKeys pure), and the composite
+  // operations (append, multiGet, multiSet, increment, waitAny), written over the
+  // primitives here (store.cc): a backend overrides one where it does better (one round
+  // trip, one transaction, one lock). The order is the vtable's, kept as it was when every
+  // operation was pure, so that the layout libpltrun exports has not changed.
 
   /// Sets `key` to `value` (any bytes).
   virtual void set(const std::string& key, const std::string& value) = 0;
@@ -43,18 +47,6 @@ class Store {
   virtual bool deleteKey(const std::string& key) = 0;
   /// Number of keys in the whole store.
   virtual std::int64_t numKeys() = 0;
-  /// pltrun extension: sets `key`, which the store deletes when this client disconnects
-  /// (or is destroyed), so peers learn at once that it is gone.
-  virtual void setEphemeral(const std::string& key, const std::string& value) = 0;
-  /// pltrun extension: when this client disconnects or is destroyed, the store sets `key`
-  /// to `value` unless `key` exists by then, and wakes its waiters (so peers waiting on
-  /// `key` learn at once that this client is gone, however it went). One per client: a
-  /// later call replaces it, an empty key clears it.
-  virtual void setCloseNotice(const std::string& key, const std::string& value) = 0;
-
-  // The composite operations: written over the primitives here (store.cc); a backend
-  // overrides one where it does better (one round trip, one transaction, one lock).
-
   /// Appends `value` to the value of `key`, creating it when missing. By default a
   /// compare-and-set loop from the value read: not atomic when another client appends the
   /// same bytes at the same moment (compare_set's reply cannot tell that from success).
@@ -65,6 +57,14 @@ class Store {
   /// Sets several keys at once; Error(InvalidArgument) unless there is one value per key.
   /// By default a set of each, in order.
   virtual void multiSet(const std::vector<std::string>& keys, const std::vector<std::string>& values);
+  /// pltrun extension: sets `key`, which the store deletes when this client disconnects
+  /// (or is destroyed), so peers learn at once that it is gone.
+  virtual void setEphemeral(const std::string& key, const std::string& value) = 0;
+  /// pltrun extension: when this client disconnects or is destroyed, the store sets `key`
+  /// to `value` unless `key` exists by then, and wakes its waiters (so peers waiting on
+  /// `key` learn at once that this client is gone, however it went). One per client: a
+  /// later call replaces it, an empty key clears it.
+  virtual void setCloseNotice(const std::string& key, const std::string& value) = 0;
   /// pltrun extension: add(key, 1), for a counter many clients take numbers from at once
   /// (an elastic round's slots). A backend may do it without contention: on etcd it is one
   /// put that never loses a race, where add is a compare-and-set that hundreds lose. The
