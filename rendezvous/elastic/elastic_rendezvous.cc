@@ -96,14 +96,13 @@ RoundInfo ElasticRendezvous::join(int after, std::optional<int> expectedNodes, c
   int round = std::max(after + 1, hint);
   for (;;) {
     // One look at the three keys that decide (one request on etcd).
-    const std::optional<size_t> seen =
-        firstExisting({key(layout::kClosed), key(layout::end(round)), key(layout::complete(round))});
-    if (seen == 0) throwIfJobClosed();
-    if (seen == 1) {  // over before we came
+    const std::optional<Watched> seen = firstExisting(round, {Watched::Closed, Watched::End, Watched::Complete});
+    if (seen == Watched::Closed) throwIfJobClosed();
+    if (seen == Watched::End) {  // over before we came
       ++round;
       continue;
     }
-    if (seen == 2) {
+    if (seen == Watched::Complete) {
       // Formed and running without us.
       const std::string completeKey = key(layout::complete(round));
       const int nnodes = storedCount(storedJson(completeKey, store_.get(completeKey)), "nnodes", options_.maxNodes);
@@ -125,23 +124,45 @@ RoundInfo ElasticRendezvous::join(int after, std::optional<int> expectedNodes, c
   }
 }
 
-// The first of `keys` that exists now, if any.
-std::optional<size_t> ElasticRendezvous::firstExisting(const std::vector<std::string>& keys) {
+std::vector<std::string> ElasticRendezvous::watchedKeys(int round, const std::vector<Watched>& watched) const {
+  std::vector<std::string> keys;
+  keys.reserve(watched.size());
+  for (const Watched which : watched) {
+    switch (which) {
+      case Watched::Closed:
+        keys.push_back(key(layout::kClosed));
+        break;
+      case Watched::End:
+        keys.push_back(key(layout::end(round)));
+        break;
+      case Watched::Complete:
+        keys.push_back(key(layout::complete(round)));
+        break;
+    }
+  }
+  return keys;
+}
+
+// The first of `watched` that exists now, if any.
+std::optional<ElasticRendezvous::Watched> ElasticRendezvous::firstExisting(int round,
+                                                                           const std::vector<Watched>& watched) {
   try {
-    return store_.waitAny(keys, milliseconds(0), options_.pollInterval, {});
+    return watched.at(store_.waitAny(watchedKeys(round, watched), milliseconds(0), options_.pollInterval, {}));
   } catch (const Error& error) {
     if (error.code() != ErrorCode::Timeout) throw;
   }
   return std::nullopt;
 }
 
-// Which of `keys` exists first, within `timeout` (none: nullopt). The store runs
+// Which of `watched` exists first, within `timeout` (none: nullopt). The store runs
 // betweenWaits every poll interval while it waits (on etcd that costs no request), and
 // this once more when the wait times out, so that a wait of one poll interval runs it too.
-std::optional<size_t> ElasticRendezvous::waitForAnyKey(const std::vector<std::string>& keys, milliseconds timeout,
-                                                       const BetweenWaits& betweenWaits) {
+std::optional<ElasticRendezvous::Watched> ElasticRendezvous::waitForAny(int round, const std::vector<Watched>& watched,
+                                                                        milliseconds timeout,
+                                                                        const BetweenWaits& betweenWaits) {
   try {
-    return store_.waitAny(keys, std::max(timeout, milliseconds(1)), options_.pollInterval, betweenWaits);
+    return watched.at(store_.waitAny(watchedKeys(round, watched), std::max(timeout, milliseconds(1)),
+                                     options_.pollInterval, betweenWaits));
   } catch (const Error& error) {
     if (error.code() != ErrorCode::Timeout) throw;
   }
@@ -150,10 +171,10 @@ std::optional<size_t> ElasticRendezvous::waitForAnyKey(const std::vector<std::st
 }
 
 void ElasticRendezvous::waitUntilFormedOrEnded(int round, const BetweenWaits& betweenWaits) {
-  const std::vector<std::string> keys = {key(layout::complete(round)), key(layout::end(round)), key(layout::kClosed)};
   for (;;) {
-    const std::optional<size_t> seen = waitForAnyKey(keys, options_.progressInterval, betweenWaits);
-    if (seen == 2) throwIfJobClosed();
+    const std::optional<Watched> seen =
+        waitForAny(round, {Watched::Complete, Watched::End, Watched::Closed}, options_.progressInterval, betweenWaits);
+    if (seen == Watched::Closed) throwIfJobClosed();
     if (seen) return;
   }
 }
@@ -174,10 +195,10 @@ void ElasticRendezvous::standAside(int round, int runningNodes, const BetweenWai
     return;
   }
   spdlog::info("the job is full ({} nodes, round {}): this node waits for a place", runningNodes, round);
-  const std::vector<std::string> keys = {key(layout::end(round)), key(layout::kClosed)};
   for (;;) {
-    const std::optional<size_t> seen = waitForAnyKey(keys, options_.progressInterval * 6, betweenWaits);
-    if (seen == 1) throwIfJobClosed();
+    const std::optional<Watched> seen =
+        waitForAny(round, {Watched::End, Watched::Closed}, options_.progressInterval * 6, betweenWaits);
+    if (seen == Watched::Closed) throwIfJobClosed();
     if (seen) break;
     spdlog::info("still waiting for a place: the job runs round {} with all {} nodes", round, runningNodes);
   }
@@ -240,10 +261,10 @@ bool ElasticRendezvous::waitUntilFormed(int round, int slot, int closeEarlyAt, c
   JoinRoster roster(store_, options_.expectedHosts, jobKeyPrefix(options_.runId), round);
   std::optional<Clock::time_point> lastCallEnds;
   auto nextProgress = Clock::now() + kFirstProgress;
-  const std::vector<std::string> keys = {key(layout::complete(round)), key(layout::end(round))};
   for (;;) {
-    const std::optional<size_t> seen = waitForAnyKey(keys, options_.pollInterval, betweenWaits);
-    if (seen) return seen == 0;
+    const std::optional<Watched> seen =
+        waitForAny(round, {Watched::Complete, Watched::End}, options_.pollInterval, betweenWaits);
+    if (seen) return seen == Watched::Complete;
     const auto now = Clock::now();
     const int joined = static_cast<int>(store_.add(key(layout::count(round)), 0));
     roster.track(joined);
@@ -283,10 +304,10 @@ bool ElasticRendezvous::waitAsJoiner(int round, const BetweenWaits& betweenWaits
       nextProgress = now + options_.progressInterval * std::min(1 << std::min(reports++, 4), 12);
     }
   };
-  const std::vector<std::string> keys = {key(layout::complete(round)), key(layout::end(round))};
   for (;;) {
-    if (const std::optional<size_t> seen = waitForAnyKey(keys, options_.progressInterval * 12, progress)) {
-      return seen == 0;
+    if (const std::optional<Watched> seen =
+            waitForAny(round, {Watched::Complete, Watched::End}, options_.progressInterval * 12, progress)) {
+      return seen == Watched::Complete;
     }
   }
 }

@@ -120,9 +120,17 @@ class ElasticRendezvous {
   void reportWaiting(int joined, std::optional<std::chrono::steady_clock::time_point> lastCallEnds, JoinRoster& roster);
   void closeRound(int round);
   void standAside(int round, int runningNodes, const BetweenWaits& betweenWaits);
-  std::optional<size_t> firstExisting(const std::vector<std::string>& keys);
-  std::optional<size_t> waitForAnyKey(const std::vector<std::string>& keys, std::chrono::milliseconds timeout,
-                                      const BetweenWaits& betweenWaits);
+  /// The keys of a round an agent waits on while it joins, by name: which one exists
+  /// decides what it does next. Where several exist at once, the one listed first wins.
+  enum class Watched {
+    Closed,    ///< layout::kClosed: the job is over
+    End,       ///< layout::end(round): the round is over
+    Complete,  ///< layout::complete(round): the round has formed
+  };
+  std::vector<std::string> watchedKeys(int round, const std::vector<Watched>& watched) const;
+  std::optional<Watched> firstExisting(int round, const std::vector<Watched>& watched);
+  std::optional<Watched> waitForAny(int round, const std::vector<Watched>& watched, std::chrono::milliseconds timeout,
+                                    const BetweenWaits& betweenWaits);
   void throwIfJobClosed();
   void advanceRoundHint(int seen, int round);
   std::string lostNotice() const;

@@ -10,6 +10,7 @@
 
 #include "base/stored_integer.h"
 #include "pltrun/error.h"
+#include "rendezvous/store/store_errors.h"
 
 namespace pltrun::etcd {
 
@@ -253,8 +254,7 @@ std::vector<std::string> EtcdStore::multiGet(const std::vector<std::string>& key
 }
 
 void EtcdStore::multiSet(const std::vector<std::string>& keys, const std::vector<std::string>& values) {
-  if (keys.size() != values.size())
-    throw Error(ErrorCode::InvalidArgument, "multiSet: keys and values differ in number");
+  detail::requireOneValuePerKey(keys, values);
   client().putAll(etcdKeys(keys), values);
 }
 

@@ -2,7 +2,9 @@
 // pltrun's Store on etcd v3, so that the elastic rendezvous (written once, against Store)
 // runs on a replicated cluster as it runs on the store an agent hosts:
 //   - set/get/add/append/compareSet are puts and compare-and-set transactions (add and
-//     append retry on a lost race: read, then swap at the revision read);
+//     append retry on a lost race: read, then swap at the revision read, so that unlike
+//     Store's default append no other writer's equal bytes can pass for ours);
+//   - multiGet is one read of every key, multiSet one transaction;
 //   - get and wait watch the keys they wait for instead of polling;
 //   - setEphemeral keys are attached to the process's lease (EtcdLease), and deleted when
 //     their client goes;

@@ -296,23 +296,16 @@ std::int64_t TcpStore::numKeys() {
   return impl_->receiveInteger<std::int64_t>("GETNUMKEYS");
 }
 
+// torch 1.13 has no APPEND: Store's compare-and-set loop, as torch's own clients do there.
 void TcpStore::append(const std::string& key, const std::string& value) {
-  if (impl_->dialect == rdzv::Dialect::Torch2) {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    impl_->ensureConnected();
-    impl_->send(request(Command::Append, {impl_->wireKey(key)}, {value}), "APPEND '" + key + "'");
-    return;
-  }
-  // torch 1.13 has no APPEND: read-modify-write until no other client got in between.
-  std::string current = check({key}) ? get(key) : std::string();
-  while (true) {
-    std::string desired = current + value;
-    std::string now = compareSet(key, current, desired);
-    if (now == desired) return;
-    current = now;
-  }
+  if (impl_->dialect != rdzv::Dialect::Torch2) return Store::append(key, value);
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->ensureConnected();
+  impl_->send(request(Command::Append, {impl_->wireKey(key)}, {value}), "APPEND '" + key + "'");
 }
 
+// One WAIT for every key, then MULTI_GET; torch 1.13 has none: a GET of each key (Store's
+// default would send a WAIT before each GET too).
 std::vector<std::string> TcpStore::multiGet(const std::vector<std::string>& keys, Duration timeout) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->ensureConnected();
@@ -330,16 +323,13 @@ std::vector<std::string> TcpStore::multiGet(const std::vector<std::string>& keys
   return values;
 }
 
+// torch 1.13 has no MULTI_SET: Store's SET of each key (none has a reply to wait for).
 void TcpStore::multiSet(const std::vector<std::string>& keys, const std::vector<std::string>& values) {
+  if (impl_->dialect != rdzv::Dialect::Torch2) return Store::multiSet(keys, values);
   detail::requireOneValuePerKey(keys, values);
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->ensureConnected();
-  if (impl_->dialect == rdzv::Dialect::Torch2) {
-    impl_->send(request(Command::MultiSet, impl_->wireKeys(keys), values), "MULTI_SET");
-    return;
-  }
-  for (size_t i = 0; i < keys.size(); ++i)
-    impl_->send(request(Command::Set, {impl_->wireKey(keys[i])}, {values[i]}), "SET");
+  impl_->send(request(Command::MultiSet, impl_->wireKeys(keys), values), "MULTI_SET");
 }
 
 void TcpStore::ping() {

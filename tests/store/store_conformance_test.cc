@@ -1,4 +1,5 @@
-// One conformance suite for every Store: the in-memory store, the prefix decorator, the TCP
+// One conformance suite for every Store: the in-memory store, the prefix decorator, Store's
+// default composite operations over primitives alone (store/primitive_store.h), the TCP
 // client against pltrun's server in both dialects and with a shared secret, and the TCP
 // client against PyTorch's own TCPStore server. etcd_tests compiles this file again with
 // STORE_FIXTURES naming etcd/etcd_store_fixture.h and STORES = EtcdFixture (real etcd).
@@ -6,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <functional>
 #include <numeric>
 #include <thread>
 
@@ -37,6 +39,17 @@ void closeAndSettle(std::unique_ptr<Store>& owner, Store& watcher, const std::st
   REQUIRE_FALSE(watcher.check({marker}));
 }
 
+// Runs `each(client, index)` on `count` clients of the fixture's store at once, a thread
+// each, and returns once all have finished.
+template <typename Fixture>
+void onClientsAtOnce(Fixture& fixture, int count, const std::function<void(Store&, int)>& each) {
+  std::vector<std::unique_ptr<Store>> clients;
+  for (int i = 0; i < count; ++i) clients.push_back(fixture.client());
+  std::vector<std::thread> threads;
+  for (int i = 0; i < count; ++i) threads.emplace_back([&, i] { each(*clients[i], i); });
+  for (auto& thread : threads) thread.join();
+}
+
 ErrorCode errorCodeOf(const std::function<void()>& action) {
   try {
     action();
@@ -50,8 +63,9 @@ ErrorCode errorCodeOf(const std::function<void()>& action) {
 }  // namespace
 
 #ifndef STORES
-#define STORES \
-  InMemoryFixture, PrefixFixture, TcpTorch2Fixture, TcpTorch113Fixture, TcpWithSecretFixture, TorchServerFixture
+#define STORES                                                                                                       \
+  InMemoryFixture, PrefixFixture, PrimitivesOnlyFixture, TcpTorch2Fixture, TcpTorch113Fixture, TcpWithSecretFixture, \
+      TorchServerFixture
 #endif
 
 TEMPLATE_TEST_CASE("set and get round-trip any bytes", "[store][conformance]", STORES) {
@@ -208,6 +222,37 @@ TEMPLATE_TEST_CASE("append creates and extends", "[store][conformance]", STORES)
   store->append(key, "a");
   store->append(key, "bc");
   CHECK(store->get(key, 5s) == "abc");
+  // Bytes equal to the value there are appended too (a compare-and-set from the empty
+  // value would take the value found for its own write).
+  const std::string twice = uniqueKey("twice");
+  store->set(twice, "ab");
+  store->append(twice, "ab");
+  CHECK(store->get(twice, 5s) == "abab");
+  // Nothing appended to a missing key creates it, empty.
+  const std::string empty = uniqueKey("empty");
+  store->append(empty, "");
+  CHECK(store->get(empty, 5s).empty());
+}
+
+TEMPLATE_TEST_CASE("many clients appending at once lose no append", "[store][conformance]", STORES) {
+  TestType fixture;
+  const std::string key = uniqueKey("journal");
+  constexpr int kClients = 4, kAppends = 20;
+  onClientsAtOnce(fixture, kClients, [&](Store& client, int i) {
+    for (int entry = 0; entry < kAppends; ++entry) client.append(key, std::to_string(i * 100 + entry) + ";");
+  });
+  std::vector<std::string> entries;
+  const std::string journal = fixture.client()->get(key, 5s);
+  for (std::size_t at = 0, end; (end = journal.find(';', at)) != std::string::npos; at = end + 1) {
+    entries.push_back(journal.substr(at, end - at));
+  }
+  std::vector<std::string> expected;
+  for (int i = 0; i < kClients; ++i) {
+    for (int entry = 0; entry < kAppends; ++entry) expected.push_back(std::to_string(i * 100 + entry));
+  }
+  std::sort(entries.begin(), entries.end());
+  std::sort(expected.begin(), expected.end());
+  CHECK(entries == expected);  // every entry once: none lost, none written twice
 }
 
 TEMPLATE_TEST_CASE("multiSet and multiGet", "[store][conformance]", STORES) {
@@ -219,36 +264,54 @@ TEMPLATE_TEST_CASE("multiSet and multiGet", "[store][conformance]", STORES) {
   CHECK(errorCodeOf([&] { store->multiSet(keys, {"too few"}); }) == ErrorCode::InvalidArgument);
 }
 
+TEMPLATE_TEST_CASE("multiGet waits for every key, and times out within bounds naming a missing one",
+                   "[store][conformance]", STORES) {
+  TestType fixture;
+  auto reader = fixture.client();
+  auto writer = fixture.client();
+  const std::string there = uniqueKey("mg-there"), later = uniqueKey("mg-later"), never = uniqueKey("mg-never");
+  writer->set(there, "1");
+  std::thread setter([&] {
+    std::this_thread::sleep_for(100ms);
+    writer->set(later, "2");
+  });
+  CHECK(reader->multiGet({there, later}, 10s) == std::vector<std::string>{"1", "2"});
+  setter.join();
+
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    reader->multiGet({there, never}, 300ms);
+    FAIL("multiGet of a missing key returned");
+  } catch (const Error& error) {
+    CHECK(error.code() == ErrorCode::Timeout);
+    CHECK_THAT(error.what(), Catch::Contains(never));
+  }
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  CHECK(elapsed >= 300ms);
+  CHECK(elapsed < 3s);
+  // The client still works after a timed-out multiGet.
+  writer->set(never, "3");
+  CHECK(reader->multiGet({never, there}, 5s) == std::vector<std::string>{"3", "1"});
+}
+
 TEMPLATE_TEST_CASE("many clients adding at once lose no update", "[store][conformance]", STORES) {
   TestType fixture;
   const std::string key = uniqueKey("shared");
   constexpr int kClients = 8, kAdds = 50;
-  std::vector<std::unique_ptr<Store>> clients;
-  for (int i = 0; i < kClients; ++i) clients.push_back(fixture.client());
-  std::vector<std::thread> threads;
-  for (auto& client : clients) {
-    threads.emplace_back([&client, &key] {
-      for (int i = 0; i < kAdds; ++i) client->add(key, 1);
-    });
-  }
-  for (auto& thread : threads) thread.join();
-  CHECK(clients[0]->add(key, 0) == kClients * kAdds);
+  onClientsAtOnce(fixture, kClients, [&](Store& client, int) {
+    for (int i = 0; i < kAdds; ++i) client.add(key, 1);
+  });
+  CHECK(fixture.client()->add(key, 0) == kClients * kAdds);
 }
 
 TEMPLATE_TEST_CASE("increment numbers the clients that take a number at once, 1 to N", "[store][conformance]", STORES) {
   TestType fixture;
   const std::string key = uniqueKey("slots");
   constexpr int kClients = 8, kTakes = 25;
-  std::vector<std::unique_ptr<Store>> clients;
-  for (int i = 0; i < kClients; ++i) clients.push_back(fixture.client());
   std::vector<std::vector<std::int64_t>> taken(kClients);
-  std::vector<std::thread> threads;
-  for (int i = 0; i < kClients; ++i) {
-    threads.emplace_back([&, i] {
-      for (int take = 0; take < kTakes; ++take) taken[i].push_back(clients[i]->increment(key));
-    });
-  }
-  for (auto& thread : threads) thread.join();
+  onClientsAtOnce(fixture, kClients, [&](Store& client, int i) {
+    for (int take = 0; take < kTakes; ++take) taken[i].push_back(client.increment(key));
+  });
   std::vector<std::int64_t> all;
   for (const auto& some : taken) all.insert(all.end(), some.begin(), some.end());
   std::sort(all.begin(), all.end());
@@ -256,10 +319,11 @@ TEMPLATE_TEST_CASE("increment numbers the clients that take a number at once, 1 
   std::iota(expected.begin(), expected.end(), 1);
   CHECK(all == expected);  // every number once: none lost, none given twice
   // The counter reads back as any counter does.
-  CHECK(clients[0]->add(key, 0) == kClients * kTakes);
-  CHECK(clients[0]->get(key, 5s) == std::to_string(kClients * kTakes));
-  CHECK(clients[0]->multiGet({key}, 5s) == std::vector<std::string>{std::to_string(kClients * kTakes)});
-  CHECK(clients[0]->compareSet(key, "7", "x") == std::to_string(kClients * kTakes));
+  auto reader = fixture.client();
+  CHECK(reader->add(key, 0) == kClients * kTakes);
+  CHECK(reader->get(key, 5s) == std::to_string(kClients * kTakes));
+  CHECK(reader->multiGet({key}, 5s) == std::vector<std::string>{std::to_string(kClients * kTakes)});
+  CHECK(reader->compareSet(key, "7", "x") == std::to_string(kClients * kTakes));
 }
 
 TEMPLATE_TEST_CASE("increment and add count on one counter together", "[store][conformance]", STORES) {

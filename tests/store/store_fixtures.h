@@ -10,6 +10,7 @@
 #include "pltrun/in_memory_store.h"
 #include "pltrun/prefix_store.h"
 #include "pltrun/tcp_store.h"
+#include "store/primitive_store.h"
 #include "store/server_thread.h"
 
 namespace pltrun::test {
@@ -26,6 +27,13 @@ struct PrefixFixture {
   std::unique_ptr<Store> client() {
     return std::make_unique<PrefixStore>("job/round1", std::shared_ptr<Store>(root.connect()));
   }
+};
+
+/// Store's default composite operations over the in-memory store's primitives.
+struct PrimitivesOnlyFixture {
+  static constexpr bool kExtensions = true;
+  InMemoryStore root;
+  std::unique_ptr<Store> client() { return std::make_unique<PrimitiveStore>(root.connect()); }
 };
 
 template <StoreDialect kDialect>

@@ -26,6 +26,8 @@ class InMemoryStore : public Store {
   void wait(const std::vector<std::string>& keys, Duration timeout) override;
   bool deleteKey(const std::string& key) override;
   std::int64_t numKeys() override;
+  // The composite operations each under the table's one lock: atomic, as the server's
+  // requests are (Store's defaults are a request per key).
   void append(const std::string& key, const std::string& value) override;
   std::vector<std::string> multiGet(const std::vector<std::string>& keys, Duration timeout) override;
   void multiSet(const std::vector<std::string>& keys, const std::vector<std::string>& values) override;

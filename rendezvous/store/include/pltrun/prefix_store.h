@@ -1,6 +1,8 @@
 #pragma once
 // A view of a Store in which every key is "PREFIX/key", as PyTorch's PrefixStore names
-// them, so separate users (a rendezvous round, a communicator) never collide.
+// them, so separate users (a rendezvous round, a communicator) never collide. It passes
+// every operation on, the composite ones too, so that the store beneath does each as well
+// as it can (one MULTI_GET, one etcd transaction) rather than as Store's defaults.
 
 #include <memory>
 

@@ -20,6 +20,13 @@ class Store {
 
   virtual ~Store() = default;
 
+  // The primitives, which every backend implements (as c10d's Store.hpp keeps set, get,
+  // add, compareSet, check, wait, deleteKey and getNumKeys pure), and the composite
+  // operations (append, multiGet, multiSet, increment, waitAny), written over the
+  // primitives here (store.cc): a backend overrides one where it does better (one round
+  // trip, one transaction, one lock). The order is the vtable's, kept as it was when every
+  // operation was pure, so that the layout libpltrun exports has not changed.
+
   /// Sets `key` to `value` (any bytes).
   virtual void set(const std::string& key, const std::string& value) = 0;
   /// The value of `key`, waiting up to `timeout` for it to be set. Throws
@@ -40,12 +47,16 @@ class Store {
   virtual bool deleteKey(const std::string& key) = 0;
   /// Number of keys in the whole store.
   virtual std::int64_t numKeys() = 0;
-  /// Appends `value` to the value of `key`, creating it when missing.
-  virtual void append(const std::string& key, const std::string& value) = 0;
-  /// Values of several keys, waiting up to `timeout` for all of them.
-  virtual std::vector<std::string> multiGet(const std::vector<std::string>& keys, Duration timeout) = 0;
-  /// Sets several keys at once.
-  virtual void multiSet(const std::vector<std::string>& keys, const std::vector<std::string>& values) = 0;
+  /// Appends `value` to the value of `key`, creating it when missing. By default a
+  /// compare-and-set loop from the value read: not atomic when another client appends the
+  /// same bytes at the same moment (compare_set's reply cannot tell that from success).
+  virtual void append(const std::string& key, const std::string& value);
+  /// Values of several keys, waiting up to `timeout` for all of them; throws
+  /// Error(Timeout) naming the keys. By default a wait for all, then a get of each.
+  virtual std::vector<std::string> multiGet(const std::vector<std::string>& keys, Duration timeout);
+  /// Sets several keys at once; Error(InvalidArgument) unless there is one value per key.
+  /// By default a set of each, in order.
+  virtual void multiSet(const std::vector<std::string>& keys, const std::vector<std::string>& values);
   /// pltrun extension: sets `key`, which the store deletes when this client disconnects
   /// (or is destroyed), so peers learn at once that it is gone.
   virtual void setEphemeral(const std::string& key, const std::string& value) = 0;

@@ -55,9 +55,9 @@ class TcpStore : public Store {
   void wait(const std::vector<std::string>& keys, Duration timeout) override;
   bool deleteKey(const std::string& key) override;
   std::int64_t numKeys() override;
-  /// torch 1.13 servers have no APPEND: emulated there with compare-and-set, which is not
-  /// atomic when other clients append the same bytes at the same moment (torch's
-  /// COMPARE_SET reply cannot tell that apart from success).
+  // The composite operations are the server's own requests (APPEND, MULTI_GET, MULTI_SET:
+  // one each, as torch's client sends them). torch 1.13 servers have none of them: there
+  // append and multiSet are Store's defaults, and multiGet one WAIT and a GET of each key.
   void append(const std::string& key, const std::string& value) override;
   std::vector<std::string> multiGet(const std::vector<std::string>& keys, Duration timeout) override;
   void multiSet(const std::vector<std::string>& keys, const std::vector<std::string>& values) override;
