@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The package test's checks on this machine (run_package_test.sh), before any install:
 # which files each package holds and which it must not, its fields and control files,
-# lintian, stripped ELF files that load the system's OpenSSL and whose debug symbols gdb
+# lintian, stripped ELF files that need the system's OpenSSL and whose debug symbols gdb
 # finds in pltrun-dbgsym by build id, the zsh and fish completion, and the store's systemd
 # unit as systemd-analyze reads it.
 #
@@ -85,11 +85,24 @@ for deb in "$runtime" "$dev"; do
   echo "   $(field "$deb" Package): Depends: $(field "$deb" Depends)"
 done
 depends=$(field "$runtime" Depends)
-# libstdc++, spdlog, fmt and toml++ are compiled into the programs by default
-# (PLTRUN_STATIC_CXX_LIBS, lib/cxx_libraries), so they need not be here; libssl3 must, for
-# the OpenSSL pltrun loads (libpltrun.so needs its libcrypto.so.3, so dpkg-shlibdeps says so).
-for library in libc6 libssl3; do
-  grep -q "$library" <<<"$depends" || fail "pltrun does not depend on $library (dpkg-shlibdeps): $depends"
+# The programs link the system's shared libraries, and dpkg-shlibdeps reads their NEEDED
+# entries: the package of every library they need (on this machine, which built them) must
+# be in Depends, or a node could install pltrun without what it needs to start (libssl3
+# for libssl.so.3 and libcrypto.so.3, NEEDED as checked below). libpltrun is pltrun's own;
+# the dynamic loader comes with libc6.
+needed() { readelf -dW "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p' | tr '\n' ' '; }
+package_of() {  # SONAME: the package that installed it here (dpkg knows it as /lib or /usr/lib)
+  local path
+  path=$(ldconfig -p | awk -v soname="$1" -v dir="/$multiarch/" '$1 == soname && index($NF, dir) && !found++ {print $NF}')
+  [ -n "$path" ] || fail "ldconfig does not know $1, which the programs need"
+  { dpkg-query -S "$path" 2>/dev/null || dpkg-query -S "/usr$path"; } | sed -n '1s/[:,].*//p'
+}
+dpkg-deb -x "$runtime" "$extract/root"
+for soname in $(needed "$extract/root/usr/bin/pltrun") $(needed "$extract/root/usr/bin/pltrun-store"); do
+  case $soname in libpltrun.so.* | ld-linux*) continue ;; esac
+  library=$(package_of "$soname")
+  grep -qE "(^|, )$library( |,|$)" <<<"$depends" ||
+    fail "pltrun needs $soname but does not depend on $library (dpkg-shlibdeps): $depends"
 done
 depends=$(field "$dev" Depends)
 grep -qF "pltrun (= $version)" <<<"$depends" || fail "pltrun-dev does not depend on pltrun (= $version): $depends"
@@ -123,24 +136,17 @@ fi
 sed 's/^/   /' "$extract/lintian.out"
 echo "   lintian $(lintian --version | awk '{print $2}'): no error, no warning in $(basename -a "$runtime" "$dev" "$dbgsym" | tr '\n' ' ')"
 
-step "stripped ELF files that load the system's OpenSSL, debug symbols by build id (gdb)"
-dpkg-deb -x "$runtime" "$extract/root"
+step "stripped ELF files that need the system's OpenSSL, debug symbols by build id (gdb)"
 dpkg-deb -x "$dbgsym" "$extract/root"
-# libssl and libcrypto as the system's shared libraries, so that Debian's security updates of
-# OpenSSL reach pltrun: NEEDED, or loaded by soname at their first use (PLTRUN_LAZY_OPENSSL,
-# lib/openssl_loader); never linked in (PLTRUN_STATIC_OPENSSL, which leaves OpenSSL's version
-# text in the program).
-needed() { readelf -dW "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p' | tr '\n' ' '; }
-loads() { echo "$(needed "$1") $(strings "$1" | grep -xE 'lib(crypto|ssl)\.so\.3' | tr '\n' ' ')"; }
+# libssl and libcrypto as the system's shared libraries, linked (NEEDED), so that Debian's
+# security updates of OpenSSL reach pltrun, and dpkg-shlibdeps sees them.
 for program in pltrun pltrun-store; do
-  grep -qw libcrypto.so.3 <<<"$(loads "$extract/root/usr/bin/$program")" ||
-    fail "$program neither needs nor loads libcrypto.so.3: $(needed "$extract/root/usr/bin/$program")"
-  if strings "$extract/root/usr/bin/$program" | grep -qE '^OpenSSL [0-9]+\.[0-9]+\.[0-9]+ '; then
-    fail "$program has OpenSSL linked in (PLTRUN_STATIC_OPENSSL?)"
-  fi
+  grep -qw libcrypto.so.3 <<<"$(needed "$extract/root/usr/bin/$program")" ||
+    fail "$program does not need libcrypto.so.3: $(needed "$extract/root/usr/bin/$program")"
 done
-grep -qw libssl.so.3 <<<"$(loads "$extract/root/usr/bin/pltrun")" || fail "pltrun neither needs nor loads libssl.so.3"
-echo "   pltrun NEEDED: $(needed "$extract/root/usr/bin/pltrun"); OpenSSL: $(loads "$extract/root/usr/bin/pltrun")"
+grep -qw libssl.so.3 <<<"$(needed "$extract/root/usr/bin/pltrun")" ||
+  fail "pltrun does not need libssl.so.3: $(needed "$extract/root/usr/bin/pltrun")"
+echo "   pltrun NEEDED: $(needed "$extract/root/usr/bin/pltrun")"
 for elf in "$extract"/root/usr/bin/pltrun "$extract"/root/usr/bin/pltrun-store "$extract"/root/usr/lib/*/libpltrun.so.0.1.*; do
   [ -f "$elf" ] || continue
   description=$(file -b "$elf")

@@ -56,21 +56,24 @@ store_version=$(pltrun-store --version)
 [ "$store_version" = "pltrun-store ${version_line#pltrun }" ] || fail "pltrun-store --version printed '$store_version'"
 echo "   $actual"
 
-step "shared OpenSSL, multiarch library"
-# The system's libssl3 and libcrypto3, so that its security updates reach pltrun: linked
-# (ldd names them), or loaded by soname at their first use (PLTRUN_LAZY_OPENSSL,
-# lib/openssl_loader: the program names the soname, and ld.so's cache finds it in the
-# multiarch directory). check_debs.sh has checked that no OpenSSL is linked in.
+step "the system's shared libraries, multiarch library"
+# The programs link the system's shared libraries: ldd finds every one the packages' Depends
+# (dpkg-shlibdeps) brought into this clean chroot, and OpenSSL's libssl3 and libcrypto3 among
+# them, so that its security updates reach pltrun.
 multiarch_lib='/(usr/)?lib/[a-z0-9_]+-linux-gnu[a-z0-9_]*'
-loads_system() {  # PROGRAM SONAME
-  ldd "$1" | grep -qE "^\s*${2//./\\.} => $multiarch_lib/${2//./\\.} " && return 0
-  grep -aqF "$2" "$1" && ldconfig_knows -E "^\s*${2//./\\.} .*=> $multiarch_lib/${2//./\\.}$"
-}
 for program in /usr/bin/pltrun /usr/bin/pltrun-store; do
-  loads_system "$program" libcrypto.so.3 || fail "$program does not load the system's libcrypto.so.3: $(ldd "$program")"
+  libraries=$(ldd "$program")
+  if grep -q 'not found' <<<"$libraries"; then
+    fail "$program misses a shared library the packages do not depend on: $(grep 'not found' <<<"$libraries")"
+  fi
+  sonames=libcrypto.so.3
+  [ "$program" = /usr/bin/pltrun ] && sonames+=" libssl.so.3"
+  for soname in $sonames; do
+    grep -qE "^\s*${soname//./\\.} => $multiarch_lib/${soname//./\\.} " <<<"$libraries" ||
+      fail "$program does not load the system's $soname: $libraries"
+  done
 done
-loads_system /usr/bin/pltrun libssl.so.3 || fail "pltrun does not load the system's libssl.so.3"
-echo "   $(ldconfig -p | grep -E 'lib(ssl|crypto)\.so\.3 ' | awk '{print $1 " => " $NF}' | tr '\n' ' ')"
+echo "   pltrun loads: $(ldd /usr/bin/pltrun | awk '$2 == "=>" {print $1}' | tr '\n' ' ')"
 ldconfig_knows -E 'libpltrun\.so\.0\.1 .*=> /(usr/)?lib/[a-z0-9_]+-linux-gnu[a-z0-9_]*/libpltrun\.so\.0\.1$' || fail "ldconfig does not find libpltrun.so.0.1 in the multiarch directory: $(ldconfig -p | grep pltrun)"
 echo "   $(ldconfig -p | grep 'libpltrun\.so\.0\.1' | sed 's/^[[:space:]]*//')"
 

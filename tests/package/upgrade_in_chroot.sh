@@ -116,11 +116,12 @@ echo "   $moved paths of $old_version are not in $new_version, and none of them 
 ldconfig_knows -E 'libpltrun\.so\.0\.1 .*=> /(usr/)?lib/[a-z0-9_]+-linux-gnu[a-z0-9_]*/libpltrun\.so\.0\.1$' ||
   fail "ldconfig does not find libpltrun.so.0.1 in the multiarch directory: $(ldconfig -p | grep pltrun)"
 ldconfig_knows '=> /usr/lib/libpltrun' && fail "ldconfig still knows /usr/lib/libpltrun: $(ldconfig -p | grep pltrun)"
-# The shared libssl.so.3: linked, or named for loading at its first use (PLTRUN_LAZY_OPENSSL)
-# and found by ld.so's cache.
-ssl=$(ldconfig -p | awk '$1 == "libssl.so.3" {print $NF; exit}')
-{ ldd /usr/bin/pltrun | grep -qE '^\s*libssl\.so\.3 => ' || { grep -aqF libssl.so.3 /usr/bin/pltrun && [ -n "$ssl" ]; }; } ||
-  fail "the upgraded pltrun does not load the shared libssl.so.3"
+# The shared libssl.so.3, linked (NEEDED), and every other library the upgraded pltrun
+# needs: the new packages' Depends brought what the old ones did not.
+libraries=$(ldd /usr/bin/pltrun)
+grep -q 'not found' <<<"$libraries" && fail "the upgraded pltrun misses a shared library: $(grep 'not found' <<<"$libraries")"
+ssl=$(awk '$1 == "libssl.so.3" && $2 == "=>" {print $3}' <<<"$libraries")
+[ -n "$ssl" ] || fail "the upgraded pltrun does not load the shared libssl.so.3: $libraries"
 echo "   $(ldconfig -p | grep 'libpltrun\.so\.0\.1' | sed 's/^[[:space:]]*//'); pltrun loads $ssl"
 bash "$source_copy/tests/package/check_site_config.sh" "$work" || fail "/etc/pltrun.toml after the upgrade"
 run_job
