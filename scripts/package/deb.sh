@@ -45,12 +45,6 @@ if [ ! -f "$build_dir/CMakeCache.txt" ]; then
   cmake -S "$source_dir" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null ||
     die "configuring $build_dir failed (above)"
 fi
-# The packaged programs use the system's shared OpenSSL, so that Debian's security updates
-# of it reach them: a build that links its static archives (-DPLTRUN_STATIC_OPENSSL=ON, for
-# measuring what that saves) is never packaged.
-if grep -qE '^PLTRUN_STATIC_OPENSSL:BOOL=(ON|1|TRUE|YES)$' "$build_dir/CMakeCache.txt"; then
-  die "$build_dir links OpenSSL statically (PLTRUN_STATIC_OPENSSL=ON); packages use the shared one: cmake -DPLTRUN_STATIC_OPENSSL=OFF $build_dir"
-fi
 if [ "$build" = 1 ]; then
   say "building the packages' contents in $build_dir"
   cmake --build "$build_dir" --target pltrun_package_contents -j "$(nproc)" >/dev/null ||
