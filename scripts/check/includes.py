@@ -29,8 +29,6 @@ GROUP = PROCESS + ["launcher/stall/", "launcher/placement/", "launcher/group/"]
 NET = PLAN + ["launcher/command_line/", "rendezvous/store/", "rendezvous/etcd/"]
 ALLOWED = {
     "rendezvous/base": [],
-    "lib/cxx_libraries": [],
-    "lib/openssl_loader": [],
     "rendezvous/store": BASE + STORE_PUBLIC,
     "rendezvous/store/server": STORE,
     "rendezvous/etcd": STORE,
