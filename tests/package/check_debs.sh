@@ -91,17 +91,21 @@ depends=$(field "$runtime" Depends)
 # for libssl.so.3 and libcrypto.so.3, NEEDED as checked below). libpltrun is pltrun's own;
 # the dynamic loader comes with libc6.
 needed() { readelf -dW "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p' | tr '\n' ' '; }
+names_of() { sed -E 's/ *\([^)]*\)//g; s/ *[,|] */\n/g' <<<"$1" | sed '/^$/d'; }  # a Depends field's names, one a line
 package_of() {  # SONAME: the package that installed it here (dpkg knows it as /lib or /usr/lib)
   local path
   path=$(ldconfig -p | awk -v soname="$1" -v dir="/$multiarch/" '$1 == soname && index($NF, dir) && !found++ {print $NF}')
   [ -n "$path" ] || fail "ldconfig does not know $1, which the programs need"
   { dpkg-query -S "$path" 2>/dev/null || dpkg-query -S "/usr$path"; } | sed -n '1s/[:,].*//p'
 }
+mkdir -p "$extract/root"
 dpkg-deb -x "$runtime" "$extract/root"
 for soname in $(needed "$extract/root/usr/bin/pltrun") $(needed "$extract/root/usr/bin/pltrun-store"); do
   case $soname in libpltrun.so.* | ld-linux*) continue ;; esac
   library=$(package_of "$soname")
-  grep -qE "(^|, )$library( |,|$)" <<<"$depends" ||
+  # The package, or a name it provides that its shlibs file asks for instead (spdlog's is
+  # libspdlog1.10-fmt9: the fmt it was built with).
+  names_of "$library, $(dpkg-query -W -f='${Provides}' "$library")" | grep -qxF -f - <(names_of "$depends") ||
     fail "pltrun needs $soname but does not depend on $library (dpkg-shlibdeps): $depends"
 done
 depends=$(field "$dev" Depends)
