@@ -213,18 +213,19 @@ TEST_CASE("replies over the high-water mark stop decoding and reading until writ
   server.buffers = rdzv::BufferBudget(256ull * 1024 * 1024);
   Client client(server, 1);
   const std::string large(StoreConnection::kReplyHighWater + 1, 'v');
-  client.send(validate() + setFrame("large", large));
-  const std::string get = frame(withKeys(Command::Get, {"large"}));
-  const rdzv::ConnectionStep step = client.send(get + get);
+  client.send(validate() + setFrame("large", large) + setFrame("small", "s"));
+  const rdzv::ConnectionStep step =
+      client.send(frame(withKeys(Command::Get, {"large"})) + frame(withKeys(Command::Get, {"small"})));
   CHECK_FALSE(step.readMore);
   CHECK(client.connection.repliesPending() == valueReply(large).size());  // the second GET waits
   std::string writing;
   REQUIRE(client.connection.takeReplies(writing));
   const rdzv::ConnectionStep written = client.connection.onWritten(kStart);
-  CHECK_FALSE(written.readMore);  // the second reply is still to be written
-  CHECK(client.connection.repliesPending() == valueReply(large).size());
+  CHECK_FALSE(written.readMore);  // the second reply is to be written first
+  CHECK(client.connection.repliesPending() == valueReply("s").size());
   writing.clear();
   REQUIRE(client.connection.takeReplies(writing));
+  CHECK(writing == valueReply("s"));
   CHECK(client.connection.onWritten(kStart).readMore);
   CHECK(client.connection.repliesPending() == 0);
 }
@@ -242,16 +243,19 @@ TEST_CASE("a parked WAIT is answered on the waker's later call, not inside the S
   CHECK_FALSE(waiter.connection.parked());
 }
 
-TEST_CASE("a wakeup for a cancelled WAIT changes nothing", "[store][connection]") {
+TEST_CASE("a wakeup for a cancelled WAIT does not answer the WAIT parked after it", "[store][connection]") {
   Server server;
   Client waiter(server, 1), setter(server, 2);
   waiter.send(validate() + frame(withKeys(Command::Wait, {"key"})));
   setter.send(validate() + setFrame("key", "value"));
   REQUIRE(waiter.woken.size() == 1);
-  waiter.send(frame(withKeys(Command::CancelWait, {})));
+  waiter.send(frame(withKeys(Command::CancelWait, {})) + frame(withKeys(Command::Wait, {"other"})));
   CHECK(waiter.replies() == byteReply(rdzv::kWaitCanceled));
+  REQUIRE(waiter.connection.parked());
   waiter.connection.onKeysReady(waiter.woken[0], kStart);
   CHECK(waiter.replies().empty());
+  CHECK(waiter.connection.parked());
+  CHECK(server.table.waiterCount() == 1);
 }
 
 TEST_CASE("a peer gone with a parked WAIT leaves no waiter, no ephemeral key and fires its close notice",
