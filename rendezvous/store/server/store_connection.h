@@ -71,15 +71,16 @@ class StoreConnection {
   ConnectionStep onPeerClosed() { return close(""); }
   /// Ends the connection; `reason` is logged when not empty.
   ConnectionStep close(const std::string& reason);
-  /// What the last events asked that no event returned (after readRoom() gave 0).
+  /// The step no event returned: the close that readRoom() giving 0 made.
   ConnectionStep takeStep();
 
   bool closed() const { return closed_; }
   bool authenticated() const { return authenticated_; }
   bool parked() const { return parked_.has_value(); }
-  /// Replies not yet written, whether in flight or waiting (and after a close, what was
-  /// left unwritten: the shell may try to send it before it closes the socket).
+  /// Replies waiting for the next write (and after a close, those no write took: the shell
+  /// may try to send them before it closes the socket).
   const std::string& outbox() const { return outbox_; }
+  /// Reply bytes not yet written: waiting, and in flight.
   size_t repliesPending() const { return outbox_.size() + writing_; }
   /// Of the server's buffer budget, what this connection holds.
   std::uint64_t heldBuffers() const { return heldInput_ + heldReplies_; }
