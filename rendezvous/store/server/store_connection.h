@@ -82,8 +82,10 @@ class StoreConnection {
   const std::string& outbox() const { return outbox_; }
   /// Reply bytes not yet written: waiting, and in flight.
   size_t repliesPending() const { return outbox_.size() + writing_; }
-  /// Of the server's buffer budget, what this connection holds.
+  /// Of the server's buffer budget, what this connection holds: for its input, and for its
+  /// replies (exactly repliesPending() while it is open).
   std::uint64_t heldBuffers() const { return heldInput_ + heldReplies_; }
+  std::uint64_t heldForReplies() const { return heldReplies_; }
 
  private:
   /// A request waiting for its keys: the parked WAIT, GET or MULTI_GET, or a BARRIER
