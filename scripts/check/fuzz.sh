@@ -5,7 +5,11 @@
 #
 #   bash scripts/check/fuzz.sh [SECONDS]      seconds per target: SECONDS, else $PLTRUN_FUZZ_SECONDS, else 60
 #
-# Environment: PLTRUN_FUZZ_BUILD_DIR (default build-fuzz), PLTRUN_FUZZ_TARGETS (default all three
+# fuzz_store_connection (a connection's pure state machine) and fuzz_store_session (the Asio
+# shell around it, over loopback sockets) fuzz one connection between them: each runs for half
+# of SECONDS (rounded up), so a run takes what it took before the machine had its own target.
+#
+# Environment: PLTRUN_FUZZ_BUILD_DIR (default build-fuzz), PLTRUN_FUZZ_TARGETS (default all four
 # targets), CC/CXX (default clang/clang++), PLTRUN_FUZZ_CORPUS_DIR (keep the grown corpus in
 # <dir>/<target>/ across runs, e.g. a CI cache; default: a temporary directory, deleted). Needs clang and libclang-rt-dev (libFuzzer); no
 # network, no input. Exits non-zero if a build fails or a target finds a crash, a leak, UB,
@@ -20,7 +24,7 @@ if ! [[ $seconds =~ ^[1-9][0-9]*$ ]]; then
   exit 2
 fi
 build_dir=${PLTRUN_FUZZ_BUILD_DIR:-build-fuzz}
-read -r -a targets <<<"${PLTRUN_FUZZ_TARGETS:-fuzz_store_codec fuzz_store_session fuzz_store_values}"
+read -r -a targets <<<"${PLTRUN_FUZZ_TARGETS:-fuzz_store_codec fuzz_store_connection fuzz_store_session fuzz_store_values}"
 export CC=${CC:-clang} CXX=${CXX:-clang++}
 for tool in "$CC" "$CXX"; do
   command -v "$tool" >/dev/null || { echo "check/fuzz.sh: $tool not found (apt-get install clang libclang-rt-dev)" >&2; exit 2; }
@@ -38,9 +42,17 @@ trap 'rm -rf "$work"' EXIT
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:symbolize=1:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
+seconds_for() {
+  case $1 in
+    fuzz_store_connection | fuzz_store_session) echo $(((seconds + 1) / 2)) ;;
+    *) echo "$seconds" ;;
+  esac
+}
+
 failed=()
 summary=()
 for target in "${targets[@]}"; do
+  target_seconds=$(seconds_for "$target")
   binary="$build_dir/tests/fuzz/$target"
   corpus="${PLTRUN_FUZZ_CORPUS_DIR:-$work/corpus}/$target"
   artifacts="$build_dir/fuzz-artifacts/$target"
@@ -50,10 +62,10 @@ for target in "${targets[@]}"; do
   if [[ -d tests/fuzz/corpus/$target ]]; then
     cp tests/fuzz/corpus/"$target"/* "$corpus"/ 2>/dev/null || true
   fi
-  echo "== fuzzing $target for ${seconds}s"
+  echo "== fuzzing $target for ${target_seconds}s"
   status=0
   # -timeout: one input running this long is a hang; -rss_limit_mb: a runaway allocation.
-  "$binary" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=30 -detect_leaks=1 \
+  "$binary" -max_total_time="$target_seconds" -rss_limit_mb=2048 -timeout=30 -detect_leaks=1 \
     -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" </dev/null >"$log" 2>&1 || status=$?
   # The progress lines are many; show the start, the end and any report.
   grep -E '^INFO: (Loaded|seed corpus|Running with)|^#[0-9]+[[:space:]]+INITED' "$log" || true
