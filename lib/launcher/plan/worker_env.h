@@ -1,6 +1,6 @@
 #pragma once
 // The environment of one worker, identical to what torchrun gives its workers
-// (REFERENCE.md §2) plus Lightning's NODE_RANK, so torchrun-aware code runs unchanged.
+// (docs/USAGE.md lists them) plus Lightning's NODE_RANK, so torchrun-aware code runs unchanged.
 
 #include <map>
 #include <optional>
