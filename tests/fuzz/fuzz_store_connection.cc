@@ -51,6 +51,7 @@
 #include <utility>
 #include <vector>
 
+#include "fuzz_store_inputs.h"
 #include "rendezvous/store/server/store_connection.h"
 #include "rendezvous/store/store_auth.h"
 #include "rendezvous/store/store_protocol.h"
@@ -61,11 +62,11 @@ using Clock = rdzv::StoreConnection::Clock;
 
 namespace {
 
-constexpr std::uint8_t kFlagSecured = 1, kFlagAuthenticate = 2, kFlagFramed = 4, kFlagManual = 8;
+using pltrun::fuzz::kFlagAuthenticate, pltrun::fuzz::kFlagFramed, pltrun::fuzz::kFlagSecured;
+using pltrun::fuzz::kRunId, pltrun::fuzz::kSecret;
+constexpr std::uint8_t kFlagManual = 8;  // this target's own: time and completions by record
 constexpr std::uint8_t kPeerClosed = 127, kWriteDone = 126, kDeliverWakeups = 125, kTimePasses = 124,
                        kServerCloses = 123;
-constexpr char kSecret[] = "fuzz-shared-secret";
-constexpr char kRunId[] = "fuzz-run";
 constexpr size_t kReadSize = 64 * 1024;  // the shell's one read buffer
 
 [[noreturn]] void fail(const char* what) {
@@ -75,12 +76,7 @@ constexpr size_t kReadSize = 64 * 1024;  // the shell's one read buffer
 
 rdzv::StoreServerOptions makeOptions(bool secured) {
   rdzv::StoreServerOptions options;
-  // Small, so that short inputs reach the over-the-limit paths (as fuzz_store_session).
-  options.limits.maxKeySize = 512;
-  options.limits.maxValueSize = 64 * 1024;
-  options.limits.maxKeysPerRequest = 64;
-  options.maxStoreBytes = 256 * 1024;
-  options.maxStoreKeys = 48;
+  pltrun::fuzz::applySmallLimits(options);
   // A few records of kTimePasses reach each deadline.
   options.requestTimeout = std::chrono::milliseconds(2000);
   options.idleTimeout = std::chrono::milliseconds(3000);
@@ -232,23 +228,12 @@ std::string takeAll(Harness& h, size_t index) {
 }
 
 void authenticate(Harness& h, size_t index) {
-  rdzv::Handshake handshake{std::string(rdzv::kAuthNonceSize, 'n'), "", kRunId};
-  rdzv::Request hello;
-  hello.command = rdzv::Command::AuthHello;
-  hello.keys = {handshake.context};
-  hello.values = {handshake.clientNonce};
-  h.clients[index].socket += rdzv::encodeRequest(rdzv::Dialect::Torch2, hello);
+  rdzv::Handshake handshake = pltrun::fuzz::clientHandshake();
+  h.clients[index].socket += pltrun::fuzz::helloRequest(handshake);
   pump(h, index);
-  const std::string answer = takeAll(h, index);
-  if (answer.size() != rdzv::kAuthNonceSize + rdzv::kAuthDigestSize)
-    fail("the AUTH_HELLO answer is not a nonce and a proof");
-  handshake.serverNonce = answer.substr(0, rdzv::kAuthNonceSize);
-  const rdzv::Digest claimed = rdzv::digestOf(std::string_view(answer).substr(rdzv::kAuthNonceSize));
-  if (!rdzv::digestsEqual(claimed, rdzv::serverProof(kSecret, handshake))) fail("the server's proof is wrong");
-  const rdzv::Digest proof = rdzv::clientProof(kSecret, handshake);
-  std::string request(1, static_cast<char>(0xA1));  // AUTH_PROOF
-  request.append(reinterpret_cast<const char*>(proof.data()), proof.size());
-  h.clients[index].socket += request;
+  std::string proofRequest;
+  if (const char* problem = pltrun::fuzz::answerServer(handshake, takeAll(h, index), proofRequest)) fail(problem);
+  h.clients[index].socket += proofRequest;
   pump(h, index);
   if (takeAll(h, index) != std::string(1, static_cast<char>(rdzv::kAuthAccepted)) || !h.clients[index].authenticated) {
     fail("the correct AUTH_PROOF was not accepted");

@@ -53,6 +53,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fuzz_store_inputs.h"
 #include "rendezvous/store/server/store_server.h"
 #include "rendezvous/store/store_auth.h"
 #include "rendezvous/store/store_protocol.h"
@@ -62,10 +63,9 @@ namespace rdzv = pltrun::rdzv;
 
 namespace {
 
-constexpr std::uint8_t kFlagSecured = 1, kFlagAuthenticate = 2, kFlagFramed = 4;
+using pltrun::fuzz::kFlagAuthenticate, pltrun::fuzz::kFlagFramed, pltrun::fuzz::kFlagSecured;
+using pltrun::fuzz::kRunId, pltrun::fuzz::kSecret;
 constexpr std::uint8_t kShutdownRecord = 127;
-constexpr char kSecret[] = "fuzz-shared-secret";
-constexpr char kRunId[] = "fuzz-run";  // the secured server serves this run only
 // Far above what an input takes (microseconds); reaching it means a session is stuck.
 constexpr auto kDeadline = std::chrono::seconds(10);
 
@@ -84,15 +84,7 @@ struct Harness {
     rdzv::StoreServerOptions options;
     options.host = "127.0.0.1";
     options.port = 0;
-    // Small, so that short inputs reach the over-the-limit paths (sizes are checked on the
-    // length fields, before the bytes arrive).
-    options.limits.maxKeySize = 512;
-    options.limits.maxValueSize = 64 * 1024;
-    options.limits.maxKeysPerRequest = 64;
-    // And the table's and the buffers' limits: a few large values, or a few dozen small
-    // keys, queue items or parked waits, pass them.
-    options.maxStoreBytes = 256 * 1024;
-    options.maxStoreKeys = 48;
+    pltrun::fuzz::applySmallLimits(options);
     // Timers are armed (their code runs) but never fire during an input, which takes far
     // less: a firing timer would make the outcome depend on the machine's speed.
     options.requestTimeout = std::chrono::milliseconds(2000);
@@ -238,22 +230,13 @@ void authenticate(std::vector<Client>& clients, size_t index) {
   Client& client = clients[index];
   client.collect = true;
   client.received.clear();
-  rdzv::Handshake handshake{std::string(rdzv::kAuthNonceSize, 'n'), "", kRunId};
-  rdzv::Request hello;
-  hello.command = rdzv::Command::AuthHello;
-  hello.keys = {handshake.context};
-  hello.values = {handshake.clientNonce};
-  sendAll(clients, index, rdzv::encodeRequest(rdzv::Dialect::Torch2, hello));
+  rdzv::Handshake handshake = pltrun::fuzz::clientHandshake();
+  sendAll(clients, index, pltrun::fuzz::helloRequest(handshake));
   const size_t answerSize = rdzv::kAuthNonceSize + rdzv::kAuthDigestSize;
   runUntil(
       clients, [&] { return client.received.size() >= answerSize || client.serverDone; }, "no AUTH_HELLO answer");
-  if (client.received.size() != answerSize) fail("the AUTH_HELLO answer is not a nonce and a proof");
-  handshake.serverNonce = client.received.substr(0, rdzv::kAuthNonceSize);
-  const rdzv::Digest claimed = rdzv::digestOf(std::string_view(client.received).substr(rdzv::kAuthNonceSize));
-  if (!rdzv::digestsEqual(claimed, rdzv::serverProof(kSecret, handshake))) fail("the server's proof is wrong");
-  const rdzv::Digest proof = rdzv::clientProof(kSecret, handshake);
-  std::string request(1, static_cast<char>(0xA1));  // AUTH_PROOF
-  request.append(reinterpret_cast<const char*>(proof.data()), proof.size());
+  std::string request;
+  if (const char* problem = pltrun::fuzz::answerServer(handshake, client.received, request)) fail(problem);
   client.received.clear();
   sendAll(clients, index, request);
   runUntil(
