@@ -49,14 +49,13 @@ void Store::multiSet(const std::vector<std::string>& keys, const std::vector<std
 std::size_t Store::waitAny(const std::vector<std::string>& keys, Duration timeout, Duration slice,
                            const std::function<void()>& between) {
   if (keys.empty()) throw Error(ErrorCode::InvalidArgument, "waitAny needs at least one key");
-  using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = detail::deadlineAfter(timeout);
   for (;;) {
     if (timeout.count() <= 0) {
       if (check({keys[0]})) return 0;
     } else {
       try {
-        const Duration left = std::chrono::ceil<Duration>(deadline - Clock::now());
+        const Duration left = std::chrono::ceil<Duration>(deadline - detail::Clock::now());
         wait({keys[0]}, std::max(std::min(slice, left), Duration(1)));
         return 0;
       } catch (const Error& error) {
@@ -66,7 +65,7 @@ std::size_t Store::waitAny(const std::vector<std::string>& keys, Duration timeou
     for (std::size_t index = 1; index < keys.size(); ++index) {
       if (check({keys[index]})) return index;
     }
-    if (Clock::now() >= deadline) {
+    if (detail::Clock::now() >= deadline) {
       throw Error(ErrorCode::Timeout,
                   "timed out after " + secondsText(timeout) + " s waiting for any of " + detail::describeKeys(keys));
     }

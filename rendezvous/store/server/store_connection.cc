@@ -132,16 +132,14 @@ bool StoreConnection::readIfRoom() {
 }
 
 bool StoreConnection::takeReplies(std::string& writing) {
-  if (writeInFlight_ || outbox_.empty() || closed_) return false;
+  if (writing_ != 0 || outbox_.empty() || closed_) return false;
   writing.swap(outbox_);
   outbox_.clear();
   writing_ = writing.size();
-  writeInFlight_ = true;
   return true;
 }
 
 ConnectionStep StoreConnection::onWritten(Clock::time_point now) {
-  writeInFlight_ = false;
   const size_t written = std::exchange(writing_, 0);
   if (closed_) return takeStep();
   releaseBuffered(heldReplies_, written);

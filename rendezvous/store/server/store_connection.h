@@ -160,8 +160,7 @@ class StoreConnection {
   std::uint64_t heldInput_ = 0;    ///< of the buffer budget, for input_'s capacity
   std::uint64_t heldReplies_ = 0;  ///< of the buffer budget, for outbox_ and the write in flight
   std::string outbox_;
-  size_t writing_ = 0;  ///< bytes of the write in flight
-  bool writeInFlight_ = false;
+  size_t writing_ = 0;  ///< bytes of the write in flight (never 0 while one is: an empty outbox is not taken)
   std::optional<Parked> parked_;
   std::uint64_t parkGeneration_ = 0;
   bool authenticated_ = false;

@@ -48,7 +48,6 @@ class StoreSession : public std::enable_shared_from_this<StoreSession> {
   std::string writing_;  ///< the replies async_write is writing
   boost::asio::steady_timer timer_;
   std::optional<Clock::time_point> timerArmedFor_;
-  bool socketClosed_ = false;
 };
 
 }  // namespace pltrun::rdzv
