@@ -101,11 +101,14 @@ std::string readOwnFileFromDisk(const std::string& path) {
 }
 
 FileAccess fileAccessOnDisk(const std::string& path) {
-  FileAccess access;
+  // One stat says whether anything is there (a PATH lookup probes every entry, and most
+  // hold nothing); access() is asked only about what exists.
   struct stat info {};
-  access.exists = ::access(path.c_str(), F_OK) == 0;
+  if (::stat(path.c_str(), &info) != 0) return {};
+  FileAccess access;
+  access.exists = true;
   access.readable = ::access(path.c_str(), R_OK) == 0;
-  access.executable = ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && ::access(path.c_str(), X_OK) == 0;
+  access.executable = S_ISREG(info.st_mode) && ::access(path.c_str(), X_OK) == 0;
   return access;
 }
 
