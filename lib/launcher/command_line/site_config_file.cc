@@ -1,5 +1,6 @@
 #include "launcher/command_line/site_config_file.h"
 
+#include <fmt/format.h>
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -116,9 +117,9 @@ std::vector<std::pair<const toml::key*, const toml::node*>> inFileOrder(const to
 }
 
 std::string numberText(double number) {
-  char text[64];
-  const std::to_chars_result written = std::to_chars(text, text + sizeof text, number);  // shortest exact: 0.1
-  return std::string(text, written.ptr);
+  // Shortest exact, as std::to_chars would (0.1, 3, 1e+20); fmt's, since libstdc++ has no
+  // floating-point to_chars before g++ 11 (the wheel builds with g++ 10).
+  return fmt::format("{}", number);
 }
 
 // A string, number or boolean as the text an option takes; a date, a table or an array

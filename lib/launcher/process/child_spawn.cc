@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +21,9 @@
 #ifndef CLOSE_RANGE_UNSHARE
 #define CLOSE_RANGE_UNSHARE (1U << 1)  // linux/close_range.h, Linux 5.9
 #endif
+#ifndef __NR_close_range
+#define __NR_close_range 436  // the same on every architecture (Linux 5.9)
+#endif
 
 namespace pltrun {
 namespace {
@@ -27,6 +31,12 @@ namespace {
 // The child runs on a stack of its own in the parent's memory until exec; these frames
 // are small (no allocation, no stdio), so 128 KiB is ample.
 constexpr size_t kChildStackSize = 128 * 1024;
+
+// The system call, not glibc's close_range(), which glibc has only since 2.34: the wheel
+// links glibc 2.31 (docs/PACKAGING.md), and whether it works is the kernel's to say.
+int closeRange(unsigned first, unsigned last, unsigned flags) {
+  return static_cast<int>(syscall(__NR_close_range, first, last, flags));
+}
 
 // What the child reads and, if a step fails, writes back before it exits: the parent
 // reads it once clone returns, which with CLONE_VFORK is after the child exec'd or exited.
@@ -81,7 +91,7 @@ bool installStandardStreams(const ChildSetup& setup) {
 // Nothing else of the launcher's: its own descriptors are close-on-exec, and this also
 // closes what pltrun inherited from whoever started it (as Popen(close_fds=True) does).
 void closeInheritedDescriptors() {
-  if (close_range(3, ~0U, 0) == 0) return;
+  if (closeRange(3, ~0U, 0) == 0) return;
   // Linux before 5.9 has no close_range: close one by one, up to the open-file limit.
   rlimit limit{};
   const rlim_t last = getrlimit(RLIMIT_NOFILE, &limit) == 0 ? std::min<rlim_t>(limit.rlim_cur, 1 << 16) : 1024;
@@ -92,7 +102,7 @@ int childMain(void* argument) {
   auto& context = *static_cast<ChildContext*>(argument);
   const ChildSetup& setup = *context.setup;
   // Before any descriptor is touched: from here on the table is the child's own.
-  if (context.sharedTableEnd > 0 && close_range(context.sharedTableEnd, ~0U, CLOSE_RANGE_UNSHARE) != 0) {
+  if (context.sharedTableEnd > 0 && closeRange(context.sharedTableEnd, ~0U, CLOSE_RANGE_UNSHARE) != 0) {
     failChild(context, "close_range");
   }
   resetSignalHandlers();
