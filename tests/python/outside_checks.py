@@ -131,6 +131,8 @@ def new_socket_after_fork(directory: str) -> None:
 
 
 def rank_defaults(directory: str) -> None:
+    """One-process defaults outside any launcher; torchrun's variables read but not taken for
+    pltrun's; then every field from its own variable."""
     assert not pltrun.is_launched()
     info = pltrun.rank_info()
     assert info == pltrun.RankInfo(), f"outside pltrun: {info}"
@@ -146,6 +148,15 @@ def rank_defaults(directory: str) -> None:
     info = pltrun.rank_info()
     assert (info.rank, info.world_size, info.node_rank, info.run_id) == (1, 2, 1, "r"), info
     assert not pltrun.is_launched() and not info.launched, "torchrun's variables taken for pltrun's"
+    # Every field from its own variable (a 2-worker run on one node cannot tell RANK from
+    # LOCAL_RANK), with NODE_RANK: pltrun's set.
+    os.environ.update({"RANK": "5", "LOCAL_RANK": "1", "WORLD_SIZE": "8", "LOCAL_WORLD_SIZE": "4", "NODE_RANK": "1",
+                       "GROUP_RANK": "1", "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29400",
+                       "TORCHELASTIC_RESTART_COUNT": "2", "TORCHELASTIC_MAX_RESTARTS": "3",
+                       "TORCHELASTIC_RUN_ID": "job", "ROLE_NAME": "trainer"})
+    assert pltrun.rank_info() == pltrun.RankInfo(5, 1, 8, 4, 1, "10.0.0.1", 29400, 2, 3, "job", "trainer", True), \
+        pltrun.rank_info()
+    assert pltrun.is_launched()
 
 
 def write_module(directory: str, package: str, source: str) -> None:
