@@ -43,12 +43,12 @@ class Setup:
             self.env.pop(name, None)
         self.env["PLTRUN_CONFIG"] = ""  # no site config
 
-    def run(self, args: Sequence[str], **env: str) -> subprocess.CompletedProcess:
+    def run(self, args: Sequence[str], **env: str) -> "subprocess.CompletedProcess[str]":
         done = subprocess.run(list(args), env=dict(self.env, **env), capture_output=True, text=True, timeout=240)
         print(f"$ {' '.join(args)}\n  exit {done.returncode}", flush=True)
         return done
 
-    def launch(self, nproc: int, *args: str) -> subprocess.CompletedProcess:
+    def launch(self, nproc: int, *args: str) -> "subprocess.CompletedProcess[str]":
         return self.run([self.pltrun, "--nproc-per-node", str(nproc), *args])
 
 
@@ -76,7 +76,7 @@ def case_rank(setup: Setup) -> None:
     done = setup.launch(2, "--max-restarts", "1", "--rdzv-id", "pyrank", os.path.join(HERE, "rank_worker.py"))
     check(done.returncode == 0, "the rank_info worker ran under pltrun --nproc-per-node 2", done.stderr)
     lines = [line.split("] ", 1)[1] for line in done.stdout.splitlines() if line.startswith("[rank ")]
-    reports = sorted((json.loads(line) for line in lines), key=lambda report: report["info"]["rank"])
+    reports = sorted((json.loads(line) for line in lines), key=lambda report: int(report["info"]["rank"]))
     check([report["info"]["rank"] for report in reports] == [0, 1], "both ranks reported", done.stdout)
     for report in reports:
         info, env = report["info"], report["env"]

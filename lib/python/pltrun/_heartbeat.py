@@ -10,7 +10,7 @@ import atexit
 import operator
 import os
 import socket
-from typing import Optional, Tuple
+from typing import Any, Optional, Tuple
 
 _VARIABLE = "PLTRUN_HEARTBEAT"
 _NO_COUNTER = b"beat"  # what libpltrun sends for a negative step: alive, no counter
@@ -44,7 +44,7 @@ def _new_sender(pid: int, inherited: Optional[_Sender]) -> _Sender:
     return (pid, sock, os.fsencode(path))
 
 
-def _payload(step: object) -> bytes:
+def _payload(step: Any) -> bytes:
     if step is None:
         return _NO_COUNTER
     try:
