@@ -58,9 +58,10 @@ def case_stall(setup: Setup) -> None:
     check("rank 1 stalled" in hung.stderr and "culprit: rank 1 stopped sending heartbeats" in hung.stderr,
           "the stall report names rank 1", hung.stderr)
     check("rank 0 stalled" not in hung.stderr, "rank 0, which kept beating, is not called stalled", hung.stderr)
-    steady = setup.launch(2, "--stall-timeout", "1", os.path.join(HERE, "beating_worker.py"), "3", "--with-step")
+    # 2 s: a loaded machine's pause of a second must not read as a stall.
+    steady = setup.launch(2, "--stall-timeout", "2", os.path.join(HERE, "beating_worker.py"), "5", "--with-step")
     check(steady.returncode == 0 and "stall" not in steady.stderr,
-          "ranks that keep calling pltrun.heartbeat(step) for 3 s under --stall-timeout 1 are not stopped",
+          "ranks that keep calling pltrun.heartbeat(step) for 5 s under --stall-timeout 2 are not stopped",
           steady.stdout + steady.stderr)
 
 
