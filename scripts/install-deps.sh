@@ -20,6 +20,7 @@ packages=(
   lintian  # the package test runs it (issue 29)
   libtomlplusplus-dev  # the site config is read by a real TOML 1.0 parser (issue 29)
   zsh fish  # the package test completes command lines in them (issue 29)
+  mypy  # the Python package's types, checked for Python 3.8 (issue 45)
 )
 for argument in "$@"; do
   case "$argument" in

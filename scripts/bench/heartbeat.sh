@@ -10,7 +10,11 @@
 #                  receiver falls behind, so it runs against a draining receiver only);
 #       reused     one socket made once, `SOCK_DGRAM | SOCK_NONBLOCK`, `s.sendto(...)` in
 #                  try/except BlockingIOError (1,000,000 calls), against a draining
-#                  receiver and a full one.
+#                  receiver and a full one;
+#   (3) pltrun.heartbeat(step), the Python package (lib/python/pltrun), in ns per call
+#       (tests/bench/python_heartbeat_bench.py): as a worker of the real pltrun
+#       (--stall-timeout 60, so pltrun reads the socket), 1,000,000 calls back to back and
+#       2,000 calls 1 ms apart each timed alone (their median); and outside pltrun (a no-op).
 #
 # Each figure is the median of --runs runs (default 5), each run's own figure listed after
 # it. The Python receiver is a thread draining the socket in a process of its own, as
@@ -45,9 +49,10 @@ done
 
 # shellcheck source=scripts/bench/lib/bench-build.sh
 source scripts/bench/lib/bench-build.sh
-[[ $build == 1 ]] && bench_build "$build_dir" heartbeat_bench
+[[ $build == 1 ]] && bench_build "$build_dir" heartbeat_bench pltrun
 bench=$build_dir/tests/heartbeat_bench
-bench_require bench/heartbeat.sh "$bench"
+pltrun=$build_dir/apps/pltrun
+bench_require bench/heartbeat.sh "$bench" "$pltrun"
 
 echo "== C++: pltrun::heartbeat(step), $calls calls per run"
 "$bench" --calls "$calls" --runs "$runs"
@@ -146,3 +151,8 @@ measure("one-liner drained", one_liner, one_liner_calls, True, "a new socket per
 measure("reused drained", reused, calls, True, "one non-blocking socket")
 measure("reused full", reused, calls, False, "one non-blocking socket; every send fails with EAGAIN")
 PYTHON
+
+echo "== Python ($("$python" --version 2>&1)): pltrun.heartbeat(step), the package in lib/python"
+PYTHONPATH=$PWD/lib/python PYTHON_EXEC=$python "$pltrun" -q --nproc-per-node 1 --stall-timeout 60 \
+  tests/bench/python_heartbeat_bench.py in-pltrun "$runs" "$calls"
+env -u PLTRUN_HEARTBEAT PYTHONPATH="$PWD/lib/python" "$python" tests/bench/python_heartbeat_bench.py outside "$runs" "$calls"
