@@ -20,7 +20,7 @@ from typing import Callable, Dict, List, Set
 import pltrun
 
 # Everything a launcher may set, removed for the checks that need a process outside any.
-LAUNCHER_VARIABLES = ["PLTRUN_HEARTBEAT", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK",
+LAUNCHER_VARIABLES = ["PLTRUN_LAUNCHED", "PLTRUN_HEARTBEAT", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK",
                       "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
                       "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID", "ROLE_NAME"]
 
@@ -143,14 +143,14 @@ def rank_defaults(directory: str) -> None:
         pass
     else:
         raise AssertionError("RankInfo is not frozen")
-    # torchrun's variables (no NODE_RANK): read, but not pltrun's launch.
+    # torchrun's variables (no PLTRUN_LAUNCHED): read, but not pltrun's launch.
     os.environ.update({"RANK": "1", "WORLD_SIZE": "2", "GROUP_RANK": "1", "TORCHELASTIC_RUN_ID": "r"})
     info = pltrun.rank_info()
     assert (info.rank, info.world_size, info.node_rank, info.run_id) == (1, 2, 1, "r"), info
     assert not pltrun.is_launched() and not info.launched, "torchrun's variables taken for pltrun's"
     # Every field from its own variable (a 2-worker run on one node cannot tell RANK from
-    # LOCAL_RANK), with NODE_RANK: pltrun's set.
-    os.environ.update({"RANK": "5", "LOCAL_RANK": "1", "WORLD_SIZE": "8", "LOCAL_WORLD_SIZE": "4", "NODE_RANK": "1",
+    # LOCAL_RANK), with PLTRUN_LAUNCHED: pltrun's set.
+    os.environ.update({"PLTRUN_LAUNCHED": "1", "RANK": "5", "LOCAL_RANK": "1", "WORLD_SIZE": "8", "LOCAL_WORLD_SIZE": "4", "NODE_RANK": "1",
                        "GROUP_RANK": "1", "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29400",
                        "TORCHELASTIC_RESTART_COUNT": "2", "TORCHELASTIC_MAX_RESTARTS": "3",
                        "TORCHELASTIC_RUN_ID": "job", "ROLE_NAME": "trainer"})

@@ -39,7 +39,7 @@ class Setup:
         self.in_chroot = "torch2" in python
         self.env = dict(os.environ, PYTHONPATH=self.package_dir, PYTHON_EXEC=python, TMPDIR=directory,
                         PLTRUN_TORCH2_BINDS=f"{self.package_dir}:{directory}")
-        for name in ("PLTRUN_HEARTBEAT", "RANK", "NODE_RANK", "TORCHELASTIC_RUN_ID", "PLTRUN_CONFIG"):
+        for name in ("PLTRUN_LAUNCHED", "PLTRUN_HEARTBEAT", "RANK", "NODE_RANK", "TORCHELASTIC_RUN_ID", "PLTRUN_CONFIG"):
             self.env.pop(name, None)
         self.env["PLTRUN_CONFIG"] = ""  # no site config
 

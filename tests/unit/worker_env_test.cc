@@ -69,6 +69,7 @@ TEST_CASE("worker variables for every node and local rank", "[worker_env]") {
           CHECK(valueOf(env, "TORCHELASTIC_MAX_RESTARTS") == "5");
           CHECK(valueOf(env, "TORCHELASTIC_RUN_ID") == "run-xyz");
           CHECK(valueOf(env, "TORCHELASTIC_ERROR_FILE") == placement.errorFile);
+          CHECK(valueOf(env, "PLTRUN_LAUNCHED") == "1");
           CHECK(valueOf(env, "TORCHELASTIC_USE_AGENT_STORE") == "False");
           CHECK(valueOf(env, "TORCH_NCCL_ASYNC_ERROR_HANDLING") == "1");
           CHECK(valueOf(env, "OMP_NUM_THREADS") == (localWorldSize > 1 ? "1" : "<unset>"));
@@ -234,6 +235,7 @@ TEST_CASE("inherited variables pass through, stale worker variables are overwrit
                                                 "TORCHELASTIC_RUN_ID",
                                                 "TORCHELASTIC_USE_AGENT_STORE",
                                                 "TORCHELASTIC_ERROR_FILE",
+                                                "PLTRUN_LAUNCHED",
                                                 "TORCH_NCCL_ASYNC_ERROR_HANDLING",
                                                 "OMP_NUM_THREADS"};
     for (const auto& [name, value] : env) {

@@ -84,6 +84,8 @@ Environment buildWorkerEnv(const Environment& inherited, const WorkerPlacement& 
   env["TORCHELASTIC_RUN_ID"] = placement.runId;
   env["TORCHELASTIC_USE_AGENT_STORE"] = placement.useAgentStore ? "True" : "False";
   env["TORCHELASTIC_ERROR_FILE"] = placement.errorFile;
+  // pltrun's own mark, which no other launcher sets: pltrun.is_launched() reads it.
+  env["PLTRUN_LAUNCHED"] = "1";
   // Defaults that torchrun sets only when the user has not chosen a value. torch >= 2.2
   // reads TORCH_NCCL_ASYNC_ERROR_HANDLING first and the old NCCL_ASYNC_ERROR_HANDLING only
   // as a deprecated fallback, so a user's old-name choice is carried over rather than

@@ -45,12 +45,9 @@ class RankInfo:
 
 
 def _launched(environ: Mapping[str, str]) -> bool:
-    # pltrun has no variable of its own in every run (PLTRUN_HEARTBEAT only where something
-    # reads it: --stall-timeout, restarts, elastic jobs), so the proof is a pair that only
-    # pltrun sets together: TORCHELASTIC_RUN_ID, which every torch-elastic launcher sets,
-    # and NODE_RANK, Lightning's name for the node's rank, which pltrun adds for every
-    # worker and torchrun does not. Lightning's own launcher sets NODE_RANK but no run id.
-    return "TORCHELASTIC_RUN_ID" in environ and "NODE_RANK" in environ
+    # PLTRUN_LAUNCHED=1 is in every worker pltrun starts, and no other launcher sets it;
+    # torchrun's variables alone are torchrun's (or another torch-elastic launcher's).
+    return environ.get("PLTRUN_LAUNCHED") == "1"
 
 
 def is_launched() -> bool:
