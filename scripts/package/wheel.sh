@@ -22,9 +22,10 @@ mkdir -p "$out/dist" "$out/tmp" "$cache"
 sdist=$(/usr/bin/python3 lib/python/backend/pltrun_build.py sdist "$out/dist")
 echo "wheel: $sdist" >&2
 # pip unpacks the sdist into TMPDIR and builds there, in a directory of a new name each
-# time: ccache's base directory makes its paths relative, so the cache still hits.
+# time: ccache's base directory makes its paths relative, so the cache still hits. CC and
+# CXX by name: CMake then takes them from PATH, where /usr/lib/ccache comes first.
 bash scripts/package/wheel-chroot.sh run --bind "$out" --bind "$cache" -- \
-  env TMPDIR="$out/tmp" CCACHE_DIR="$cache" CCACHE_BASEDIR="$out/tmp" CCACHE_NOHASHDIR=1 \
+  env TMPDIR="$out/tmp" CC=gcc CXX=g++ CCACHE_DIR="$cache" CCACHE_BASEDIR="$out/tmp" CCACHE_NOHASHDIR=1 \
   PLTRUN_WHEEL_DEPS=/opt/pltrun-deps PIP_DISABLE_PIP_VERSION_CHECK=1 \
   pip3 wheel --no-deps --no-build-isolation --no-index --wheel-dir "$out/dist" "$sdist" >&2
 rm -rf "$out/tmp"
