@@ -14,6 +14,10 @@ bash scripts/package/chroot.sh ensure
 # The previous release's packages, which the package test upgrades from (built once from
 # git history, a full build; cached in /var/cache/pltrun).
 bash scripts/package/previous.sh ensure
+# The wheel (pltrun-0.1.0-py3-none-manylinux_2_28_x86_64.whl in build-wheel/dist), built from
+# its sdist in a Debian bullseye chroot and checked against its tag; the "wheel:" tests
+# install it. The first run builds the chroot (about a minute) and compiles (about 5 minutes).
+bash scripts/package/wheel.sh >/dev/null
 # Every C/C++ file as .clang-format says (clang-format-14), before anything is built.
 bash scripts/check/format.sh
 # No function over 60 lines in the product code (docs/ARCHITECTURE.md); Debian's python3.

@@ -1,5 +1,9 @@
 #include "rendezvous/etcd/etcd_tls.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
+
 #include "pltrun/error.h"
 
 namespace pltrun::etcd {
@@ -15,6 +19,30 @@ void require(const boost::system::error_code& error, const std::string& what, co
   }
 }
 
+// The system's CA certificates. OpenSSL looks in the directory it was built for
+// (/usr/lib/ssl on Debian), which the wheel's OpenSSL, compiled in, keeps on every
+// distribution: RHEL and SUSE keep their bundle elsewhere. So the first bundle of the
+// known places is loaded as well, unless SSL_CERT_FILE names one (OpenSSL reads that).
+void loadSystemCertificates(ssl::context& context) {
+  boost::system::error_code error;
+  context.set_default_verify_paths(error);
+  require(error, "the system's", "CA certificates");
+  if (std::getenv("SSL_CERT_FILE") != nullptr) return;
+  static const char* const kBundles[] = {
+      "/etc/ssl/certs/ca-certificates.crt",                 // Debian, Ubuntu
+      "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",  // RHEL, Rocky, Fedora
+      "/etc/pki/tls/certs/ca-bundle.crt",                   // older RHEL
+      "/etc/ssl/ca-bundle.pem",                             // SUSE
+  };
+  for (const char* bundle : kBundles) {
+    if (access(bundle, R_OK) == 0) {
+      context.load_verify_file(bundle, error);
+      require(error, "the system's CA bundle", bundle);
+      return;
+    }
+  }
+}
+
 bool mentions(const std::string& text, const char* part) { return text.find(part) != std::string::npos; }
 
 }  // namespace
@@ -23,8 +51,7 @@ ssl::context tlsContext(const EtcdClientOptions& options) {
   ssl::context context(ssl::context::tls_client);
   boost::system::error_code error;
   if (options.caFile.empty()) {
-    context.set_default_verify_paths(error);
-    require(error, "the system's", "CA certificates");
+    loadSystemCertificates(context);
   } else {
     context.load_verify_file(options.caFile, error);
     require(error, "the CA file", options.caFile);
