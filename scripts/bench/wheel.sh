@@ -18,8 +18,9 @@ if [ "${1:-}" != "--no-build" ]; then
   bash scripts/package/wheel.sh >/dev/null
   bench_build build-bench pltrun
 fi
-wheel=$(ls build-wheel/dist/pltrun-*.whl)
-bench_require wheel.sh "$wheel" build-bench/apps/pltrun
+wheel=$(ls build-wheel/dist/pltrun-*.whl 2>/dev/null || true)
+bench_require wheel.sh build-bench/apps/pltrun
+[ -f "$wheel" ] || { echo "wheel.sh: no wheel in build-wheel/dist (run without --no-build)" >&2; exit 1; }
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 /usr/bin/python3 -m venv "$scratch/venv"

@@ -8,7 +8,8 @@ The rules are auditwheel's policy (PEP 600) for x86_64, written down below for t
 this project may claim: the libraries a program may need from the system (the rest must be
 inside the wheel), and the newest version of each symbol namespace (GLIBC_2.28, ...). Each
 ELF file is read with binutils' readelf: its NEEDED entries, the versions it needs
-(.gnu.version_r) and the symbols it takes from libc. The wheel's RECORD is checked too.
+(.gnu.version_r) and the symbols it takes from libc. The wheel's RECORD is checked too, and
+that its programs are regular files with the executable bit (else pip installs them 0644).
 Prints, for each ELF file, the newest version it needs of each namespace; exits 1 with a
 line per broken rule. Also says when the ELF files would allow an older tag than claimed.
 """
@@ -125,6 +126,9 @@ def main(argv):
         if "Tag: py3-none-%s" % tag not in archive.read(wheel_file).decode():
             problems.append("%s does not say Tag: py3-none-%s" % (wheel_file, tag))
         problems += record_problems(archive)
+        problems += ["%s: not a regular file with the executable bit, so pip installs a program that cannot run" % info.filename
+                     for info in archive.infolist()
+                     if ".data/scripts/" in info.filename and (info.external_attr >> 16) & 0o170111 != 0o100111]
         for name in archive.namelist():
             if archive.read(name)[:4] != b"\x7fELF":
                 continue
