@@ -22,6 +22,7 @@ import io
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tarfile
@@ -168,7 +169,9 @@ def _record_line(name, data):
 
 def _zip_write(archive, name, data, executable):
     info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
-    info.external_attr = (0o755 if executable else 0o644) << 16
+    # The file type too (S_IFREG): pip makes a file executable only when its mode says it
+    # is a regular file with an x bit, else the venv's bin/pltrun is installed 0644.
+    info.external_attr = (stat.S_IFREG | (0o755 if executable else 0o644)) << 16
     info.compress_type = zipfile.ZIP_DEFLATED
     archive.writestr(info, data)
 
