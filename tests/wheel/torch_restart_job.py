@@ -263,6 +263,10 @@ def main() -> int:
     pltrun = os.path.join(venv, "bin", "pltrun")
     with open(pltrun, "rb") as file:
         check(file.read(4) == b"\x7fELF", "the venv's bin/pltrun is the wheel's ELF binary, not a script")
+    # pip copies a file's x bit only when the wheel's zip mode also says "regular file".
+    if not check(os.access(pltrun, os.X_OK), "the venv's bin/pltrun is executable",
+                 f"mode {os.stat(pltrun).st_mode:o}: the wheel's zip entry needs S_IFREG | 0o755"):
+        return 1
     env = job_environment(venv, directory, args.site)
     script = os.path.join(tests_dir, "e2e", "torch_ddp_train.py")
     common = ["--nproc-per-node", str(WORLD_SIZE), "--max-restarts", "1", "--term-timeout", "5"]
