@@ -122,7 +122,9 @@ class Job:
         pids = []
         for name in self.pid_files():
             with open(os.path.join(self.directory, "pids", name)) as file:
-                pids.append(int(file.read()))
+                text = file.read()
+            if text.isdigit():  # a worker that is still writing it (a job ended at its timeout)
+                pids.append(int(text))
         return pids
 
     def start(self, command: Sequence[str], env: Dict[str, str]) -> None:
