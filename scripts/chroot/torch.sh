@@ -4,7 +4,7 @@
 # whose own python3-torch is 1.13.
 #
 #   scripts/chroot/torch.sh SUITE ensure     build the chroot once (minutes), then instant
-#   scripts/chroot/torch.sh SUITE ready      exit 0 when the chroot is built, 1 otherwise
+#   scripts/chroot/torch.sh SUITE ready      exit 0 when the chroot is built with its extras
 #   scripts/chroot/torch.sh SUITE path       print the chroot's directory
 #   scripts/chroot/torch.sh SUITE run [--bind HOSTDIR]... [--] CMD...
 #
@@ -17,6 +17,12 @@
 # A chroot is not a network namespace: a server on the host's 127.0.0.1 is reachable from
 # inside, and the other way round. Debian's torch 2.x is built without libuv, so TCPStore
 # needs use_libuv=False (server and client; tests/torch2/site does it for the tests).
+#
+# Extras: packages some tests need beyond torch (python3-venv: the wheel tests make venvs,
+# tests/wheel/torch_restart_test.py). A chroot built before an extra was added gets it from
+# `ensure` (apt-get install --no-install-recommends into the built chroot, lists cleaned as
+# the build does), not by a rebuild, which would take a newer torch from the mirror; the
+# stamp's "extras" line names what is installed, and `ensure` fails if torch changed.
 #
 # `run` makes its mounts (/proc, /dev, /dev/shm, /dev/pts, each --bind HOSTDIR) in a
 # private mount namespace (unshare -m), so concurrent runs do not disturb each other and
@@ -44,6 +50,8 @@ root=${PLTRUN_CHROOT_DIR:-/var/cache/pltrun}
 root=${root%/}/$suite-torch
 stamp="$root/.pltrun-$suite-torch.stamp"
 packages=(python3-torch python3-numpy)
+extras=(python3-venv)
+extras_line="extras ${extras[*]}"
 # Environment variables that would point the chroot's python at host files.
 unset_vars=(PYTHONPATH PYTHONHOME PYTHONSTARTUP PYTHONUSERBASE LD_LIBRARY_PATH LD_PRELOAD VIRTUAL_ENV)
 chroot_path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -54,23 +62,49 @@ chroot_tag=$suite-chroot
 # shellcheck source=common.sh
 . "$(dirname "$0")/common.sh"
 
-build() {
-  chroot_build_base "$suite" "${PLTRUN_CHROOT_MIRROR:-}"
-  chroot_apt_install "${packages[@]}"
-  local -a env_cmd=(env -i PATH="$chroot_path" HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive)
-  local version
-  version=$(chroot "$root" "${env_cmd[@]}" python3 -c 'import torch; print(torch.__version__)' 2>/dev/null) ||
+# After apt-get (the chroot mounted): sets torch_version to the torch that imports there,
+# undoes the mounts and removes apt's lists, as every install into the chroot ends.
+finish_install() {
+  torch_version=$(chroot "$root" env -i PATH="$chroot_path" HOME=/root LANG=C.UTF-8 python3 -c 'import torch; print(torch.__version__)' 2>/dev/null) ||
     die "torch does not import in the chroot"
   unmount_recorded
   trap - EXIT
   rm -rf "$root/var/lib/apt/lists/"* 2>/dev/null || true
-  printf 'torch %s\nmirror %s\nbuilt %s\n' "$version" "$chroot_url" "$(date -u +%FT%TZ)" >"$stamp"
-  say "ready: torch $version in $root after $(($(date +%s) - chroot_started)) s"
+}
+
+build() {
+  chroot_build_base "$suite" "${PLTRUN_CHROOT_MIRROR:-}"
+  chroot_apt_install "${packages[@]}" "${extras[@]}"
+  finish_install
+  printf 'torch %s\nmirror %s\nbuilt %s\n%s\n' "$torch_version" "$chroot_url" "$(date -u +%FT%TZ)" "$extras_line" >"$stamp"
+  say "ready: torch $torch_version in $root after $(($(date +%s) - chroot_started)) s"
+}
+
+# Installs the extras into a chroot built without them (see the header), under the build's
+# lock: whoever waited finds the stamp's line.
+ensure_extras() {
+  if grep -qxF "$extras_line" "$stamp"; then return 0; fi
+  need_root
+  exec 9>"$root.lock"
+  flock 9
+  if grep -qxF "$extras_line" "$stamp"; then return 0; fi
+  local built
+  built=$(sed -n 's/^torch //p' "$stamp")
+  say "installing ${extras[*]} into the built chroot (torch $built stays)"
+  prepare_etc
+  trap unmount_recorded EXIT
+  mount_basics
+  chroot_apt_install "${extras[@]}"
+  finish_install
+  [ "$torch_version" = "$built" ] || die "installing ${extras[*]} changed torch from $built to $torch_version"
+  sed -i '/^extras /d' "$stamp"
+  echo "$extras_line" >>"$stamp"
+  say "ready: ${extras[*]} installed in $root"
 }
 
 case "${1:-}" in
-  ensure) shift; [ $# -eq 0 ] || usage; chroot_ensure ;;
-  ready) [ -f "$stamp" ] ;;
+  ensure) shift; [ $# -eq 0 ] || usage; chroot_ensure; ensure_extras ;;
+  ready) [ -f "$stamp" ] && grep -qxF "$extras_line" "$stamp" ;;
   path) echo "$root" ;;
   run) shift; chroot_run "$@" ;;
   __inner) shift; chroot_inner "$@" ;;

@@ -25,8 +25,9 @@ SIGSTOPs itself; the other ranks then wait in step K's gradient all-reduce. With
 --stall-timeout the launcher names rank 2, stops every worker and restarts them.
 
 Rank 0 writes DIR/result.json at the end: the final parameters (flattened), the restart
-count it ran under, the step it resumed from, the torch version, and whether torch was imported
-before the script began (a worker forked from pltrun's zygote, --preload torch). Every worker
+count it ran under, the step it resumed from, the torch version, whether torch was imported
+before the script began (a worker forked from pltrun's zygote, --preload torch), and the
+interpreter's sys.prefix (a venv's, in the wheel tests). Every worker
 writes its pid to DIR/pids/round<N>_rank<R> first, so the test can check that none survives.
 """
 
@@ -158,6 +159,7 @@ def main():
             "world_size": world_size,
             "torch": torch.__version__,
             "torch_preloaded": TORCH_PRELOADED,
+            "prefix": sys.prefix,
             "agent_store": os.environ["TORCHELASTIC_USE_AGENT_STORE"],
             "first_loss": losses[0] if losses else None,
             "last_loss": losses[-1] if losses else None,
