@@ -5,10 +5,12 @@
 # --stall-timeout, reported, killed, and the GPU is free afterwards; the official wheel's
 # libuv TCPStore client (which Debian's torch lacks) uses the agent store's queues;
 # --numa-binding reads the real GPUs' PCI addresses from NVML; --auto-select-gpus refuses
-# GPU 0 while a process holds it, naming its pid, and takes it once that ends. Not run
-# by CI (no GPU there). On the lent machine, with a stripped pltrun and the shared
-# libraries it needs copied into one folder DIR beside this script:
-#   bash scripts/gpu-check.sh DIR   (ONLY_KILL=1, ONLY_HANG=1, ONLY_QUEUE=1 or ONLY_AUTO=1: that check alone)
+# GPU 0 while a process holds it, naming its pid, and takes it once that ends; the wheel
+# (when DIR holds pltrun-*.whl) installs into a venv of the machine's Python and its
+# pltrun.lightning.HeartbeatCallback drives --stall-timeout in a real Lightning Trainer.
+# Not run by CI (no GPU there). On the lent machine, with a stripped pltrun and the shared
+# libraries it needs copied into one folder DIR beside this script (and the wheel):
+#   bash scripts/gpu-check.sh DIR   (ONLY_KILL=1, ONLY_HANG=1, ONLY_QUEUE=1, ONLY_AUTO=1 or ONLY_LIGHTNING=1: that check alone)
 set -u
 cd "${1:?usage: gpu-check.sh DIR_WITH_PLTRUN}"
 export LD_LIBRARY_PATH=$PWD
@@ -30,6 +32,42 @@ if restart == 0 and os.environ.get("CRASH"):
     os._exit(3)
 dist.destroy_process_group()
 PY
+echo "== the wheel in a venv: Lightning with pltrun.lightning.HeartbeatCallback under --stall-timeout"
+cat > lightning_job.py <<'PY'
+import os, time, torch, pltrun
+from pltrun.lightning import HeartbeatCallback
+try:
+    import lightning.pytorch as pl
+except ImportError:
+    import pytorch_lightning as pl
+class Model(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(8, 1)
+    def training_step(self, batch, index):
+        if os.environ.get("STALL") and self.global_rank == 1 and self.global_step == 10:
+            time.sleep(3600)  # rank 1 stops beating; the callback's last step is 10
+        x, y = batch
+        return torch.nn.functional.mse_loss(self.layer(x), y)
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.01)
+data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(256, 8), torch.randn(256, 1)), batch_size=8)
+trainer = pl.Trainer(accelerator="cpu", devices=2, strategy="ddp", max_steps=30, callbacks=[HeartbeatCallback()],
+                     enable_progress_bar=False, logger=False, enable_checkpointing=False)
+trainer.fit(Model(), data)
+print(f"rank {trainer.global_rank}: {trainer.global_step} steps, is_launched {pltrun.is_launched()}", flush=True)
+PY
+wheel=$(ls pltrun-*.whl 2>/dev/null | head -n1)
+if [ -z "$wheel" ]; then
+  echo "no pltrun-*.whl in $PWD: the wheel's check is skipped"
+else
+  rm -rf venv && python3 -m venv --system-site-packages venv && venv/bin/pip install -q --no-index "$wheel"
+  venv/bin/pltrun --version; venv/bin/python -c "import pltrun, pltrun.lightning; print('pltrun', pltrun.__version__, pltrun.lightning.HeartbeatCallback.__mro__[1])"
+  PYTHON_EXEC=venv/bin/python venv/bin/pltrun --nproc-per-node 2 --stall-timeout 20 lightning_job.py; echo "rc=$? (0 expected: 30 steps each)"
+  STALL=1 PYTHON_EXEC=venv/bin/python venv/bin/pltrun --nproc-per-node 2 --stall-timeout 10 lightning_job.py 2>lightning.err
+  echo "rc=$? (124 expected)"; grep -E "culprit|progress counter" lightning.err || echo "NO CULPRIT LINE"
+fi
+[ -n "${ONLY_LIGHTNING:-}" ] && exit 0
 echo "== torch's libuv TCPStore client: queue_push / queue_pop / queue_len on the agent store"
 cat > queues.py <<'PY'
 import datetime, os, torch.distributed as dist
