@@ -21,6 +21,7 @@ packages=(
   libtomlplusplus-dev  # the site config is read by a real TOML 1.0 parser (issue 29)
   zsh fish  # the package test completes command lines in them (issue 29)
   mypy  # the Python package's types, checked for Python 3.8 (issue 45)
+  python3-venv  # the wheel's tests and benchmark install it into venvs of Debian's python3 (issue 45)
 )
 for argument in "$@"; do
   case "$argument" in
