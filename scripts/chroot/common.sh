@@ -14,6 +14,8 @@
 #                      argument, such as chroot/torch.sh's SUITE, adds it)
 #   debootstrap_script debootstrap's script for the suite, when its own has none
 #   apt_update_options options of the chroot's `apt-get update` (an array)
+#   packages_line      its package lists, the stamp's first line (for stamp_is_current and
+#                      drop_stale_stamp)
 # defines build (makes the chroot and writes $stamp), keeps its usage in lines 6 to 9 of
 # its header, and dispatches the hidden subcommand `__inner ARGS...` to chroot_inner "$@"
 # (chroot_run re-runs the script so, inside a private mount namespace).
@@ -155,6 +157,17 @@ chroot_apt_install() {
     chroot "$root" "${env_cmd[@]}" "${clean[@]}"; } >>"$root.apt.log" 2>&1; then
     tail -n 30 "$root.apt.log" >&2 || true
     die "apt-get in the chroot failed (log: $root.apt.log)"
+  fi
+}
+
+# For a script whose stamp's first line is $packages_line (its package lists): a chroot
+# built from other lists is not ready, and `ensure` rebuilds it (drop_stale_stamp first).
+stamp_is_current() { [ -f "$stamp" ] && [ "$(head -n1 "$stamp")" = "$packages_line" ]; }
+drop_stale_stamp() {
+  if [ -f "$stamp" ] && ! stamp_is_current; then
+    need_root
+    say "the package lists changed since $root was built: rebuilding it"
+    rm -f "$stamp"
   fi
 }
 

@@ -19,7 +19,7 @@
 # It lives in ${PLTRUN_WHEEL_ROOT:-/var/cache/pltrun/bullseye-wheel}; its mirror is
 # ${PLTRUN_WHEEL_MIRROR}, or else the Debian mirror this machine's apt sources name.
 # Needs root (debootstrap, chroot, mount); scripts/chroot/common.sh holds the machinery.
-# shellcheck disable=SC2034,SC2154 # chroot_tag, unset_vars, chroot_path: read by ../chroot/common.sh; chroot_url and chroot_started: set by it
+# shellcheck disable=SC2034,SC2154 # chroot_tag, unset_vars, chroot_path, packages_line: read by ../chroot/common.sh; chroot_url and chroot_started: set by it
 set -euo pipefail
 
 root=${PLTRUN_WHEEL_ROOT:-/var/cache/pltrun/bullseye-wheel}
@@ -62,18 +62,9 @@ build() {
   say "ready: $root after $(($(date +%s) - chroot_started)) s"
 }
 
-# A chroot built from other package lists is rebuilt.
-drop_stale_stamp() {
-  if [ -f "$stamp" ] && [ "$(head -n1 "$stamp")" != "$packages_line" ]; then
-    need_root
-    say "the package lists changed since $root was built: rebuilding it"
-    rm -f "$stamp"
-  fi
-}
-
 case "${1:-}" in
   ensure) shift; [ $# -eq 0 ] || usage; drop_stale_stamp; chroot_ensure ;;
-  ready) [ -f "$stamp" ] && [ "$(head -n1 "$stamp")" = "$packages_line" ] ;;
+  ready) stamp_is_current ;;
   path) echo "$root" ;;
   run) shift; chroot_run "$@" ;;
   __inner) shift; chroot_inner "$@" ;;
