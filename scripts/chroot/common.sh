@@ -171,6 +171,15 @@ drop_stale_stamp() {
   fi
 }
 
+# The end of a build whose stamp starts with $packages_line: unmounts, then writes the stamp
+# (the lists, the mirror, the time), which marks the chroot built.
+chroot_finish_listed_build() {
+  unmount_recorded
+  trap - EXIT
+  printf '%s\nmirror %s\nbuilt %s\n' "$packages_line" "$chroot_url" "$(date -u +%FT%TZ)" >"$stamp"
+  say "ready: $root after $(($(date +%s) - chroot_started)) s"
+}
+
 # Builds the chroot (the caller's build) unless $stamp says it is built; installs
 # debootstrap when missing. One builder at a time; whoever waited finds the stamp.
 chroot_ensure() {
