@@ -50,20 +50,4 @@ build() {
   say "ready: $root after $(($(date +%s) - chroot_started)) s"
 }
 
-# A chroot built from other package lists is rebuilt.
-drop_stale_stamp() {
-  if [ -f "$stamp" ] && [ "$(head -n1 "$stamp")" != "$packages_line" ]; then
-    need_root
-    say "the package lists changed since $root was built: rebuilding it"
-    rm -f "$stamp"
-  fi
-}
-
-case "${1:-}" in
-  ensure) shift; [ $# -eq 0 ] || usage; drop_stale_stamp; chroot_ensure ;;
-  ready) [ -f "$stamp" ] && [ "$(head -n1 "$stamp")" = "$packages_line" ] ;;
-  path) echo "$root" ;;
-  run) shift; chroot_run --fresh "$@" ;;
-  __inner) shift; chroot_inner "$@" ;;
-  *) usage ;;
-esac
+chroot_main --fresh "$@"
