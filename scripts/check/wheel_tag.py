@@ -8,7 +8,8 @@ The rules are auditwheel's policy (PEP 600) for x86_64, written down below for t
 this project may claim: the libraries a program may need from the system (the rest must be
 inside the wheel), and the newest version of each symbol namespace (GLIBC_2.28, ...). Each
 ELF file is read with binutils' readelf: its NEEDED entries, the versions it needs
-(.gnu.version_r) and the symbols it takes from libc. The wheel's RECORD is checked too.
+(.gnu.version_r) and the symbols it takes from libc. The wheel's RECORD is checked too, and
+that pip installs the programs of .data/scripts/ executable.
 Prints, for each ELF file, the newest version it needs of each namespace; exits 1 with a
 line per broken rule. Also says when the ELF files would allow an older tag than claimed.
 """
@@ -17,6 +18,7 @@ import base64
 import csv
 import hashlib
 import re
+import stat
 import subprocess
 import sys
 import tempfile
@@ -112,6 +114,19 @@ def record_problems(archive):
     return problems
 
 
+def script_mode_problems(archive):
+    """The programs in .data/scripts/ must be entries pip installs executable: a regular
+    file's mode with an x bit (pip checks stat.S_ISREG too; 0o755 alone installs 0644)."""
+    problems = []
+    for info in archive.infolist():
+        mode = info.external_attr >> 16
+        if "/" in info.filename and info.filename.split("/")[-2] == "scripts" and ".data/" in info.filename:
+            if not (stat.S_ISREG(mode) and mode & 0o111):
+                problems.append("%s: its zip mode %o is not a regular executable file's: pip installs it "
+                                "without its x bit" % (info.filename, mode))
+    return problems
+
+
 def main(argv):
     if len(argv) != 2:
         sys.exit("usage: wheel_tag.py WHEEL")
@@ -125,6 +140,7 @@ def main(argv):
         if "Tag: py3-none-%s" % tag not in archive.read(wheel_file).decode():
             problems.append("%s does not say Tag: py3-none-%s" % (wheel_file, tag))
         problems += record_problems(archive)
+        problems += script_mode_problems(archive)
         for name in archive.namelist():
             if archive.read(name)[:4] != b"\x7fELF":
                 continue

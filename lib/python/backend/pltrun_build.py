@@ -22,6 +22,7 @@ import io
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tarfile
@@ -168,7 +169,10 @@ def _record_line(name, data):
 
 def _zip_write(archive, name, data, executable):
     info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
-    info.external_attr = (0o755 if executable else 0o644) << 16
+    # The file type as well as the permissions: pip makes a file executable only when the
+    # entry's mode says it is a regular file (stat.S_ISREG) with an x bit; without S_IFREG it
+    # installed pltrun and pltrun-store as 0644, and a venv's `pltrun` was "Permission denied".
+    info.external_attr = (stat.S_IFREG | (0o755 if executable else 0o644)) << 16
     info.compress_type = zipfile.ZIP_DEFLATED
     archive.writestr(info, data)
 
