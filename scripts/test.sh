@@ -11,6 +11,10 @@ bash scripts/chroot/torch.sh forky ensure
 # The package test's clean Debian bookworm (built once, about 2 minutes and 650 MB; cached
 # in /var/cache/pltrun; each test run installs into a throwaway copy of it).
 bash scripts/package/chroot.sh ensure
+# The wheel's tests' clean bookworm, trixie and forky (Python 3.11, 3.13, 3.14; built once,
+# about 2 minutes and 550 MB each; cached in /var/cache/pltrun; each test installs the wheel
+# into a venv in a throwaway copy).
+for suite in bookworm trixie forky; do bash scripts/chroot/venv.sh "$suite" ensure; done
 # The previous release's packages, which the package test upgrades from (built once from
 # git history, a full build; cached in /var/cache/pltrun).
 bash scripts/package/previous.sh ensure

@@ -14,11 +14,13 @@
 #                      argument, such as chroot/torch.sh's SUITE, adds it)
 #   debootstrap_script debootstrap's script for the suite, when its own has none
 #   apt_update_options options of the chroot's `apt-get update` (an array)
-#   packages_line      its package lists, the stamp's first line (for stamp_is_current and
-#                      drop_stale_stamp)
+#                      (chroot_suite_settings SUITE sets both as each suite needs them)
+#   packages_line      what the chroot is built from (its package lists), the stamp's
+#                      first line: chroot_drop_stale_stamp and chroot_ready compare it
 # defines build (makes the chroot and writes $stamp), keeps its usage in lines 6 to 9 of
 # its header, and dispatches the hidden subcommand `__inner ARGS...` to chroot_inner "$@"
-# (chroot_run re-runs the script so, inside a private mount namespace).
+# (chroot_run re-runs the script so, inside a private mount namespace): chroot_main does
+# that with the other subcommands.
 #
 # Mounts (/proc, /dev, /dev/shm, /dev/pts, each --bind HOSTDIR) are made in a private mount
 # namespace (unshare -m), so concurrent runs do not disturb each other and nothing is left
@@ -160,26 +162,6 @@ chroot_apt_install() {
   fi
 }
 
-# For a script whose stamp's first line is $packages_line (its package lists): a chroot
-# built from other lists is not ready, and `ensure` rebuilds it (drop_stale_stamp first).
-stamp_is_current() { [ -f "$stamp" ] && [ "$(head -n1 "$stamp")" = "$packages_line" ]; }
-drop_stale_stamp() {
-  if [ -f "$stamp" ] && ! stamp_is_current; then
-    need_root
-    say "the package lists changed since $root was built: rebuilding it"
-    rm -f "$stamp"
-  fi
-}
-
-# The end of a build whose stamp starts with $packages_line: unmounts, then writes the stamp
-# (the lists, the mirror, the time), which marks the chroot built.
-chroot_finish_listed_build() {
-  unmount_recorded
-  trap - EXIT
-  printf '%s\nmirror %s\nbuilt %s\n' "$packages_line" "$chroot_url" "$(date -u +%FT%TZ)" >"$stamp"
-  say "ready: $root after $(($(date +%s) - chroot_started)) s"
-}
-
 # Builds the chroot (the caller's build) unless $stamp says it is built; installs
 # debootstrap when missing. One builder at a time; whoever waited finds the stamp.
 chroot_ensure() {
@@ -199,6 +181,48 @@ chroot_ensure() {
   fi
   if [ -f "$stamp" ]; then return 0; fi
   build
+}
+
+# A chroot built from other package lists than $packages_line (its stamp's first line) is
+# rebuilt: the stamp goes, and chroot_ensure builds it again.
+chroot_drop_stale_stamp() {
+  if [ -f "$stamp" ] && [ "$(head -n1 "$stamp")" != "$packages_line" ]; then
+    need_root
+    say "the package lists changed since $root was built: rebuilding it"
+    rm -f "$stamp"
+  fi
+}
+
+# Exit status 0 when the chroot is built, from the current $packages_line.
+chroot_ready() {
+  [ -f "$stamp" ] && [ "$(head -n1 "$stamp")" = "$packages_line" ]
+}
+
+# Debootstrap's script and apt's options for SUITE: a suite after trixie (forky) has no
+# debootstrap script of bookworm's own; sid's fits, as it does for every suite after trixie.
+# The testing suite's Release file may be served past its Valid-Until date by the mirror
+# (seen here: 20 days); a test chroot takes it rather than none at all.
+chroot_suite_settings() {
+  # shellcheck disable=SC2034 # read by chroot_debootstrap and chroot_apt_install
+  case "$1" in
+    forky) debootstrap_script=/usr/share/debootstrap/scripts/sid apt_update_options=(-o Acquire::Check-Valid-Until=false) ;;
+    *) debootstrap_script='' apt_update_options=() ;;
+  esac
+}
+
+# The subcommands of a script whose stamp starts with $packages_line: ensure, ready, path,
+# run (in a fresh copy with --fresh first) and the hidden __inner.
+chroot_main() {
+  local -a run_options=()
+  if [ "${1:-}" = --fresh ]; then run_options=(--fresh); shift; fi
+  case "${1:-}" in
+    ensure) shift; [ $# -eq 0 ] || usage; chroot_drop_stale_stamp; chroot_ensure ;;
+    ready) chroot_ready ;;
+    path) echo "$root" ;;
+    run) shift; chroot_run ${run_options[@]+"${run_options[@]}"} "$@" ;;
+    __inner) shift; chroot_inner "$@" ;;
+    *) usage ;;
+  esac
 }
 
 # chroot_run [--fresh] [--bind HOSTDIR]... [--] CMD...: CMD in the chroot, as root, from

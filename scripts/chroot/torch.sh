@@ -29,15 +29,12 @@
 # nothing is left mounted even if the script is killed; an EXIT trap unmounts them too
 # (scripts/chroot/common.sh, shared with scripts/package/chroot.sh). Needs root (debootstrap,
 # chroot, mount).
-# shellcheck disable=SC2034,SC2154 # chroot_tag, unset_vars, chroot_path, chroot_self, debootstrap_script, apt_update_options: read by common.sh; chroot_url and chroot_started: set by it
+# shellcheck disable=SC2034,SC2154 # chroot_tag, unset_vars, chroot_path, chroot_self: read by common.sh; chroot_url and chroot_started: set by it
 set -euo pipefail
 
 suite=${1:-}
 case "$suite" in
-  trixie) debootstrap_script= apt_update_options=() ;;
-  # The testing suite's Release file may be served past its Valid-Until date by the
-  # mirror (seen here: 20 days); a test chroot takes it rather than no torch 2.14 at all.
-  forky) debootstrap_script=/usr/share/debootstrap/scripts/sid apt_update_options=(-o Acquire::Check-Valid-Until=false) ;;
+  trixie | forky) ;;
   *)
     sed -n '6,9p' "$0" | sed 's/^# \{0,1\}//' >&2
     echo "chroot/torch.sh: SUITE must be trixie or forky, not '${suite}'" >&2
@@ -61,6 +58,7 @@ chroot_self=("$0" "$suite")
 chroot_tag=$suite-chroot
 # shellcheck source=common.sh
 . "$(dirname "$0")/common.sh"
+chroot_suite_settings "$suite"
 
 # After apt-get (the chroot mounted): sets torch_version to the torch that imports there,
 # undoes the mounts and removes apt's lists, as every install into the chroot ends.

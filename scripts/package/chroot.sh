@@ -23,7 +23,7 @@
 # ${PLTRUN_PACKAGE_MIRROR}, or else the Debian mirror this machine's apt sources name.
 # A chroot shares the host's network: what runs in it listens on 127.0.0.1 only.
 # Needs root (debootstrap, chroot, mount); scripts/chroot/common.sh holds the machinery.
-# shellcheck disable=SC2034,SC2154 # chroot_tag, unset_vars, chroot_path, packages_line: read by ../chroot/common.sh; chroot_url and chroot_started: set by it
+# shellcheck disable=SC2034,SC2154 # chroot_tag, unset_vars, chroot_path: read by ../chroot/common.sh; chroot_url and chroot_started: set by it
 set -euo pipefail
 
 root=${PLTRUN_PACKAGE_ROOT:-/var/cache/pltrun/bookworm-package}
@@ -43,15 +43,11 @@ build() {
   chroot_build_base bookworm "${PLTRUN_PACKAGE_MIRROR:-}"
   chroot_apt_install "${installed[@]}"
   chroot_apt_install --download-only "${downloaded[@]}"
+  unmount_recorded
+  trap - EXIT
   # apt's lists stay: the test's apt-get resolves the package's dependencies with them.
-  chroot_finish_listed_build
+  printf '%s\nmirror %s\nbuilt %s\n' "$packages_line" "$chroot_url" "$(date -u +%FT%TZ)" >"$stamp"
+  say "ready: $root after $(($(date +%s) - chroot_started)) s"
 }
 
-case "${1:-}" in
-  ensure) shift; [ $# -eq 0 ] || usage; drop_stale_stamp; chroot_ensure ;;
-  ready) stamp_is_current ;;
-  path) echo "$root" ;;
-  run) shift; chroot_run --fresh "$@" ;;
-  __inner) shift; chroot_inner "$@" ;;
-  *) usage ;;
-esac
+chroot_main --fresh "$@"

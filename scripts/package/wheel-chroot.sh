@@ -19,7 +19,7 @@
 # It lives in ${PLTRUN_WHEEL_ROOT:-/var/cache/pltrun/bullseye-wheel}; its mirror is
 # ${PLTRUN_WHEEL_MIRROR}, or else the Debian mirror this machine's apt sources name.
 # Needs root (debootstrap, chroot, mount); scripts/chroot/common.sh holds the machinery.
-# shellcheck disable=SC2034,SC2154 # chroot_tag, unset_vars, chroot_path, packages_line: read by ../chroot/common.sh; chroot_url and chroot_started: set by it
+# shellcheck disable=SC2034,SC2154 # chroot_tag, unset_vars, chroot_path: read by ../chroot/common.sh; chroot_url and chroot_started: set by it
 set -euo pipefail
 
 root=${PLTRUN_WHEEL_ROOT:-/var/cache/pltrun/bullseye-wheel}
@@ -55,15 +55,11 @@ build() {
   chroot_build_base bullseye "${PLTRUN_WHEEL_MIRROR:-}"
   chroot_apt_install "${installed[@]}"
   unpack_bookworm_dev
+  unmount_recorded
+  trap - EXIT
   rm -rf "$root/var/lib/apt/lists/"* 2>/dev/null || true
-  chroot_finish_listed_build
+  printf '%s\nmirror %s\nbuilt %s\n' "$packages_line" "$chroot_url" "$(date -u +%FT%TZ)" >"$stamp"
+  say "ready: $root after $(($(date +%s) - chroot_started)) s"
 }
 
-case "${1:-}" in
-  ensure) shift; [ $# -eq 0 ] || usage; drop_stale_stamp; chroot_ensure ;;
-  ready) stamp_is_current ;;
-  path) echo "$root" ;;
-  run) shift; chroot_run "$@" ;;
-  __inner) shift; chroot_inner "$@" ;;
-  *) usage ;;
-esac
+chroot_main "$@"

@@ -15,19 +15,41 @@
 #
 # Usage: run_consumer_test.sh BUILD_DIR PLTRUN_BINARY SOURCE_DIR [CONFIG]
 #        run_consumer_test.sh --installed PREFIX PLTRUN_BINARY SOURCE_DIR
+#        run_consumer_test.sh --wheel VENV_PYTHON SOURCE_DIR
 # --installed: steps 2 to 5 against a package already installed in PREFIX (/usr, where
 # tests/package/in_chroot.sh installed the .deb files), instead of step 1's prefix.
+# --wheel: steps 2 to 5 against the wheel installed in VENV_PYTHON's venv, found as a user
+# finds it: CMAKE_PREFIX_PATH=$(python -m pltrun --cmake-dir), PKG_CONFIG_PATH=$(python -m
+# pltrun --pkgconfig-dir); the prefix is the package's directory, the programs the venv's
+# (tests/wheel/in_venv.py). The wheel has no libpltrun.a and its libpltrun.so no version in
+# its soname (docs/PACKAGING.md): the C program links the shared library there, and the
+# static pkg-config build is left out.
 set -uo pipefail
 
 installed_prefix=
+cmake_prefix=   # CMAKE_PREFIX_PATH: the prefix unless --wheel
+pkgconfig_dir=  # PKG_CONFIG_PATH: the library directory's pkgconfig/ unless --wheel
+bin_dir=        # where pltrun and pltrun-store are installed: the prefix's bin/ unless --wheel
+static=1        # whether the package has libpltrun.a (pltrun::client_static): not the wheel
+soname_pattern='libpltrun.so.*'
 if [ "${1:-}" = --installed ]; then
   installed_prefix=${2:-}
   shift 2 || true
   set -- "$installed_prefix" "$@"
+elif [ "${1:-}" = --wheel ] && [ $# -eq 3 ]; then
+  venv_python=$2
+  cmake_prefix=$("$venv_python" -m pltrun --cmake-dir) || exit 1
+  pkgconfig_dir=$("$venv_python" -m pltrun --pkgconfig-dir) || exit 1
+  installed_prefix=$(dirname "$("$venv_python" -m pltrun --include-dir)") || exit 1
+  bin_dir=$(dirname "$venv_python")
+  static=0
+  soname_pattern=libpltrun.so
+  set -- "$installed_prefix" "$bin_dir/pltrun" "$3"
 fi
 if [ $# -lt 3 ]; then
   echo "usage: $0 BUILD_DIR PLTRUN_BINARY SOURCE_DIR [CONFIG]" >&2
   echo "       $0 --installed PREFIX PLTRUN_BINARY SOURCE_DIR" >&2
+  echo "       $0 --wheel VENV_PYTHON SOURCE_DIR" >&2
   exit 2
 fi
 build_dir=$1
@@ -62,6 +84,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 prefix=${installed_prefix:-$work/prefix}
+bin_dir=${bin_dir:-$prefix/bin}
 log=$work/log
 
 # Runs a command with its output in $log; on failure shows the log and fails.
@@ -147,10 +170,12 @@ fi
 config_file=$(find "$prefix" -name pltrunConfig.cmake -print -quit)
 [ -n "$config_file" ] || fail "no pltrunConfig.cmake installed under $prefix"
 libdir=$(dirname "$(dirname "$(dirname "$config_file")")")  # <libdir>/cmake/pltrun/pltrunConfig.cmake
-for file in "$libdir/libpltrun.a" "$libdir/libpltrun.so" "$libdir/pkgconfig/pltrun.pc" \
+static_archive=
+[ "$static" = 1 ] && static_archive=$libdir/libpltrun.a
+for file in $static_archive "$libdir/libpltrun.so" "$libdir/pkgconfig/pltrun.pc" \
   "$libdir/cmake/pltrun/pltrunConfigVersion.cmake" "$libdir/cmake/pltrun/pltrunTargets.cmake" \
   "$prefix/include/pltrun/pltrun.h" "$prefix/include/pltrun/group.h" "$prefix/include/pltrun/nccl.h" \
-  "$prefix/bin/pltrun" "$prefix/bin/pltrun-store"; do
+  "$bin_dir/pltrun" "$bin_dir/pltrun-store"; do
   [ -e "$file" ] || fail "not installed: $file"
 done
 [ -n "$installed_prefix" ] || (cd "$prefix" && find . | LC_ALL=C sort | sed 's/^/   /')
@@ -181,14 +206,15 @@ if grep -E ' [A-Za-z] ((typeinfo|typeinfo name|vtable) for )?(pltrun::(rdzv|deta
   fail "libpltrun.so exports internal symbols (above)"
 fi
 soname=$(objdump -p "$shared_library" | awk '$1 == "SONAME" {print $2}')
-[[ "$soname" == libpltrun.so.* ]] || fail "libpltrun.so has soname '$soname'"
+# shellcheck disable=SC2053 # a pattern
+[[ "$soname" == $soname_pattern ]] || fail "libpltrun.so has soname '$soname'"
 echo "   soname $soname, $(grep -c ' [TVW] ' "$exports") exported symbols"
 
 # --- 3. the consumer project, through CMAKE_PREFIX_PATH --------------------------------
 step "configure and build tests/consumer against $prefix"
 consumer_build=$work/consumer-build
 run_logged "configure the consumer" cmake -S "$consumer_source" -B "$consumer_build" \
-  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_BUILD_TYPE=Release
+  -DCMAKE_PREFIX_PATH="${cmake_prefix:-$prefix}" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_BUILD_TYPE=Release
 found_dir=$(sed -n 's/^pltrun_DIR:PATH=//p' "$consumer_build/CMakeCache.txt")
 [ "$(readlink -f "$found_dir")" = "$(readlink -f "$libdir/cmake/pltrun")" ] ||
   fail "find_package(pltrun) found '$found_dir', not the installed package in $libdir/cmake/pltrun"
@@ -201,16 +227,19 @@ loaded=$(ldd "$consumer_cpp" | awk '/libpltrun\.so/ {print $3}')
   ldd "$consumer_cpp" >&2
   fail "consumer_cpp does not load $shared_library (pltrun::client must be the installed shared library)"
 }
-if ldd "$consumer_c" | grep -q libpltrun; then
+if [ "$static" = 1 ] && ldd "$consumer_c" | grep -q libpltrun; then
   ldd "$consumer_c" >&2
   fail "consumer_c loads libpltrun.so (pltrun::client_static must be the static library)"
+elif [ "$static" = 0 ] && ! grep -qF "$shared_library" <<<"$(ldd "$consumer_c")"; then
+  ldd "$consumer_c" >&2
+  fail "consumer_c does not load $shared_library (without libpltrun.a it links pltrun::client)"
 fi
 
 # --- 4. alone and under the launcher ---------------------------------------------------
 step "consumer_cpp (pltrun::client) alone"
 run_alone "$consumer_cpp" consumer-cpp \
   "consumer-cpp rank=0 world=1 launched=0 gathered=r0 broadcast=seed-42 samples=0,1,2,3,4,5,6,7,8,9 batch=14 error=InvalidArgument"
-step "consumer_c (pltrun::client_static) alone"
+step "consumer_c alone"
 run_alone "$consumer_c" consumer-c \
   "consumer-c rank=0 world=1 launched=0 sum=100 broadcast=4242 count=1 samples=0,1,2,3,4,5,6,7,8,9"
 
@@ -228,7 +257,7 @@ run_launched "$consumer_c" consumer-c \
 # --- 5. pkg-config ---------------------------------------------------------------------
 step "cc consumer_c.c \$(pkg-config --cflags --libs pltrun)"
 command -v pkg-config >/dev/null || fail "pkg-config is not installed (scripts/install-deps.sh installs it)"
-export PKG_CONFIG_PATH=$libdir/pkgconfig
+export PKG_CONFIG_PATH=${pkgconfig_dir:-$libdir/pkgconfig}
 version=$(pkg-config --modversion pltrun) || fail "pkg-config does not find pltrun.pc in $PKG_CONFIG_PATH"
 pc_includedir=$(pkg-config --variable=includedir pltrun)
 [ "$(readlink -f "$pc_includedir")" = "$(readlink -f "$prefix/include")" ] ||
@@ -241,15 +270,17 @@ LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
   run_alone "$work/consumer_c_pkg" consumer-c \
   "consumer-c rank=0 world=1 launched=0 sum=100 broadcast=4242 count=1 samples=0,1,2,3,4,5,6,7,8,9"
 
-step "cc consumer_c.c, libpltrun.a and \$(pkg-config --static --libs pltrun)"
-static_libs=$(pkg-config --static --libs pltrun)
-static_libs=${static_libs//-lpltrun/-l:libpltrun.a}
-# shellcheck disable=SC2046,SC2086
-run_logged "pkg-config static build" "$cc" -std=c99 -Wall -Werror -o "$work/consumer_c_pkg_static" \
-  "$consumer_source/consumer_c.c" $(pkg-config --cflags pltrun) $static_libs
-if ldd "$work/consumer_c_pkg_static" | grep -q libpltrun; then fail "the static pkg-config build loads libpltrun.so"; fi
-run_alone "$work/consumer_c_pkg_static" consumer-c \
-  "consumer-c rank=0 world=1 launched=0 sum=100 broadcast=4242 count=1 samples=0,1,2,3,4,5,6,7,8,9"
+if [ "$static" = 1 ]; then
+  step "cc consumer_c.c, libpltrun.a and \$(pkg-config --static --libs pltrun)"
+  static_libs=$(pkg-config --static --libs pltrun)
+  static_libs=${static_libs//-lpltrun/-l:libpltrun.a}
+  # shellcheck disable=SC2046,SC2086
+  run_logged "pkg-config static build" "$cc" -std=c99 -Wall -Werror -o "$work/consumer_c_pkg_static" \
+    "$consumer_source/consumer_c.c" $(pkg-config --cflags pltrun) $static_libs
+  if ldd "$work/consumer_c_pkg_static" | grep -q libpltrun; then fail "the static pkg-config build loads libpltrun.so"; fi
+  run_alone "$work/consumer_c_pkg_static" consumer-c \
+    "consumer-c rank=0 world=1 launched=0 sum=100 broadcast=4242 count=1 samples=0,1,2,3,4,5,6,7,8,9"
+fi
 
 # --- no process left behind ------------------------------------------------------------
 leftover=$(pgrep -f -- "$work/" || true)
