@@ -51,5 +51,6 @@ add_link_options($<$<STREQUAL:$<TARGET_PROPERTY:TYPE>,EXECUTABLE>:-static-libstd
 function(pltrun_wheel_compat)
   foreach(target ${ARGN})
     target_sources(${target} PRIVATE ${PROJECT_SOURCE_DIR}/apps/packaging/glibc_before_2_30.c)
+    target_link_libraries(${target} PRIVATE ${CMAKE_DL_LIBS})  # dlvsym
   endforeach()
 endfunction()

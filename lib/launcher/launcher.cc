@@ -45,9 +45,8 @@ void logNotes(const std::vector<LaunchNote>& notes) {
 }
 
 int runOnThisNode(const LaunchConfig& config, const Environment& inherited) {
-  const ProgramCommand command =
-      resolveProgramCommand(config, environmentValue(inherited, "PYTHON_EXEC").value_or("python3"),
-                            environmentValue(inherited, "PATH").value_or(""), fileAccessOnDisk);
+  const ProgramCommand command = resolveProgramCommand(
+      config, pythonInterpreter(inherited), environmentValue(inherited, "PATH").value_or(""), fileAccessOnDisk);
   // Held until the job ends: with --auto-select-gpus, the locks of the GPUs chosen.
   const NodePlacement placement = placeWorkersOnThisNode(config, inherited);
   logNotes(placement.notes);

@@ -1,5 +1,6 @@
 #include "rendezvous/etcd/etcd_tls.h"
 
+#include <openssl/x509.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -21,13 +22,14 @@ void require(const boost::system::error_code& error, const std::string& what, co
 
 // The system's CA certificates. OpenSSL looks in the directory it was built for
 // (/usr/lib/ssl on Debian), which the wheel's OpenSSL, compiled in, keeps on every
-// distribution: RHEL and SUSE keep their bundle elsewhere. So the first bundle of the
-// known places is loaded as well, unless SSL_CERT_FILE names one (OpenSSL reads that).
+// distribution: RHEL and SUSE keep their bundle elsewhere. Where OpenSSL's own file is not
+// there, the first bundle of the known places is loaded instead (SSL_CERT_FILE, which
+// OpenSSL reads, still wins).
 void loadSystemCertificates(ssl::context& context) {
   boost::system::error_code error;
   context.set_default_verify_paths(error);
   require(error, "the system's", "CA certificates");
-  if (std::getenv("SSL_CERT_FILE") != nullptr) return;
+  if (std::getenv("SSL_CERT_FILE") != nullptr || access(X509_get_default_cert_file(), R_OK) == 0) return;
   static const char* const kBundles[] = {
       "/etc/ssl/certs/ca-certificates.crt",                 // Debian, Ubuntu
       "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",  // RHEL, Rocky, Fedora

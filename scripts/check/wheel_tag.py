@@ -56,7 +56,7 @@ def readelf(option, path):
 
 def needed_versions(path):
     """{namespace: newest version} of what the file needs, and the versions themselves."""
-    names = re.findall(r"Name: ([A-Za-z_]+_[0-9][0-9.]*|[A-Z]+_[A-Z0-9_]+)\s+Flags", readelf("-V", path))
+    names = re.findall(r"Name: (\S+)\s+Flags", readelf("-V", path))
     newest = {}
     for name in names:
         namespace, _, number = name.rpartition("_")
@@ -104,6 +104,9 @@ def record_problems(archive):
     for name, digest, size in csv.reader(archive.read(record_name).decode().splitlines()):
         listed.add(name)
         if name == record_name:
+            continue
+        if name not in archive.namelist():
+            problems.append("RECORD lists %s, which the wheel does not hold" % name)
             continue
         data = archive.read(name)
         actual = "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()

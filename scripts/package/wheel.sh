@@ -26,7 +26,7 @@ echo "wheel: $sdist" >&2
 # CXX by name: CMake then takes them from PATH, where /usr/lib/ccache comes first.
 bash scripts/package/wheel-chroot.sh run --bind "$out" --bind "$cache" -- \
   env TMPDIR="$out/tmp" CC=gcc CXX=g++ CCACHE_DIR="$cache" CCACHE_BASEDIR="$out/tmp" CCACHE_NOHASHDIR=1 \
-  PLTRUN_WHEEL_DEPS=/opt/pltrun-deps PIP_DISABLE_PIP_VERSION_CHECK=1 \
+  PLTRUN_WHEEL_DEPS=/opt/pltrun-deps PLTRUN_WHEEL_PLATFORM_TAG=manylinux_2_28_x86_64 PIP_DISABLE_PIP_VERSION_CHECK=1 \
   pip3 wheel --no-deps --no-build-isolation --no-index --wheel-dir "$out/dist" "$sdist" >&2
 rm -rf "$out/tmp"
 wheel=$(ls "$out"/dist/pltrun-*.whl)

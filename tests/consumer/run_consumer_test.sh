@@ -266,9 +266,14 @@ cc=${CC:-cc}
 # shellcheck disable=SC2046 # pkg-config's output is a list of words
 run_logged "pkg-config build" "$cc" -std=c99 -Wall -Werror -o "$work/consumer_c_pkg" "$consumer_source/consumer_c.c" \
   $(pkg-config --cflags --libs pltrun)
-LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
-  run_alone "$work/consumer_c_pkg" consumer-c \
-  "consumer-c rank=0 world=1 launched=0 sum=100 broadcast=4242 count=1 samples=0,1,2,3,4,5,6,7,8,9"
+consumer_c_expected="consumer-c rank=0 world=1 launched=0 sum=100 broadcast=4242 count=1 samples=0,1,2,3,4,5,6,7,8,9"
+if [ "$static" = 1 ]; then
+  LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} run_alone "$work/consumer_c_pkg" consumer-c "$consumer_c_expected"
+else
+  # The wheel's pltrun.pc carries an rpath to the library inside the venv, where no ld.so
+  # path looks: the program runs as built.
+  run_alone "$work/consumer_c_pkg" consumer-c "$consumer_c_expected"
+fi
 
 if [ "$static" = 1 ]; then
   step "cc consumer_c.c, libpltrun.a and \$(pkg-config --static --libs pltrun)"

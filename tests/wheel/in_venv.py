@@ -161,6 +161,17 @@ def area_install(setup: WheelSetup, wheel: str) -> None:
           f"left: {sorted(after - before)[:20]}; gone: {sorted(before - after)[:20]}")
 
 
+def job_python_prefix(setup: WheelSetup, pltrun: str) -> str:
+    """sys.prefix of a .py that `pltrun` runs with neither PYTHON_EXEC nor the venv on PATH:
+    a batch script that runs VENV/bin/pltrun without activating VENV."""
+    script = os.path.join(setup.directory, "prefix.py")
+    with open(script, "w") as file:
+        file.write("import sys\nprint('prefix', sys.prefix)\n")
+    done = setup.run([pltrun, "--nproc-per-node", "1", "--no-prefix", script], PYTHON_EXEC="", PATH="/usr/bin:/bin")
+    lines = [line for line in done.stdout.splitlines() if line.startswith("prefix ")]
+    return lines[0][len("prefix "):] if done.returncode == 0 and lines else f"(none: exit {done.returncode})"
+
+
 def area_python(setup: WheelSetup, wheel: str) -> None:
     install(setup, wheel)
     run_python_test.case_stall(setup)
@@ -170,6 +181,8 @@ def area_python(setup: WheelSetup, wheel: str) -> None:
     in_python = setup.run([PYTHON, "-m", "pltrun", "--version"])
     check(in_python.returncode == 0 and in_python.stdout == version, "python -m pltrun --version runs the venv's pltrun",
           in_python.stdout + in_python.stderr)
+    prefix = job_python_prefix(setup, PLTRUN)
+    check(prefix == VENV, f"the venv's pltrun runs a .py under the venv's python3, not activated: sys.prefix {prefix}")
 
 
 def store_port(agent: "subprocess.Popen[str]") -> int:
@@ -264,6 +277,8 @@ def area_pipx(setup: WheelSetup, wheel: str) -> None:
     version = setup.run([exposed, "--version"])
     check(version.returncode == 0 and version.stdout.startswith(f"pltrun {wheel_version(wheel)}"),
           f"{exposed} --version: {version.stdout.strip()}", version.stderr)
+    prefix = job_python_prefix(setup, exposed)
+    check(prefix == "/usr", f"pipx's pltrun runs a .py under PATH's python3, not pipx's own venv: sys.prefix {prefix}")
     removed = setup.run(["pipx", "uninstall", "pltrun"], **pipx_env)
     left = [path for path in (exposed, os.path.join(pipx_env["PIPX_HOME"], "venvs", "pltrun"))
             if os.path.lexists(path)]

@@ -112,4 +112,19 @@ FileAccess fileAccessOnDisk(const std::string& path) {
   return access;
 }
 
+std::string pythonInterpreter(const Environment& inherited) {
+  const std::optional<std::string> chosen = environmentValue(inherited, "PYTHON_EXEC");
+  if (chosen && !chosen->empty()) return *chosen;
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) return "python3";
+  // A batch script often runs VENV/bin/pltrun without activating VENV: its python3 on PATH
+  // is then the system's, which lacks what the job installed in VENV.
+  const std::filesystem::path venv = self.parent_path().parent_path();
+  const std::filesystem::path python = self.parent_path() / "python3";
+  const bool inVenv = std::filesystem::exists(venv / "pyvenv.cfg", error) && access(python.c_str(), X_OK) == 0;
+  if (!inVenv || std::filesystem::exists(venv / "pipx_metadata.json", error)) return "python3";
+  return python.string();
+}
+
 }  // namespace pltrun

@@ -31,4 +31,11 @@ bool fileExistsOnDisk(const std::string& path);
 /// The FileAccessProbe of the real file system: stat and access(2) for this process.
 FileAccess fileAccessOnDisk(const std::string& path);
 
+/// The interpreter a Python program runs under: PYTHON_EXEC when set (and not empty); else, for a pltrun
+/// installed in a virtual environment (VENV/bin/pltrun beside VENV/pyvenv.cfg, as pip
+/// installs the wheel), that environment's bin/python3, as torchrun runs its own
+/// sys.executable; else "python3" (looked up on PATH). pipx's environment is pltrun's own,
+/// not the job's: there, too, PATH decides.
+std::string pythonInterpreter(const Environment& inherited);
+
 }  // namespace pltrun

@@ -117,8 +117,9 @@ std::vector<std::pair<const toml::key*, const toml::node*>> inFileOrder(const to
 }
 
 std::string numberText(double number) {
-  // Shortest exact, as std::to_chars would (0.1, 3, 1e+20); fmt's, since libstdc++ has no
-  // floating-point to_chars before g++ 11 (the wheel builds with g++ 10).
+  // The shortest text that reads back as the same double (0.1, 3, 1000000, 1e+20), by fmt:
+  // libstdc++ has no floating-point std::to_chars before g++ 11 (the wheel builds with
+  // g++ 10), which also wrote 1000000 as 1e+06, text an integer option would refuse.
   return fmt::format("{}", number);
 }
 

@@ -30,9 +30,11 @@ import zipfile
 from pathlib import Path
 
 NAME = "pltrun"
-# What the wheel's ELF files need of the system, proved for every wheel by
-# scripts/check/wheel_tag.py: glibc 2.28 (RHEL 8, Ubuntu 20.04 and later).
-PLATFORM_TAG = "manylinux_2_28_x86_64"
+# The wheel's platform tag: linux_x86_64 (this machine's kind, no promise beyond it) unless
+# PLTRUN_WHEEL_PLATFORM_TAG names another. scripts/package/wheel.sh builds in its bullseye
+# chroot and names manylinux_2_28_x86_64, which scripts/check/wheel_tag.py then proves of
+# every ELF file; a wheel built elsewhere needs what that system's glibc has.
+DEFAULT_PLATFORM_TAG = "linux_x86_64"
 # What the sdist holds: what CMake reads when BUILD_TESTING and PLTRUN_FUZZ are off.
 SDIST_TOP_LEVEL = ("CMakeLists.txt", "LICENSE", "README.md", "apps", "lib", "rendezvous")
 # A file of the sdist naming the commit it was made from, which `pltrun --version` shows.
@@ -53,12 +55,15 @@ def _version(root):
 
 
 def _git_commit(root):
+    """The commit `pltrun --version` names: git's HEAD in a checkout, the sdist's file in an
+    sdist, "" where neither says (git refusing a checkout of another user's, say), as
+    lib/version/write_version.cmake does."""
     if not (root / ".git").exists():
         commit_file = root / COMMIT_FILE
         return commit_file.read_text().strip() if commit_file.exists() else ""
     result = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
-                            stdout=subprocess.PIPE, universal_newlines=True, check=True)
-    return result.stdout.strip()
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True)
+    return result.stdout.strip() if result.returncode == 0 else ""
 
 
 def _sdist_files(root):
@@ -87,6 +92,7 @@ def _metadata(root, version):
         "elastic restarts, hang detection",
         "Home-page: https://github.com/pltrun/pltrun",
         "License: Apache-2.0",
+        "License-File: LICENSE",
         "Requires-Python: >=3.8",
         "Classifier: Programming Language :: Python :: 3",
         "Classifier: Programming Language :: C++",
@@ -130,18 +136,32 @@ def build_sdist(sdist_directory, config_settings=None):
     return path.name
 
 
-def _cmake_install(root, staging):
+def _build_dir(root):
+    return Path(os.environ.get("PLTRUN_WHEEL_BUILD_DIR", str(root / "build-wheel")))
+
+
+def _cmake_install(root, build, staging):
     """Configures, builds and installs (stripped) the wheel's programs and library."""
-    build = Path(os.environ.get("PLTRUN_WHEEL_BUILD_DIR", str(root / "build-wheel")))
     deps = os.environ.get("PLTRUN_WHEEL_DEPS", "/opt/pltrun-deps")
     configure = ["cmake", "-S", str(root), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
                  "-DBUILD_TESTING=OFF", "-DPLTRUN_WHEEL=ON", "-DPLTRUN_WHEEL_DEPS=" + deps,
                  "-DCMAKE_PREFIX_PATH=" + deps, "-DCMAKE_INSTALL_LIBDIR=lib",
                  "-DCMAKE_INSTALL_INCLUDEDIR=include", "-DPLTRUN_GIT_COMMIT=" + _git_commit(root)]
-    jobs = str(os.cpu_count() or 1)
+    jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(os.cpu_count() or 1)
     for command in (configure, ["cmake", "--build", str(build), "-j", jobs],
                     ["cmake", "--install", str(build), "--strip", "--prefix", str(staging)]):
         subprocess.run(command, check=True, stdout=sys.stderr)
+
+
+def _license_entries(root, dist_info):
+    """pltrun's LICENSE, and the Debian copyright file of each library compiled in (the
+    -dev packages under PLTRUN_WHEEL_DEPS: OpenSSL, spdlog, fmt, toml++, Boost, CLI11,
+    nlohmann/json), whose licenses ask that their notices go with the programs."""
+    entries = [(dist_info + "/licenses/LICENSE", root / "LICENSE")]
+    docs = Path(os.environ.get("PLTRUN_WHEEL_DEPS", "/opt/pltrun-deps")) / "share" / "doc"
+    for copyright_file in sorted(docs.glob("*/copyright")):
+        entries.append(("%s/licenses/third-party/%s" % (dist_info, copyright_file.parent.name), copyright_file))
+    return entries
 
 
 def _wheel_entries(root, staging, version):
@@ -193,14 +213,15 @@ def _write_wheel(path, entries, dist_info, metadata, tag):
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     root = _source_root()
     version = _version(root)
-    staging = Path(os.environ.get("PLTRUN_WHEEL_BUILD_DIR", str(root / "build-wheel"))) / "install"
+    build = _build_dir(root)
+    staging = build / "install"
     shutil.rmtree(str(staging), ignore_errors=True)
-    _cmake_install(root, staging)
-    tag = "py3-none-" + PLATFORM_TAG
+    _cmake_install(root, build, staging)
+    tag = "py3-none-" + os.environ.get("PLTRUN_WHEEL_PLATFORM_TAG", DEFAULT_PLATFORM_TAG)
     name = "%s-%s-%s.whl" % (NAME, version, tag)
     dist_info = "%s-%s.dist-info" % (NAME, version)
-    _write_wheel(Path(wheel_directory) / name, _wheel_entries(root, staging, version), dist_info,
-                 _metadata(root, version), tag)
+    entries = _wheel_entries(root, staging, version) + _license_entries(root, dist_info)
+    _write_wheel(Path(wheel_directory) / name, entries, dist_info, _metadata(root, version), tag)
     return name
 
 

@@ -29,15 +29,22 @@ def _print_directory(flag: str) -> int:
 def main(argv: Optional[List[str]] = None) -> int:
     """Runs ``python -m pltrun ARGS``; returns the exit status where it does not exec."""
     args = sys.argv[1:] if argv is None else argv
-    asked = [arg for arg in args if arg in _binary.DIRECTORIES]
-    if asked:
+    # Only as the first argument: a job's own arguments may hold the same words
+    # (python -m pltrun train.py --lib-dir /data).
+    if args[:1] and args[0] in _binary.DIRECTORIES:
         if len(args) != 1:
-            return _fail(f"{asked[0]} takes no other argument (got: {' '.join(args)})")
-        return _print_directory(asked[0])
+            return _fail(f"{args[0]} takes no other argument (got: {' '.join(args)})")
+        return _print_directory(args[0])
     try:
         program = _binary.find("pltrun")
     except FileNotFoundError as error:
         return _fail(str(error))
+    if args[:1] in (["--help"], ["-h"]):
+        print("python -m pltrun --cmake-dir | --pkgconfig-dir | --include-dir | --lib-dir: the directory of the "
+              "wheel's libpltrun for a C/C++ build; any other arguments run pltrun:\n", flush=True)
+    if not os.environ.get("PYTHON_EXEC"):
+        # This interpreter runs the job's .py files, as torchrun runs its sys.executable.
+        os.environ["PYTHON_EXEC"] = sys.executable
     sys.stdout.flush()
     sys.stderr.flush()
     try:

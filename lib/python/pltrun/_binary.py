@@ -33,14 +33,15 @@ def _user_scheme() -> str:
 
 
 def _candidate_dirs() -> List[str]:
-    """Where pip puts the programs, most likely first, as ruff's find_bin looks: this
-    interpreter's scripts directory (a venv's bin/, a system install's), the user scheme's
-    (``pip install --user``), ``bin/`` beside the package's root (``pip install
-    --target``), then beside the interpreter (an environment whose scheme is unusual)."""
+    """Where pip puts the programs, as ruff's find_bin looks: ``bin/`` beside the package's
+    root first (``pip install --target``: it belongs to this very package, and a venv has
+    none), this interpreter's scripts directory (a venv's bin/, a system install's), the
+    user scheme's (``pip install --user``), then beside the interpreter (an environment
+    whose scheme is unusual)."""
     found = [
+        os.path.join(os.path.dirname(_PACKAGE), "bin"),
         _scripts_dir(),
         _scripts_dir(_user_scheme()),
-        os.path.join(os.path.dirname(_PACKAGE), "bin"),
         os.path.dirname(sys.executable) if sys.executable else None,
     ]
     return [directory for directory in found if directory]

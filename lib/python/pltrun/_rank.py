@@ -81,7 +81,9 @@ def rank_info() -> RankInfo:
         local_rank=_integer(environ, "LOCAL_RANK", defaults.local_rank),
         world_size=_integer(environ, "WORLD_SIZE", defaults.world_size),
         local_world_size=_integer(environ, "LOCAL_WORLD_SIZE", defaults.local_world_size),
-        node_rank=_integer(environ, "NODE_RANK", _integer(environ, "GROUP_RANK", defaults.node_rank)),
+        # GROUP_RANK first, as libpltrun reads it: a NODE_RANK exported for Lightning must not
+        # outvote torchrun's own variable.
+        node_rank=_integer(environ, "GROUP_RANK", _integer(environ, "NODE_RANK", defaults.node_rank)),
         master_addr=_text(environ, "MASTER_ADDR", defaults.master_addr),
         master_port=port if port >= 0 else defaults.master_port,
         restart_count=_integer(environ, "TORCHELASTIC_RESTART_COUNT", defaults.restart_count),
