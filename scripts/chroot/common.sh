@@ -193,6 +193,22 @@ chroot_drop_stale_stamp() {
   fi
 }
 
+# The end of the build of a script whose stamp starts with $packages_line: unmounts, drops
+# apt's lists unless --keep-apt-lists, and writes the stamp (the lists, then each LINE, the
+# mirror and the time), which marks the chroot built.
+chroot_finish_listed_build() {
+  local keep_lists=0
+  if [ "${1:-}" = --keep-apt-lists ]; then keep_lists=1; shift; fi
+  unmount_recorded
+  trap - EXIT
+  [ "$keep_lists" = 1 ] || rm -rf "$root/var/lib/apt/lists/"* 2>/dev/null || true
+  {
+    printf '%s\n' "$packages_line" "$@"
+    printf 'mirror %s\nbuilt %s\n' "$chroot_url" "$(date -u +%FT%TZ)"
+  } >"$stamp"
+  say "ready: $root after $(($(date +%s) - chroot_started)) s${*:+ ($*)}"
+}
+
 # Exit status 0 when the chroot is built, from the current $packages_line.
 chroot_ready() {
   [ -f "$stamp" ] && [ "$(head -n1 "$stamp")" = "$packages_line" ]

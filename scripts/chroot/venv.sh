@@ -77,11 +77,7 @@ build() {
     die "useradd $user_name failed"
   python=$(chroot "$root" "${env_cmd[@]}" python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])') ||
     die "python3 does not run in the chroot"
-  unmount_recorded
-  trap - EXIT
-  rm -rf "$root/var/lib/apt/lists/"* 2>/dev/null || true
-  printf '%s\npython %s\nmirror %s\nbuilt %s\n' "$packages_line" "$python" "$chroot_url" "$(date -u +%FT%TZ)" >"$stamp"
-  say "ready: Python $python in $root after $(($(date +%s) - chroot_started)) s"
+  chroot_finish_listed_build "python $python"
 }
 
 chroot_main --fresh "$@"

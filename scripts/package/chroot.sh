@@ -43,11 +43,8 @@ build() {
   chroot_build_base bookworm "${PLTRUN_PACKAGE_MIRROR:-}"
   chroot_apt_install "${installed[@]}"
   chroot_apt_install --download-only "${downloaded[@]}"
-  unmount_recorded
-  trap - EXIT
   # apt's lists stay: the test's apt-get resolves the package's dependencies with them.
-  printf '%s\nmirror %s\nbuilt %s\n' "$packages_line" "$chroot_url" "$(date -u +%FT%TZ)" >"$stamp"
-  say "ready: $root after $(($(date +%s) - chroot_started)) s"
+  chroot_finish_listed_build --keep-apt-lists
 }
 
 chroot_main --fresh "$@"

@@ -55,11 +55,7 @@ build() {
   chroot_build_base bullseye "${PLTRUN_WHEEL_MIRROR:-}"
   chroot_apt_install "${installed[@]}"
   unpack_bookworm_dev
-  unmount_recorded
-  trap - EXIT
-  rm -rf "$root/var/lib/apt/lists/"* 2>/dev/null || true
-  printf '%s\nmirror %s\nbuilt %s\n' "$packages_line" "$chroot_url" "$(date -u +%FT%TZ)" >"$stamp"
-  say "ready: $root after $(($(date +%s) - chroot_started)) s"
+  chroot_finish_listed_build
 }
 
 chroot_main "$@"
