@@ -19,10 +19,11 @@
 #             (CMAKE_PREFIX_PATH from python -m pltrun --cmake-dir, pkg-config from
 #             --pkgconfig-dir) and run under the venv's pltrun
 #   pipx      pipx install --pip-args=--no-index WHEEL, its pltrun --version, pipx uninstall
-# The wheel: $PLTRUN_WHEEL_FILE, else SOURCE_DIR/build-wheel/dist/pltrun-*.whl; none fails
-# the test with the command that makes it. Exits 77 (CTest's skip) when not root or
-# debootstrap is missing. The chroot's run fails if a process is left in its copy; this
-# script ends its etcd by pid and removes its temporary directory.
+# The wheel: tests/wheel/wheel_file.py's ($PLTRUN_WHEEL_FILE, else the newest
+# SOURCE_DIR/build-wheel/dist/pltrun-*.whl); none fails the test with the command that makes
+# it. Exits 77 (CTest's skip) when not root or debootstrap is missing. The chroot's run
+# fails if a process is left in its copy; this script ends its etcd by pid and removes its
+# temporary directory.
 #
 # Usage: run_wheel_test.sh AREA SUITE SOURCE_DIR
 set -euo pipefail
@@ -44,13 +45,8 @@ skip() {
 step() { echo "== $*"; }
 
 case "$area" in install | python | secret | etcd | consumer | pipx) ;; *) fail "unknown area '$area'" ;; esac
-wheel=${PLTRUN_WHEEL_FILE:-}
-if [ -z "$wheel" ]; then
-  wheel=$(find "$source_dir/build-wheel/dist" -maxdepth 1 -name 'pltrun-*.whl' 2>/dev/null | sort | tail -n1 || true)
-fi
-if [ -z "$wheel" ] || [ ! -f "$wheel" ]; then
-  fail "no wheel (${PLTRUN_WHEEL_FILE:-$source_dir/build-wheel/dist/pltrun-*.whl}): run bash scripts/package/wheel.sh"
-fi
+# wheel_file.py prints the one line saying how to make a missing wheel.
+wheel=$(/usr/bin/python3 "$source_dir/tests/wheel/wheel_file.py" "$source_dir") || exit 1
 [ "$(id -u)" -eq 0 ] || skip "not root (debootstrap, chroot and mount need it)"
 command -v debootstrap >/dev/null || skip "debootstrap is missing (scripts/install-deps.sh installs it)"
 

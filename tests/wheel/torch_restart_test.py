@@ -11,11 +11,10 @@ torch.sh; its extras hold python3-venv), in a throwaway copy of the chroot (`run
 where the job's user is created; that copy fails the run when any process is left in it.
 The temporary directory, bound into the chroot, holds the venv and the jobs' files.
 
-The wheel: $PLTRUN_WHEEL_FILE, else the newest SOURCE_DIR/build-wheel/dist/pltrun-*.whl;
-without one the test fails saying how to build it.
+The wheel: tests/wheel/wheel_file.py's ($PLTRUN_WHEEL_FILE, else the newest
+SOURCE_DIR/build-wheel/dist/pltrun-*.whl); without one the test fails saying how to build it.
 """
 
-import glob
 import os
 import shutil
 import signal
@@ -24,21 +23,12 @@ import sys
 import tempfile
 from typing import List
 
+import wheel_file  # beside this file
+
 NOBODY = 65534
 CHROOT_USER = "pltrun-wheel"  # made in the throwaway copy only
 TORCH = {"bookworm": "1.13", "trixie": "2.6", "forky": "2.14"}
 SECONDS = 570  # CTest's TIMEOUT is 600; the job ends a pltrun that runs past 150 s itself
-
-
-def find_wheel(source_dir: str) -> str:
-    wheel = os.environ.get("PLTRUN_WHEEL_FILE", "")
-    if not wheel:
-        found = glob.glob(os.path.join(source_dir, "build-wheel", "dist", "pltrun-*.whl"))
-        wheel = max(found, key=os.path.getmtime) if found else ""
-    if not wheel or not os.path.isfile(wheel):
-        print(f"no pltrun wheel ({wheel or 'build-wheel/dist/pltrun-*.whl'}): run bash scripts/package/wheel.sh")
-        return ""
-    return os.path.abspath(wheel)
 
 
 def job_command(suite: str, directory: str, wheel: str, tests_dir: str) -> List[str]:
@@ -63,7 +53,7 @@ def main() -> int:
         return 2
     suite, source_dir = sys.argv[1:3]
     tests_dir = os.path.join(os.path.realpath(source_dir), "tests")  # as the chroot binds it
-    wheel = find_wheel(source_dir)
+    wheel = wheel_file.find(source_dir)
     if not wheel:
         return 1
     if suite != "bookworm":
