@@ -8,7 +8,7 @@ AREA: install | python | secret | etcd | consumer | pipx (run_wheel_test.sh's he
 what each checks). SOURCE_COPY holds a copy of tests/python, tests/wheel and tests/consumer;
 the checks of tests/python/run_python_test.py are reused against the wheel's pltrun
 (wheel_venv.py, beside this file, finds them). Each check prints one line; exit 1 when any
-failed.
+failed; 2 for a wrong command line.
 """
 
 import os
@@ -35,14 +35,14 @@ CXX_RUNTIME = {"libstdc++.so.6", "libgcc_s.so.1"}
 
 
 class WheelSetup(run_python_test.Setup):
-    """run_python_test's Setup, with the venv's python and the wheel's pltrun (no PYTHONPATH:
-    the package is the wheel's)."""
+    """run_python_test's Setup, with the venv's python and the wheel's pltrun: what Setup makes
+    of the source tree is then replaced (no PYTHONPATH: the package is the wheel's; an
+    environment of the venv's, nothing of the chroot's root)."""
 
-    def __init__(self, directory: str) -> None:  # not super().__init__: that one is the source tree's
-        self.python, self.pltrun, self.directory = PYTHON, PLTRUN, directory
-        self.source_dir = SOURCE_COPY
-        self.package_dir = ""
-        self.in_chroot = False
+    def __init__(self, directory: str) -> None:
+        super().__init__(PYTHON, PLTRUN, SOURCE_COPY, directory)
+        self.package_dir = ""  # the copy has no lib/python: the venv's pltrun package is the one
+        self.in_chroot = False  # tests/python's torch chroots are not in this one
         self.env = {"HOME": HOME, "PATH": f"{VENV_BIN}:/usr/bin:/bin", "LANG": "C.UTF-8", "TMPDIR": directory,
                     "PYTHON_EXEC": PYTHON, "PLTRUN_CONFIG": "", "PIP_NO_INDEX": "1",
                     "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
@@ -250,11 +250,18 @@ def area_pipx(setup: WheelSetup, wheel: str) -> None:
 AREAS: Dict[str, Callable[[WheelSetup, str], None]] = {
     "install": area_install, "python": area_python, "secret": area_secret, "consumer": area_consumer,
     "pipx": area_pipx}
+USAGE = "usage: in_venv.py install|python|secret|etcd|consumer|pipx WHEEL SOURCE_COPY [ETCD_ENDPOINT]"
 
 
 def main() -> int:
+    if len(sys.argv) not in (4, 5) or sys.argv[1] not in [*AREAS, "etcd"]:
+        print(USAGE, file=sys.stderr)
+        return 2
     area, wheel = sys.argv[1:3]
     etcd: Optional[str] = sys.argv[4] if len(sys.argv) > 4 else None
+    if area == "etcd" and not check(bool(etcd), "the etcd area is given an endpoint: in_venv.py etcd WHEEL "
+                                    "SOURCE_COPY ETCD_ENDPOINT (run_wheel_test.sh starts the etcd and passes it)"):
+        return 1
     # Short and under /tmp: pltrun's heartbeat sockets are made in it (at most 107 bytes).
     with tempfile.TemporaryDirectory(prefix="wheel-", dir="/tmp") as directory:
         setup = WheelSetup(directory)
