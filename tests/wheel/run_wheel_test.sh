@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The wheel as a user meets it (CTest: "wheel: ... (SUITE, Python 3.X)"): in a fresh copy of
 # a clean Debian chroot of SUITE (scripts/chroot/venv.sh: no Debian package of pltrun's
-# dependencies in it), as the unprivileged user pltrun-user, tests/wheel/in_venv.py installs
-# the wheel with `pip install --no-index` into a fresh virtual environment and checks AREA:
+# dependencies in it), as the unprivileged user pltrun-user (scripts/chroot/test_user.env),
+# tests/wheel/in_venv.py installs the wheel with `pip install --no-index` into a fresh
+# virtual environment and checks AREA:
 #   install   pltrun and pltrun-store --version from the venv's bin (the ELF programs
 #             themselves), ldd of both and of libpltrun.so name only libc's family (and the
 #             C++ runtime for the library), the running agent maps no OpenSSL, spdlog, fmt,
@@ -79,9 +80,11 @@ if [ "$area" = etcd ]; then
   step "etcd on the host at $etcd_endpoint (pid $etcd_pid)"
 fi
 
-step "$area, as pltrun-user in a fresh copy of $(bash "$venv_chroot" "$suite" path)"
+# shellcheck source=../../scripts/chroot/test_user.env
+. "$source_dir/scripts/chroot/test_user.env"
+step "$area, as $test_user_name in a fresh copy of $(bash "$venv_chroot" "$suite" path)"
 bash "$venv_chroot" "$suite" run --bind "$work" -- \
-  runuser -u pltrun-user -- env -i HOME=/home/pltrun-user USER=pltrun-user LANG=C.UTF-8 PATH=/usr/bin:/bin \
+  runuser -u "$test_user_name" -- env -i HOME="/home/$test_user_name" USER="$test_user_name" LANG=C.UTF-8 PATH=/usr/bin:/bin \
   /usr/bin/python3 "$work/source/tests/wheel/in_venv.py" "$area" "$work/$(basename "$wheel")" "$work/source" \
   ${etcd_endpoint:+"$etcd_endpoint"} ||
   fail "$area in the $suite chroot (above)"
