@@ -15,10 +15,10 @@
 # package of pltrun's own dependencies (OpenSSL's -dev files, spdlog, fmt, toml++, Boost,
 # nlohmann/json, CLI11): the build refuses a chroot where one came in. Only libssl3 itself
 # is there, which python3 needs: the tests check that the wheel's programs do not load it.
-# The user `pltrun-user` (uid below, one the host does not use: a process of the tests is
-# never taken for a host user's) is made at build time; the tests run as that user
-# (runuser). Changing the package list or the uid rebuilds the chroot (both are in its
-# stamp).
+# The user `pltrun-user` (scripts/chroot/test_user.env: a uid the host does not use, so a
+# process of the tests is never taken for a host user's) is made at build time; the tests
+# run as that user (runuser). Changing the package list or the uid rebuilds the chroot
+# (both are in its stamp).
 #
 # `run` runs CMD, as root, in a fresh copy of the chroot (an overlay whose writes go to a
 # tmpfs and vanish with the run): every run starts from the same clean system, and a
@@ -45,8 +45,10 @@ root=${PLTRUN_CHROOT_DIR:-/var/cache/pltrun}
 root=${root%/}/$suite-venv
 stamp="$root/.pltrun-$suite-venv.stamp"
 packages=(python3-venv pipx cmake make g++ pkg-config procps)
-user_name=pltrun-user
-user_id=47145  # not a host user's (checked at build time)
+# shellcheck source=test_user.env
+. "$(dirname "$0")/test_user.env"
+user_name=$test_user_name
+user_id=$test_user_id  # not a host user's (checked at build time)
 packages_line="installed ${packages[*]}; user $user_name $user_id"
 # Debian packages of pltrun's dependencies (and their -dev files): none may be installed.
 forbidden='^(libssl-dev|libspdlog.*|libfmt.*|libtomlplusplus.*|libboost.*|nlohmann-json.*|libcli11.*)$'

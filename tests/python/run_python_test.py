@@ -21,10 +21,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 failures: List[str] = []
 
 
-def check(ok: bool, what: str, evidence: str = "") -> None:
+def check(ok: bool, what: str, evidence: str = "") -> bool:
     print(f"{'ok' if ok else 'FAILED'}: {what}" + ("" if ok else f"\n{evidence}"), flush=True)
     if not ok:
         failures.append(what)
+    return ok
 
 
 class Setup:

@@ -6,23 +6,22 @@ with `pip install --no-index` into a fresh virtual environment of the chroot's p
 
 AREA: install | python | secret | etcd | consumer | pipx (run_wheel_test.sh's header says
 what each checks). SOURCE_COPY holds a copy of tests/python, tests/wheel and tests/consumer;
-the checks of tests/python/run_python_test.py are reused against the wheel's pltrun. Each
-check prints one line; exit 1 when any failed.
+the checks of tests/python/run_python_test.py are reused against the wheel's pltrun
+(wheel_venv.py, beside this file, finds them). Each check prints one line; exit 1 when any
+failed; 2 for a wrong command line.
 """
 
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
 from typing import Callable, Dict, List, Optional, Sequence, Set
 
-SOURCE_COPY = sys.argv[3] if len(sys.argv) > 3 else ""
-sys.path.insert(0, os.path.join(SOURCE_COPY, "tests", "python"))
-import run_python_test  # noqa: E402  (tests/python, copied beside this file)
-from run_python_test import check, failures  # noqa: E402
+from wheel_venv import (BUNDLED, BUNDLED_NAMES, Processes, check, check_elf, failures, make_venv, pip_install,
+                        run_python_test)
 
+SOURCE_COPY = sys.argv[3] if len(sys.argv) > 3 else ""
 HOME = os.path.expanduser("~")
 VENV = os.path.join(HOME, "venv")
 VENV_BIN = os.path.join(VENV, "bin")
@@ -33,51 +32,17 @@ SYSTEM_PYTHON = "/usr/bin/python3"
 LIBC_FAMILY = {"linux-vdso.so.1", "libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1",
                "ld-linux-x86-64.so.2"}
 CXX_RUNTIME = {"libstdc++.so.6", "libgcc_s.so.1"}
-BUNDLED = re.compile(r"lib(ssl|crypto|spdlog|fmt|tomlplusplus|boost)")
-
-
-class Processes:
-    """Programs started in a session of their own, each ended and reaped by `finish`: the
-    chroot's fresh copy fails the run if any is left."""
-
-    def __init__(self, env: Dict[str, str]) -> None:
-        self.env = env
-
-    def start(self, args: Sequence[str], env: Optional[Dict[str, str]] = None) -> "subprocess.Popen[str]":
-        print(f"$ {' '.join(args)} &", flush=True)
-        return subprocess.Popen(list(args), env=dict(self.env, **(env or {})), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
-
-    @staticmethod
-    def finish(process: "subprocess.Popen[str]", timeout: float = 120) -> "subprocess.CompletedProcess[str]":
-        """Waits for `process` (its whole session killed after `timeout` s) and its output."""
-        try:
-            out, err = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            out, err = process.communicate()
-            err += f"\n(killed after {timeout} s)"
-        print(f"  exit {process.returncode}", flush=True)
-        return subprocess.CompletedProcess(process.args, process.returncode, out, err)
-
-    def run(self, args: Sequence[str], timeout: float = 240,
-            env: Optional[Dict[str, str]] = None) -> "subprocess.CompletedProcess[str]":
-        try:
-            return self.finish(self.start(args, env), timeout)
-        except OSError as error:  # a program that is not there: a failed check, not a crash
-            print(f"  cannot run: {error}", flush=True)
-            return subprocess.CompletedProcess(list(args), 127, "", str(error))
 
 
 class WheelSetup(run_python_test.Setup):
-    """run_python_test's Setup, with the venv's python and the wheel's pltrun (no PYTHONPATH:
-    the package is the wheel's)."""
+    """run_python_test's Setup, with the venv's python and the wheel's pltrun: what Setup makes
+    of the source tree is then replaced (no PYTHONPATH: the package is the wheel's; an
+    environment of the venv's, nothing of the chroot's root)."""
 
-    def __init__(self, directory: str) -> None:  # not super().__init__: that one is the source tree's
-        self.python, self.pltrun, self.directory = PYTHON, PLTRUN, directory
-        self.source_dir = SOURCE_COPY
-        self.package_dir = ""
-        self.in_chroot = False
+    def __init__(self, directory: str) -> None:
+        super().__init__(PYTHON, PLTRUN, SOURCE_COPY, directory)
+        self.package_dir = ""  # the copy has no lib/python: the venv's pltrun package is the one
+        self.in_chroot = False  # tests/python's torch chroots are not in this one
         self.env = {"HOME": HOME, "PATH": f"{VENV_BIN}:/usr/bin:/bin", "LANG": "C.UTF-8", "TMPDIR": directory,
                     "PYTHON_EXEC": PYTHON, "PLTRUN_CONFIG": "", "PIP_NO_INDEX": "1",
                     "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
@@ -98,12 +63,9 @@ def venv_files() -> Set[str]:
 
 def install(setup: WheelSetup, wheel: str) -> Set[str]:
     """A fresh venv with the wheel; returns the venv's paths from before the install."""
-    made = setup.run([SYSTEM_PYTHON, "-m", "venv", VENV])
-    check(made.returncode == 0, f"{SYSTEM_PYTHON} -m venv {VENV}", made.stdout + made.stderr)
+    make_venv(setup.processes, SYSTEM_PYTHON, VENV)
     before = venv_files()
-    done = setup.run([PYTHON, "-m", "pip", "install", "--no-index", wheel])
-    check(done.returncode == 0, f"pip install --no-index {os.path.basename(wheel)} as {os.environ.get('USER', '?')}",
-          done.stdout + done.stderr)
+    pip_install(setup.processes, VENV, wheel)
     return before
 
 
@@ -120,8 +82,8 @@ def needed_libraries(setup: WheelSetup, path: str) -> List[str]:
 
 def check_libraries(setup: WheelSetup, path: str, allowed: Set[str]) -> None:
     names = needed_libraries(setup, path)
-    bundled = [name for name in names if BUNDLED.match(os.path.basename(name))]
-    check(not bundled, f"{os.path.basename(path)} loads no OpenSSL, spdlog, fmt, toml++ or Boost of the system",
+    bundled = [name for name in names if BUNDLED.search(os.path.basename(name))]
+    check(not bundled, f"{os.path.basename(path)} loads no {BUNDLED_NAMES} of the system",
           " ".join(bundled))
     others = [name for name in names if os.path.basename(name) not in allowed]
     check(not others, f"{os.path.basename(path)} loads only {', '.join(sorted(allowed - {'linux-vdso.so.1'}))}",
@@ -137,8 +99,7 @@ def area_install(setup: WheelSetup, wheel: str) -> None:
     store = setup.run([os.path.join(VENV_BIN, "pltrun-store"), "--version"]).stdout.strip()
     check(store == "pltrun-store " + version[len("pltrun "):], f"pltrun-store --version: {store}")
     for program in ("pltrun", "pltrun-store"):
-        with open(os.path.join(VENV_BIN, program), "rb") as file:
-            check(file.read(4) == b"\x7fELF", f"{VENV_BIN}/{program} is the ELF program itself, not a wrapper")
+        check_elf(os.path.join(VENV_BIN, program))
     # The system has OpenSSL (python3 needs it): the programs must still not load it.
     cache = setup.run(["/sbin/ldconfig", "-p"]).stdout
     check("libssl.so.3 " in cache and "libcrypto.so.3 " in cache, "the chroot has libssl3 for a program to load")
@@ -149,7 +110,7 @@ def area_install(setup: WheelSetup, wheel: str) -> None:
     # At run time too (no dlopen of OpenSSL): what the agent has mapped while its worker runs.
     maps = setup.run([PLTRUN, "--nproc-per-node", "1", "/bin/sh", "-c", "cat /proc/$PPID/maps"])
     check(maps.returncode == 0 and "pltrun" in maps.stdout and not BUNDLED.search(maps.stdout),
-          "the running agent has mapped no OpenSSL, spdlog, fmt, toml++ or Boost library",
+          f"the running agent has mapped no {BUNDLED_NAMES} library",
           maps.stdout[-2000:] + maps.stderr)
     in_python = setup.run([PYTHON, "-m", "pltrun", "--version"])
     check(in_python.returncode == 0 and in_python.stdout.strip() == version, "python -m pltrun --version",
@@ -289,11 +250,18 @@ def area_pipx(setup: WheelSetup, wheel: str) -> None:
 AREAS: Dict[str, Callable[[WheelSetup, str], None]] = {
     "install": area_install, "python": area_python, "secret": area_secret, "consumer": area_consumer,
     "pipx": area_pipx}
+USAGE = "usage: in_venv.py install|python|secret|etcd|consumer|pipx WHEEL SOURCE_COPY [ETCD_ENDPOINT]"
 
 
 def main() -> int:
+    if len(sys.argv) not in (4, 5) or sys.argv[1] not in [*AREAS, "etcd"]:
+        print(USAGE, file=sys.stderr)
+        return 2
     area, wheel = sys.argv[1:3]
     etcd: Optional[str] = sys.argv[4] if len(sys.argv) > 4 else None
+    if area == "etcd" and not check(bool(etcd), "the etcd area is given an endpoint: in_venv.py etcd WHEEL "
+                                    "SOURCE_COPY ETCD_ENDPOINT (run_wheel_test.sh starts the etcd and passes it)"):
+        return 1
     # Short and under /tmp: pltrun's heartbeat sockets are made in it (at most 107 bytes).
     with tempfile.TemporaryDirectory(prefix="wheel-", dir="/tmp") as directory:
         setup = WheelSetup(directory)

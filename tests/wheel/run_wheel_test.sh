@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The wheel as a user meets it (CTest: "wheel: ... (SUITE, Python 3.X)"): in a fresh copy of
 # a clean Debian chroot of SUITE (scripts/chroot/venv.sh: no Debian package of pltrun's
-# dependencies in it), as the unprivileged user pltrun-user, tests/wheel/in_venv.py installs
-# the wheel with `pip install --no-index` into a fresh virtual environment and checks AREA:
+# dependencies in it), as the unprivileged user pltrun-user (scripts/chroot/test_user.env),
+# tests/wheel/in_venv.py installs the wheel with `pip install --no-index` into a fresh
+# virtual environment and checks AREA:
 #   install   pltrun and pltrun-store --version from the venv's bin (the ELF programs
 #             themselves), ldd of both and of libpltrun.so name only libc's family (and the
 #             C++ runtime for the library), the running agent maps no OpenSSL, spdlog, fmt,
@@ -19,10 +20,11 @@
 #             (CMAKE_PREFIX_PATH from python -m pltrun --cmake-dir, pkg-config from
 #             --pkgconfig-dir) and run under the venv's pltrun
 #   pipx      pipx install --pip-args=--no-index WHEEL, its pltrun --version, pipx uninstall
-# The wheel: $PLTRUN_WHEEL_FILE, else SOURCE_DIR/build-wheel/dist/pltrun-*.whl; none fails
-# the test with the command that makes it. Exits 77 (CTest's skip) when not root or
-# debootstrap is missing. The chroot's run fails if a process is left in its copy; this
-# script ends its etcd by pid and removes its temporary directory.
+# The wheel: tests/wheel/wheel_file.py's ($PLTRUN_WHEEL_FILE, else the newest
+# SOURCE_DIR/build-wheel/dist/pltrun-*.whl); none fails the test with the command that makes
+# it. Exits 77 (CTest's skip) when not root or debootstrap is missing. The chroot's run
+# fails if a process is left in its copy; this script ends its etcd by pid and removes its
+# temporary directory.
 #
 # Usage: run_wheel_test.sh AREA SUITE SOURCE_DIR
 set -euo pipefail
@@ -44,13 +46,8 @@ skip() {
 step() { echo "== $*"; }
 
 case "$area" in install | python | secret | etcd | consumer | pipx) ;; *) fail "unknown area '$area'" ;; esac
-wheel=${PLTRUN_WHEEL_FILE:-}
-if [ -z "$wheel" ]; then
-  wheel=$(find "$source_dir/build-wheel/dist" -maxdepth 1 -name 'pltrun-*.whl' 2>/dev/null | sort | tail -n1 || true)
-fi
-if [ -z "$wheel" ] || [ ! -f "$wheel" ]; then
-  fail "no wheel (${PLTRUN_WHEEL_FILE:-$source_dir/build-wheel/dist/pltrun-*.whl}): run bash scripts/package/wheel.sh"
-fi
+# wheel_file.py prints the one line saying how to make a missing wheel.
+wheel=$(/usr/bin/python3 "$source_dir/tests/wheel/wheel_file.py" "$source_dir") || exit 1
 [ "$(id -u)" -eq 0 ] || skip "not root (debootstrap, chroot and mount need it)"
 command -v debootstrap >/dev/null || skip "debootstrap is missing (scripts/install-deps.sh installs it)"
 
@@ -83,9 +80,11 @@ if [ "$area" = etcd ]; then
   step "etcd on the host at $etcd_endpoint (pid $etcd_pid)"
 fi
 
-step "$area, as pltrun-user in a fresh copy of $(bash "$venv_chroot" "$suite" path)"
+# shellcheck source=../../scripts/chroot/test_user.env
+. "$source_dir/scripts/chroot/test_user.env"
+step "$area, as $test_user_name in a fresh copy of $(bash "$venv_chroot" "$suite" path)"
 bash "$venv_chroot" "$suite" run --bind "$work" -- \
-  runuser -u pltrun-user -- env -i HOME=/home/pltrun-user USER=pltrun-user LANG=C.UTF-8 PATH=/usr/bin:/bin \
+  runuser -u "$test_user_name" -- env -i HOME="/home/$test_user_name" USER="$test_user_name" LANG=C.UTF-8 PATH=/usr/bin:/bin \
   /usr/bin/python3 "$work/source/tests/wheel/in_venv.py" "$area" "$work/$(basename "$wheel")" "$work/source" \
   ${etcd_endpoint:+"$etcd_endpoint"} ||
   fail "$area in the $suite chroot (above)"

@@ -17,8 +17,9 @@ sake, so a binary that reached for them would find them). `--site DIR` goes on t
 workers' PYTHONPATH (tests/torch2/site: Debian's torch 2.x has no libuv). `--torch`: the
 version the workers must import (the distribution's, through --system-site-packages).
 
-Prints one line per check; exit 1 when any failed. Every process a job started must be
-gone when its pltrun has exited.
+Prints one line per check (tests/python's, through wheel_venv.py beside this file, which
+also makes the venv and installs the wheel as in_venv.py does); exit 1 when any failed.
+Every process a job started must be gone when its pltrun has exited.
 """
 
 import argparse
@@ -31,6 +32,8 @@ import sys
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from wheel_venv import BUNDLED, BUNDLED_NAMES, Processes, check, check_elf, failures, make_venv, pip_install
+
 STEPS = 30
 FAIL_AT = 12  # rank 3 kills itself at the start of this step of the first attempt
 WORLD_SIZE = 4
@@ -39,27 +42,9 @@ PARAMETERS = 8 * 16 + 16 + 16 + 1  # torch_ddp_train.py's 2-layer MLP
 # from the exact saved state but rounds its first step's all-reduce differently (far below
 # this); a resume without the optimizer's state ends about 0.15 away.
 TOLERANCE = 1e-5
-# What the wheel links in, statically or under names of its own: the system's copies must
-# never be mapped by the running launcher.
-FORBIDDEN = re.compile(r"/lib(ssl|crypto|spdlog|fmt|tomlplusplus|boost_[a-z_]+)\.so")
 JOB_SECONDS = 150
 # The launchers running now: a TERM to this job (a test's timeout) ends their sessions.
 launchers: List[int] = []
-
-failures: List[str] = []
-
-
-def check(ok: bool, what: str, evidence: str = "") -> bool:
-    print(f"{'ok' if ok else 'FAILED'}: {what}" + ("" if ok else f"\n{evidence}"), flush=True)
-    if not ok:
-        failures.append(what)
-    return ok
-
-
-def run(args: Sequence[str], env: Dict[str, str]) -> "subprocess.CompletedProcess[str]":
-    done = subprocess.run(list(args), env=env, capture_output=True, text=True, timeout=300)
-    print(f"$ {' '.join(args)}\n  exit {done.returncode}", flush=True)
-    return done
 
 
 def alive(pid: int) -> bool:
@@ -178,11 +163,11 @@ def check_launcher(job: Job, pltrun: str) -> None:
     check(os.path.realpath(job.exe) == os.path.realpath(pltrun),
           f"{job.name}: the running launcher is the venv's bin/pltrun", f"/proc/PID/exe: {job.exe}")
     mapped = sorted({line.split()[-1] for line in job.maps.splitlines() if line.count("/") and ".so" in line})
-    forbidden = [path for path in mapped if FORBIDDEN.search(path)]
+    forbidden = [path for path in mapped if BUNDLED.search(path)]
     # libc is always mapped: a maps file without it was not read.
     libc = any(os.path.basename(path).startswith("libc.so") for path in mapped)
     check(libc and not forbidden,
-          f"{job.name}: the running pltrun maps no system libssl, libcrypto, libspdlog, libfmt, libtomlplusplus or Boost",
+          f"{job.name}: the running pltrun maps no {BUNDLED_NAMES} library of the system",
           "mapped: " + " ".join(mapped))
 
 
@@ -223,17 +208,13 @@ def check_restarted(job: Job, clean: Job) -> None:
           f"{job.name}: ended with the clean run's weights (max |difference| {largest:.3g} <= {TOLERANCE})")
 
 
-def make_venv(directory: str, wheel: str) -> str:
+def install(directory: str, wheel: str) -> str:
+    """A venv of this interpreter that sees the distribution's torch, with the wheel; "" when
+    that failed."""
     venv = os.path.join(directory, "venv")
-    env = dict(os.environ, PIP_NO_INDEX="1", PIP_NO_CACHE_DIR="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
-    made = run([sys.executable, "-m", "venv", "--system-site-packages", venv], env)
-    if not check(made.returncode == 0, f"python{sys.version_info[0]}.{sys.version_info[1]} -m venv --system-site-packages",
-                 made.stdout + made.stderr):
-        return ""
-    installed = run([os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--no-index", wheel], env)
-    if not check(installed.returncode == 0, "pip install --no-index WHEEL into the venv", installed.stdout + installed.stderr):
-        return ""
-    return venv
+    processes = Processes(dict(os.environ, PIP_NO_INDEX="1", PIP_NO_CACHE_DIR="1", PIP_DISABLE_PIP_VERSION_CHECK="1"))
+    made = make_venv(processes, sys.executable, venv, "--system-site-packages")
+    return venv if made and pip_install(processes, venv, wheel) else ""
 
 
 def job_environment(venv: str, directory: str, site: Optional[str]) -> Dict[str, str]:
@@ -259,12 +240,11 @@ def main() -> int:
     signal.signal(signal.SIGTERM, on_terminate)
     print(f"{sys.executable} {sys.version.split()[0]} as uid {os.getuid()}", flush=True)
     check(os.getuid() != 0, "the job runs as an unprivileged user")
-    venv = make_venv(directory, args.wheel)
+    venv = install(directory, args.wheel)
     if not venv:
         return 1
     pltrun = os.path.join(venv, "bin", "pltrun")
-    with open(pltrun, "rb") as file:
-        check(file.read(4) == b"\x7fELF", "the venv's bin/pltrun is the wheel's ELF binary, not a script")
+    check_elf(pltrun)
     # pip copies a file's x bit only when the wheel's zip mode also says "regular file".
     if not check(os.access(pltrun, os.X_OK), "the venv's bin/pltrun is executable",
                  f"mode {os.stat(pltrun).st_mode:o}: the wheel's zip entry needs S_IFREG | 0o755"):

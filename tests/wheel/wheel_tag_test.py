@@ -6,17 +6,19 @@ the only thing wrong with it.
 
     wheel_tag_test.py SOURCE_DIR HOST_PLTRUN
 
-The wheel: $PLTRUN_WHEEL_FILE, else SOURCE_DIR/build-wheel/dist/pltrun-*.whl.
+The wheel: tests/wheel/wheel_file.py's ($PLTRUN_WHEEL_FILE, else the newest
+SOURCE_DIR/build-wheel/dist/pltrun-*.whl); without one the test fails saying how to build it.
 """
 
 import base64
-import glob
 import hashlib
 import os
 import subprocess
 import sys
 import tempfile
 import zipfile
+
+import wheel_file  # beside this file
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 from run_python_test import check, failures  # noqa: E402  (tests/python's one-line checks)
@@ -53,11 +55,8 @@ def wheel_tag(source_dir: str, wheel: str) -> "subprocess.CompletedProcess[str]"
 
 def main() -> int:
     source_dir, host_pltrun = sys.argv[1:3]
-    wheels = sorted(glob.glob(os.path.join(source_dir, "build-wheel", "dist", "pltrun-*.whl")))
-    wheel = os.environ.get("PLTRUN_WHEEL_FILE") or (wheels[-1] if wheels else "")
-    if not os.path.isfile(wheel):
-        print(f"wheel test FAILED: no wheel ({wheel or 'build-wheel/dist/pltrun-*.whl'}): "
-              "run bash scripts/package/wheel.sh", file=sys.stderr)
+    wheel = wheel_file.find(source_dir)
+    if not wheel:
         return 1
     real = wheel_tag(source_dir, wheel)
     check(real.returncode == 0 and "keeps to manylinux_" in real.stdout, "wheel_tag.py passes the real wheel",
