@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The wheel against the Debian build: the wheel's size, what it installs, and
-# `pltrun --version` from a venv that installed it against the Release build of the same
-# tree on the system's shared libraries (what the .deb packages) and /bin/true, in one
-# hyperfine run (medians; the ratios are within the run).
+# `pltrun --version` and a launch of 4 workers from a venv that installed it against the
+# Release build of the same tree on the system's shared libraries (what the .deb packages)
+# and /bin/true, in one hyperfine run (medians; the ratios are within the run).
 #
 #   bash scripts/bench/wheel.sh [--no-build]
 #
@@ -31,14 +31,17 @@ echo "wheel file: $(du -k "$wheel" | cut -f1) KiB ($(basename "$wheel"))"
 echo "installed: $(du -sk "$scratch/venv/lib/"python3*/site-packages/pltrun | cut -f1) KiB package + programs: pltrun $(du -k "$scratch/venv/bin/pltrun" | cut -f1) KiB, pltrun-store $(du -k "$scratch/venv/bin/pltrun-store" | cut -f1) KiB"
 echo "Debian build (Release, shared libraries): pltrun $(du -k build-bench/apps/pltrun | cut -f1) KiB unstripped, $(strip -o "$scratch/stripped" build-bench/apps/pltrun && du -k "$scratch/stripped" | cut -f1) KiB stripped"
 
-echo "== pltrun --version: the wheel's, the Debian build's, /bin/true (hyperfine, no shell)"
+echo "== pltrun --version, and a launch of 4 workers of /bin/true: the wheel's, the Debian build's (hyperfine, no shell)"
+launch="--nproc-per-node 4 --no-python -q /bin/true"
 hyperfine -N --warmup 10 --runs "${PLTRUN_BENCH_RUNS:-200}" --export-json "$scratch/version.json" \
-  -n wheel "$scratch/venv/bin/pltrun --version" -n debian "build-bench/apps/pltrun --version" -n true /bin/true >/dev/null
+  -n wheel "$scratch/venv/bin/pltrun --version" -n debian "build-bench/apps/pltrun --version" -n true /bin/true \
+  -n "wheel 4" "$scratch/venv/bin/pltrun $launch" -n "debian 4" "build-bench/apps/pltrun $launch" >/dev/null
 /usr/bin/python3 - "$scratch/version.json" <<'PY'
 import json, sys
 results = {r["command"]: r["median"] * 1000 for r in json.load(open(sys.argv[1]))["results"]}
-for name in ("wheel", "debian", "true"):
-    print(f"{name:>7}: {results[name]:.2f} ms median")
-print(f"wheel / debian: {results['wheel'] / results['debian']:.2f}x; wheel / true: {results['wheel'] / results['true']:.2f}x; "
-      f"debian / true: {results['debian'] / results['true']:.2f}x")
+for name in ("wheel", "debian", "true", "wheel 4", "debian 4"):
+    print(f"{name:>8}: {results[name]:.2f} ms median")
+print(f"--version: wheel / debian {results['wheel'] / results['debian']:.2f}x; wheel / true {results['wheel'] / results['true']:.2f}x; "
+      f"debian / true {results['debian'] / results['true']:.2f}x")
+print(f"4 workers: wheel / debian {results['wheel 4'] / results['debian 4']:.2f}x")
 PY
