@@ -31,6 +31,11 @@ inline constexpr KeyRow kLayout[] = {
     {"round", "the newest round anyone joined (a hint for newcomers), decimal"},
     {"failures", "worker failures so far in the job (counted against --max-restarts): ADD counter"},
     {"closed", "set once the job is over: a RoundEnd with the job's final status"},
+    {"exclusions",
+     "the nodes kept out of the job (issue 46), appended one JSON line per change: {\"node\": host name, "
+     "\"kind\": \"unhealthy\" (its health checks fail; it checks again) or \"blamed\" (its workers ended "
+     "K rounds in a row: out for the rest of the run), \"excluded\": true|false, \"reason\": one line, "
+     "\"time\": ISO 8601}; a node's last line is its state"},
     {"rR/count", "ADD counter: the slot of each joiner, 1, 2, ..."},
     {"rR/slot/I", "NodeDescriptor of the joiner in slot I"},
     {"rR/closing", "the agent that closes the round (compare-and-set lock)"},
@@ -56,6 +61,7 @@ inline constexpr KeyRow kLayout[] = {
 inline const std::string kRound = "round";
 inline const std::string kFailures = "failures";
 inline const std::string kClosed = "closed";
+inline const std::string kExclusions = "exclusions";
 
 // A round's keys.
 std::string roundPrefix(int round);  ///< "rR/"
