@@ -134,3 +134,27 @@ TEST_CASE("node blame: without enough nodes left, the job fails with the exclude
   }
   CHECK(reports == 1);
 }
+
+TEST_CASE("node blame: an excluded node that hosts the store keeps it, running no workers, until the job ends",
+          "[node_blame][elastic]") {
+  TempDir dir;
+  WorkerSweeper sweeper(dir);
+  ElasticJob job(dir, "2:3", "blame", {"--max-restarts", "5", "--max-node-blames", "2"}, program(dir));
+  // One --rdzv-conf for the job: every agent goes by the host name they share.
+  ChildProcess& bad = job.start({"/usr/bin/env", "BLAME_TEST_CRASH=1"});
+  job.start();
+  job.start();
+  REQUIRE(bad.waitForStderr("running no workers, until the job ends", 90s));
+  CHECK_THAT(bad.stderrSoFar(), Catch::Contains("is excluded from run blame for the rest of the run: its workers ended "
+                                                "2 rounds in a row while the other nodes' ran (--max-node-blames 2)"));
+  const std::vector<json> excluded = eventsNamed(agentEvents(dir, "blame", bad.pid()), "node_excluded");
+  REQUIRE(excluded.size() == 1);
+  waitForRound(dir, 4, excluded[0].at("round").get<int>() + 1);
+  release(dir);
+  const std::vector<Finished> agents = job.waitAll();
+  INFO("the bad agent: " << agents[0].err << "\nthe others: " << agents[1].err << agents[2].err);
+  CHECK(agents[0].status == 1);
+  CHECK_THAT(agents[0].err, Catch::Contains("the job has ended: every node's workers succeeded"));
+  CHECK(agents[1].status == 0);
+  CHECK(agents[2].status == 0);
+}

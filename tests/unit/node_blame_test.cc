@@ -29,10 +29,10 @@ rdzv::RoundEnd ended(Reason reason, const std::string& message = "rank 1 (local 
 
 TEST_CASE("node blame: K rounds in a row ended by this node's workers exclude it", "[node_blame]") {
   NodeBlame blame(2);
-  CHECK_FALSE(blame.afterRound(0, ended(Reason::WorkerFailed), true, 3));
+  CHECK_FALSE(blame.afterRound(0, ended(Reason::WorkerFailed), true, false, 3));
   CHECK(blame.blames() == 1);
-  CHECK(
-      blame.afterRound(1, ended(Reason::WorkerFailed, "rank 5 (local rank 1, pid 9) was killed by SIGSEGV"), true, 3));
+  CHECK(blame.afterRound(1, ended(Reason::WorkerFailed, "rank 5 (local rank 1, pid 9) was killed by SIGSEGV"), true,
+                         false, 3));
   CHECK(blame.blames() == 2);
   CHECK(blame.reason() ==
         "its workers ended 2 rounds in a row while the other nodes' ran (--max-node-blames 2); last, round 1: rank 5 "
@@ -41,31 +41,41 @@ TEST_CASE("node blame: K rounds in a row ended by this node's workers exclude it
 
 TEST_CASE("node blame: a failure on another node clears the count, nodes coming and going do not", "[node_blame]") {
   NodeBlame blame(2);
-  CHECK_FALSE(blame.afterRound(0, ended(Reason::WorkerFailed), true, 2));
-  CHECK_FALSE(blame.afterRound(1, ended(Reason::WorkerFailed), false, 2));  // another node's workers
+  CHECK_FALSE(blame.afterRound(0, ended(Reason::WorkerFailed), true, false, 2));
+  CHECK_FALSE(blame.afterRound(1, ended(Reason::WorkerFailed), false, false, 2));  // another node's workers
   CHECK(blame.blames() == 0);
-  CHECK_FALSE(blame.afterRound(2, ended(Reason::WorkerFailed), true, 2));
-  CHECK_FALSE(blame.afterRound(3, ended(Reason::NodeJoined), false, 2));
-  CHECK_FALSE(blame.afterRound(4, ended(Reason::NodeLost), false, 3));
-  CHECK_FALSE(blame.afterRound(5, ended(Reason::RendezvousFailed), false, 2));
+  CHECK_FALSE(blame.afterRound(2, ended(Reason::WorkerFailed), true, false, 2));
+  CHECK_FALSE(blame.afterRound(3, ended(Reason::NodeJoined), false, false, 2));
+  CHECK_FALSE(blame.afterRound(4, ended(Reason::NodeLost), false, false, 3));
+  CHECK_FALSE(blame.afterRound(5, ended(Reason::RendezvousFailed), false, false, 2));
   CHECK(blame.blames() == 1);
-  CHECK(blame.afterRound(6, ended(Reason::WorkerFailed), true, 2));
+  CHECK(blame.afterRound(6, ended(Reason::WorkerFailed), true, false, 2));
+}
+
+TEST_CASE("node blame: a round in which other nodes' workers failed too is not this node's alone", "[node_blame]") {
+  NodeBlame blame(2);
+  CHECK_FALSE(blame.afterRound(0, ended(Reason::WorkerFailed), true, false, 2));
+  CHECK_FALSE(blame.afterRound(1, ended(Reason::WorkerFailed), true, true, 2));
+  CHECK(blame.blames() == 0);
+  CHECK_FALSE(blame.afterRound(2, ended(Reason::WorkerFailed), true, false, 2));
+  CHECK(blame.afterRound(3, ended(Reason::WorkerFailed), true, false, 2));
 }
 
 TEST_CASE("node blame: a job of one node, the round that ends the job, and K = 0 exclude nobody", "[node_blame]") {
   NodeBlame alone(1);
-  CHECK_FALSE(alone.afterRound(0, ended(Reason::WorkerFailed), true, 1));
+  CHECK_FALSE(alone.afterRound(0, ended(Reason::WorkerFailed), true, false, 1));
   CHECK(alone.blames() == 0);
   NodeBlame last(1);
-  CHECK_FALSE(last.afterRound(0, ended(Reason::WorkerFailed, "rank 0 ended with exit code 1", true), true, 2));
+  CHECK_FALSE(last.afterRound(0, ended(Reason::WorkerFailed, "rank 0 ended with exit code 1", true), true, false, 2));
   NodeBlame never(0);
-  for (int round = 0; round < 5; ++round) CHECK_FALSE(never.afterRound(round, ended(Reason::WorkerFailed), true, 2));
+  for (int round = 0; round < 5; ++round)
+    CHECK_FALSE(never.afterRound(round, ended(Reason::WorkerFailed), true, false, 2));
   CHECK(never.blames() == 5);
 }
 
 TEST_CASE("node blame: the store's message is shown within one line", "[node_blame]") {
   NodeBlame blame(1);
-  CHECK(blame.afterRound(0, ended(Reason::WorkerFailed, "rank 0\n\x1b[2Jfake line"), true, 2));
+  CHECK(blame.afterRound(0, ended(Reason::WorkerFailed, "rank 0\n\x1b[2Jfake line"), true, false, 2));
   CHECK(blame.reason().find('\n') == std::string::npos);
   CHECK(blame.reason().find('\x1b') == std::string::npos);
 }

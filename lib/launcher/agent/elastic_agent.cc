@@ -230,7 +230,8 @@ RoundResult ElasticAgent::runRound(const RoundInfo& info) {
   // joining re-form the job without counting against --max-restarts, nor against this.
   const bool restarts = report.end.reason == Reason::WorkerFailed && !report.end.final;
   if (restarts && progress_.stopAfter(info.round, report.highestCounter)) return stopWithoutProgress(info, report);
-  if (blame_.afterRound(info.round, report.end, report.reportedHere, info.assignment.nnodes)) {
+  const bool othersFailed = restarts && report.reportedHere && otherNodesFailed(connection_, info);
+  if (blame_.afterRound(info.round, report.end, report.reportedHere, othersFailed, info.assignment.nnodes)) {
     return leaveExcluded(info);
   }
   return afterRound(info, report.end, report.reportedHere);

@@ -6,9 +6,9 @@ namespace pltrun {
 
 using Reason = rdzv::RoundEnd::Reason;
 
-bool NodeBlame::afterRound(int round, const rdzv::RoundEnd& end, bool reportedHere, int nnodes) {
+bool NodeBlame::afterRound(int round, const rdzv::RoundEnd& end, bool reportedHere, bool othersFailed, int nnodes) {
   if (end.reason != Reason::WorkerFailed || end.final) return false;
-  if (!reportedHere) {
+  if (!reportedHere || othersFailed) {
     blames_ = 0;
     return false;
   }

@@ -22,11 +22,12 @@ class NodeBlame {
   explicit NodeBlame(int maxBlames) : maxBlames_(maxBlames) {}
 
   /// Round `round` of `nnodes` nodes ended as `end`; `reportedHere`: this node's worker
-  /// failure ended it. Returns whether this node is now to be excluded. A failure on
-  /// another node clears the count (the blame must be in a row); a node joining, lost or a
-  /// round that could not form leaves it as it is; a job of one node blames nobody (its
-  /// failures are the job's), nor does the round that ends the job.
-  bool afterRound(int round, const rdzv::RoundEnd& end, bool reportedHere, int nnodes);
+  /// failure ended it; `othersFailed`: another node's workers failed on their own in the
+  /// same round too. Returns whether this node is now to be excluded. A failure on another
+  /// node, or on several, clears the count (the blame must be this node's alone, and in a
+  /// row); a node joining, lost or a round that could not form leaves it as it is; a job of
+  /// one node blames nobody (its failures are the job's), nor does the round that ends the job.
+  bool afterRound(int round, const rdzv::RoundEnd& end, bool reportedHere, bool othersFailed, int nnodes);
 
   int blames() const { return blames_; }
   /// One line: "its workers ended 2 rounds in a row while the other nodes' ran (--max-node-blames 2);

@@ -36,6 +36,18 @@ std::vector<rdzv::NodeExclusion> readExcludedNodes(RendezvousConnection& connect
   }
 }
 
+bool otherNodesFailed(RendezvousConnection& connection, const rdzv::RoundInfo& info) {
+  try {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    for (const rdzv::NodeState& node : connection.rendezvous().readOtherNodesStates(info, deadline)) {
+      if (node.state == "failed") return true;
+    }
+  } catch (const Error& error) {
+    spdlog::debug("could not read the other nodes' states: {}", error.what());
+  }
+  return false;
+}
+
 void excludeThisNode(RendezvousConnection& connection, EventLog& events, const std::string& runId,
                      const NodeBlame& blame, int round) {
   const std::string node = exclusionName(connection);

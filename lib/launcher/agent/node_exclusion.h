@@ -27,6 +27,11 @@ void appendExclusion(RendezvousConnection& connection, const rdzv::NodeExclusion
 /// The nodes the job keeps out now; none when the key is missing or the store does not answer.
 std::vector<rdzv::NodeExclusion> readExcludedNodes(RendezvousConnection& connection);
 
+/// Whether another node of `info`'s round published that its workers failed on their own
+/// (rR/state/I "failed"): then the round's failure is not this node's alone. Read within a
+/// second; a store that does not answer says no.
+bool otherNodesFailed(RendezvousConnection& connection, const rdzv::RoundInfo& info);
+
 /// This node, blamed by `blame` for rounds up to `round` of run `runId`, is excluded: one
 /// line, the node_excluded event, and its line in the exclusions key (kind "blamed").
 void excludeThisNode(RendezvousConnection& connection, EventLog& events, const std::string& runId,
