@@ -1210,6 +1210,17 @@ TEST_CASE("flag --preload: Python modules for Python programs only, a site defau
   CHECK(parseWithSite({"./trainer"}, "preload = \"torch\"\n").preload.empty());  // a default, not a refusal
 }
 
+TEST_CASE("flag --max-node-blames: 2 by default, 0 never excludes, a site key like the others", "[command_line]") {
+  CHECK(parseConfig({"p"}).maxNodeBlames == 2);
+  CHECK(parseConfig({"--max-node-blames", "5", "p"}).maxNodeBlames == 5);
+  CHECK(parseConfig({"--max_node_blames=0", "p"}).maxNodeBlames == 0);
+  for (const std::string value : {"-1", "x", "1.5"}) {
+    requireInvalid({"--max-node-blames", value, "p"}, {"--max-node-blames", "'" + value + "'"});
+  }
+  CHECK(parseWithSite({"train.py"}, "max-node-blames = 3\n").maxNodeBlames == 3);
+  CHECK(parseWithSite({"--max-node-blames", "1", "train.py"}, "max_node_blames = 0\n").maxNodeBlames == 1);
+}
+
 TEST_CASE("site defaults: max-no-progress-restarts is a key like the other flags", "[command_line]") {
   CHECK(parseWithSite({"train.py"}, "max-no-progress-restarts = 1\n").maxNoProgressRestarts == 1);
   CHECK(parseWithSite({"--max-no-progress-restarts", "4", "train.py"}, "max_no_progress_restarts = 0\n")

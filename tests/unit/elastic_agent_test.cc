@@ -18,6 +18,8 @@
 #include "fake_process_runtime.h"
 #include "launcher/agent/agent_session.h"
 #include "pltrun/in_memory_store.h"
+#include "rendezvous/elastic/node_exclusions.h"
+#include "rendezvous/elastic/store_layout.h"
 
 using namespace pltrun;
 using fake::FakeProcess;
@@ -38,14 +40,27 @@ int roundOf(const FakeProcess& process) { return environmentNumber(process, "TOR
 // How a worker of a round ends: with this status at once, or (empty) when it is stopped.
 using Script = std::function<std::optional<ProcessEnd>(int round)>;
 
+// What the blame tests change of a node: a range of nodes, its name, --max-node-blames.
+struct Elasticity {
+  int minNodes = 0;  ///< 0: the job's node count
+  std::string name;  ///< node_name=
+  int maxNodeBlames = 2;
+  std::chrono::milliseconds lastCall{30000};
+  std::chrono::milliseconds joinTimeout{600000};
+};
+
 // One node of the job: its plan, its session over the shared store, its fake workers.
 class Node {
  public:
-  Node(const InMemoryStore& table, int nodes, int maxRestarts, int workers) {
+  Node(const InMemoryStore& table, int nodes, int maxRestarts, int workers, const Elasticity& elasticity = {}) {
     config_.program = "/bin/true";
     config_.rdzv.backend = RendezvousBackend::C10d;
-    config_.rdzv.minNodes = nodes;
+    config_.rdzv.minNodes = elasticity.minNodes > 0 ? elasticity.minNodes : nodes;
     config_.rdzv.maxNodes = nodes;
+    config_.rdzv.nodeName = elasticity.name;
+    config_.rdzv.lastCallTimeout = elasticity.lastCall;
+    config_.rdzv.joinTimeout = elasticity.joinTimeout;
+    config_.maxNodeBlames = elasticity.maxNodeBlames;
     config_.rdzv.endpointHost = "127.0.0.1";
     config_.rdzv.localAddr = "127.0.0.1";  // no route lookup
     config_.maxRestarts = maxRestarts;
@@ -91,6 +106,17 @@ class Node {
 };
 
 std::optional<ProcessEnd> exitCode(int code) { return ProcessEnd{code, 0}; }
+
+// Runs every node's agent, each on a thread of its own, to its end: their exit statuses.
+std::vector<int> runTogether(const std::vector<Node*>& nodes) {
+  std::vector<int> statuses(nodes.size(), -1);
+  std::vector<std::thread> threads;
+  for (size_t index = 0; index < nodes.size(); ++index) {
+    threads.emplace_back([&, index] { statuses[index] = nodes[index]->run(); });
+  }
+  for (std::thread& thread : threads) thread.join();
+  return statuses;
+}
 
 }  // namespace
 
@@ -147,4 +173,55 @@ TEST_CASE("elastic agent: a failure on one node stops and restarts the other nod
   // The other node's round-0 workers were stopped as a re-formed job's are: SIGTERM.
   CHECK(other.signalsInRound(0) == std::vector<int>{SIGTERM, SIGTERM});
   CHECK(other.signalsInRound(1).empty());
+}
+
+TEST_CASE("elastic agent: a node whose workers end two rounds in a row leaves, and the others finish without it",
+          "[elastic_agent][node_blame]") {
+  InMemoryStore table;
+  // A last call long enough that round 0 waits for all three (the maximum closes it at once).
+  Node bad(table, 3, 5, 1, {2, "bad", 2, std::chrono::milliseconds(1500)});
+  Node good1(table, 3, 5, 1, {2, "good1", 2, std::chrono::milliseconds(1500)});
+  Node good2(table, 3, 5, 1, {2, "good2", 2, std::chrono::milliseconds(1500)});
+  bad.script([](int) { return exitCode(3); });
+  // Stopped in the rounds the bad node ends; done in the first without it.
+  const Script good = [](int round) { return round < 2 ? std::nullopt : exitCode(0); };
+  good1.script(good);
+  good2.script(good);
+  CHECK(runTogether({&bad, &good1, &good2}) == std::vector<int>{1, 0, 0});
+  CHECK(bad.rounds() == std::vector<int>{0, 1});
+  CHECK(good1.rounds() == std::vector<int>{0, 1, 2});
+  CHECK(good2.rounds() == std::vector<int>{0, 1, 2});
+  const std::unique_ptr<Store> reader(table.connect());
+  const std::vector<rdzv::NodeExclusion> excluded =
+      rdzv::excludedNodes(reader->get(rdzv::jobKeyPrefix("agent-test") + "exclusions", std::chrono::seconds(1)));
+  REQUIRE(excluded.size() == 1);
+  CHECK(excluded[0].node == "bad");
+  CHECK(excluded[0].kind == "blamed");
+  CHECK_THAT(excluded[0].reason, Catch::StartsWith("its workers ended 2 rounds in a row while the other nodes' ran "
+                                                   "(--max-node-blames 2); last, round 1: rank "));
+}
+
+TEST_CASE("elastic agent: --max-node-blames 0 keeps a failing node in until --max-restarts is spent",
+          "[elastic_agent][node_blame]") {
+  InMemoryStore table;
+  Node bad(table, 2, 3, 1, {0, "bad", 0});
+  Node good(table, 2, 3, 1, {0, "good", 0});
+  bad.script([](int) { return exitCode(3); });
+  good.script([](int) { return std::nullopt; });
+  CHECK(runTogether({&bad, &good}) == std::vector<int>{3, 3});
+  CHECK(bad.rounds() == std::vector<int>{0, 1, 2, 3});
+  const std::unique_ptr<Store> reader(table.connect());
+  CHECK_FALSE(reader->check({rdzv::jobKeyPrefix("agent-test") + "exclusions"}));
+}
+
+TEST_CASE("elastic agent: below the minimum without the excluded node, the job fails for want of nodes",
+          "[elastic_agent][node_blame]") {
+  InMemoryStore table;
+  const Elasticity settings{0, "", 2, std::chrono::milliseconds(30000), std::chrono::milliseconds(1500)};
+  Node bad(table, 2, 5, 1, settings);
+  Node good(table, 2, 5, 1, settings);
+  bad.script([](int) { return exitCode(3); });
+  good.script([](int) { return std::nullopt; });
+  CHECK(runTogether({&bad, &good}) == std::vector<int>{1, 1});  // the good node's: the join timeout's
+  CHECK(good.rounds() == std::vector<int>{0, 1});
 }

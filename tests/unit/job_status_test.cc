@@ -292,3 +292,31 @@ TEST_CASE("status: a round end's host and message stay within their line, in tex
   CHECK(json["end"]["host"] == "a\\x0a[forged] line");
   CHECK(json["end"]["message"] == "rank 0\\x0d\\x0a\\x1b[31mfine");
 }
+
+TEST_CASE("status: the nodes kept out are listed with their kind and why, from the exclusions key", "[status]") {
+  JobKeys keys = runningJob();
+  keys["exclusions"] =
+      R"({"node":"c","kind":"blamed","excluded":true,"reason":"its workers ended 2 rounds in a row","time":"2026-11-29T08:50:00Z"})"
+      "\n"
+      R"({"node":"d","kind":"unhealthy","excluded":true,"reason":"GPU 1 lost","time":"2026-11-29T08:51:00Z"})"
+      "\n"
+      R"({"node":"d","kind":"unhealthy","excluded":false,"reason":"healthy","time":"2026-11-29T08:52:00Z"})"
+      "\n"
+      R"({"node":"e\u001b[2J","kind":"unhealthy","excluded":true,"reason":"ECC\nerrors","time":"2026-11-29T08:53:00Z"})"
+      "\n";
+  const JobStatus status = evaluateJob("job", "h:1", keys, {{1, 0.4}, {2, 0.2}});
+  CHECK(status.state == JobStatus::State::Running);
+  const std::string text = renderStatusText(status);
+  CHECK_THAT(text, Catch::Contains(
+                       "  excluded: c (blamed, since 2026-11-29T08:50:00Z): its workers ended 2 rounds in a row\n"));
+  CHECK_THAT(text, Catch::Contains("  excluded: e\\x1b[2J (unhealthy, since 2026-11-29T08:53:00Z): ECC\\x0aerrors\n"));
+  CHECK(text.find("excluded: d") == std::string::npos);  // back in
+  const nlohmann::json excluded = statusJson(status)["excluded_nodes"];
+  REQUIRE(excluded.size() == 2);
+  CHECK(excluded[0] == nlohmann::json{{"node", "c"},
+                                      {"kind", "blamed"},
+                                      {"reason", "its workers ended 2 rounds in a row"},
+                                      {"time", "2026-11-29T08:50:00Z"}});
+  CHECK(excluded[1]["node"] == "e\\x1b[2J");
+  CHECK(statusJson(evaluateJob("job", "h:1", runningJob(), {}))["excluded_nodes"] == nlohmann::json::array());
+}

@@ -2,10 +2,15 @@
 
 #include <spdlog/spdlog.h>
 
+#include <limits>
+#include <thread>
+
 #include "base/out_of_descriptors.h"
 #include "base/seconds_text.h"
 #include "launcher/agent/agent_decisions.h"
 #include "launcher/agent/agent_session.h"
+#include "launcher/agent/node_blame.h"
+#include "launcher/agent/node_exclusion.h"
 #include "launcher/agent/round_run.h"
 #include "launcher/agent/stop_request.h"
 #include "launcher/plan/text_parsing.h"
@@ -23,6 +28,9 @@ namespace {
 using rdzv::RoundEnd;
 using rdzv::RoundInfo;
 using Reason = rdzv::RoundEnd::Reason;
+
+// How often an excluded store host looks whether the job has ended.
+constexpr std::chrono::milliseconds kClosedPollInterval{500};
 
 // Thrown by pollEvents: a stop signal arrived while no worker group ran.
 struct Interrupted {};
@@ -52,6 +60,8 @@ class ElasticAgent {
   RoundResult stopWithoutProgress(const RoundInfo& info, const RoundReport& report);
   void writeNoProgressReport(const RoundReport& report, const nlohmann::json& fields);
   RoundResult stopJob(const std::optional<GroupOutcome>& outcome);
+  RoundResult leaveExcluded(const RoundInfo& info);
+  int hostStoreUntilJobEnds();
   int endOfClosedJob(const rdzv::JobClosed& closed);
   void onSignal(int signal);
   void logRoundEnd(const RoundInfo& info, const RoundEnd& end);
@@ -63,10 +73,15 @@ class ElasticAgent {
   std::optional<int> currentRound_;  ///< the round whose workers run now
   bool stopAnnounced_ = false;
   RestartProgress progress_;  ///< this node's ranks' counters over the rounds it ran
+  NodeBlame blame_;           ///< the rounds this node's workers ended, in a row
 };
 
 ElasticAgent::ElasticAgent(const ResolvedJob& job, RendezvousConnection& connection, AgentWorkers& workers)
-    : job_(job), connection_(connection), workers_(workers), progress_(job.config.maxNoProgressRestarts) {
+    : job_(job),
+      connection_(connection),
+      workers_(workers),
+      progress_(job.config.maxNoProgressRestarts),
+      blame_(job.config.maxNodeBlames) {
   workers_.listen([this](int signal) { onSignal(signal); });
 }
 
@@ -215,6 +230,10 @@ RoundResult ElasticAgent::runRound(const RoundInfo& info) {
   // joining re-form the job without counting against --max-restarts, nor against this.
   const bool restarts = report.end.reason == Reason::WorkerFailed && !report.end.final;
   if (restarts && progress_.stopAfter(info.round, report.highestCounter)) return stopWithoutProgress(info, report);
+  const bool othersFailed = restarts && report.reportedHere && otherNodesFailed(connection_, info);
+  if (blame_.afterRound(info.round, report.end, report.reportedHere, othersFailed, info.assignment.nnodes)) {
+    return leaveExcluded(info);
+  }
   return afterRound(info, report.end, report.reportedHere);
 }
 
@@ -259,10 +278,46 @@ void ElasticAgent::writeNoProgressReport(const RoundReport& report, const nlohma
     printFailureReport(*report.outcome->rootCause, report.outcome->others, file, {{"no_progress", fields}});
     return;
   }
-  if (!file) return;
-  const nlohmann::json document = {
-      {"schema", kEventSchema}, {"root_cause", nullptr}, {"others", nlohmann::json::array()}, {"no_progress", fields}};
-  file.write(document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  writeFailureWithoutRootCause(file, {{"no_progress", fields}});
+}
+
+// This node's workers ended --max-node-blames rounds in a row while the others' ran: it
+// leaves the job for the rest of the run, and the others re-form without it (a waiting
+// spare takes its place) while the minimum of --nnodes allows. The round has ended already
+// for every node; the others expect this one in the next and, not finding it, close the
+// round at the last call. The store's host cannot leave: it keeps the store, running no
+// workers, until the job ends.
+RoundResult ElasticAgent::leaveExcluded(const RoundInfo& info) {
+  excludeThisNode(connection_, workers_.events(), job_.runId, blame_, info.round);
+  if (connection_.hostsStore()) return RoundResult{true, hostStoreUntilJobEnds(), std::nullopt};
+  return RoundResult{true, kExcludedExitStatus, std::nullopt};
+}
+
+// The excluded store host, until the job it hosts ends (a stop signal stops the job, as
+// anywhere else); then its exit barrier, for the members of the job's last round.
+int ElasticAgent::hostStoreUntilJobEnds() {
+  spdlog::info("this node hosts the rendezvous store, {}: it keeps it, running no workers, until the job ends",
+               connection_.storeName());
+  const std::string closedKey = connection_.rendezvous().key(rdzv::layout::kClosed);
+  try {
+    while (!connection_.store().check({closedKey})) {
+      pollEvents();
+      std::this_thread::sleep_for(kClosedPollInterval);
+    }
+  } catch (const Interrupted&) {
+    return stopJob(std::nullopt).status;
+  }
+  const RoundEnd end = RoundEnd::fromStoreValue(closedKey, connection_.store().get(closedKey, kFailureExitBarrier));
+  spdlog::info("the job has ended: {}", end.describe());
+  try {
+    const std::string roundKey = connection_.rendezvous().key(rdzv::layout::kRound);
+    const int last = rdzv::storedDecimal(roundKey, connection_.store().get(roundKey, kFailureExitBarrier), 0,
+                                         std::numeric_limits<int>::max(), "round");
+    connection_.rendezvous().waitForOthersToLeave(last, connection_.rendezvous().membersOf(last), kFailureExitBarrier);
+  } catch (const Error& error) {
+    spdlog::debug("no exit barrier for the last round: {}", error.what());
+  }
+  return kExcludedExitStatus;
 }
 
 void ElasticAgent::logRoundEnd(const RoundInfo& info, const RoundEnd& end) {
@@ -338,6 +393,7 @@ int ElasticAgent::endOfClosedJob(const rdzv::JobClosed& closed) {
         "rendezvous timed out: {}; start the missing nodes (pltrun with the same --rdzv-endpoint and "
         "--rdzv-id), or lower the minimum of --nnodes",
         end.message);
+    reportExcludedNodes(connection_, workers_.directory().failureReport());
   } else {
     spdlog::error("the job is over: {}", end.describe());
   }

@@ -102,6 +102,10 @@ void applySupervisionFlags(const RawFlags& raw, LaunchConfig& config) {
     config.maxNoProgressRestarts = static_cast<int>(parseIntegerFlag(
         "--max-no-progress-restarts", raw.maxNoProgressRestarts, 0, 1'000'000, "expected a non-negative integer"));
   }
+  if (!raw.maxNodeBlames.empty()) {
+    config.maxNodeBlames = static_cast<int>(
+        parseIntegerFlag("--max-node-blames", raw.maxNodeBlames, 0, 1'000'000, "expected a non-negative integer"));
+  }
   if (!raw.termTimeout.empty()) config.termTimeout = parseSecondsFlag("--term-timeout", raw.termTimeout);
   if (!raw.stallTimeout.empty()) config.stallTimeout = parseStallTimeout("--stall-timeout", raw.stallTimeout);
   if (!raw.monitorInterval.empty()) parseSecondsFlag("--monitor-interval", raw.monitorInterval);  // checked, unused

@@ -93,6 +93,9 @@ void declareWorkerAndNodeFlags(FlagDeclarer& declare, RawFlags& raw) {
   declare.valued(flag_name::kMaxNoProgressRestarts, raw.maxNoProgressRestarts,
                  "stop restarting (exit 125) after K restarts in a row in which no rank's heartbeat counter "
                  "($PLTRUN_HEARTBEAT) passed the highest reached before (default 3; 0: never)");
+  declare.valued(flag_name::kMaxNodeBlames, raw.maxNodeBlames,
+                 "elastic jobs: a node whose workers ended K rounds in a row while the other nodes' ran leaves the "
+                 "job for the rest of the run (default 2; 0: never)");
   declare.valued("np", raw.totalProcesses,
                  "horovodrun's and mpirun's -np N: N workers in all; on one node, --nproc-per-node N; with "
                  "--hosts/--hostfile, the first N slots in host order");

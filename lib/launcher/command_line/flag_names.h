@@ -18,6 +18,7 @@ inline constexpr char kRdzvId[] = "rdzv-id";
 inline constexpr char kRdzvConf[] = "rdzv-conf";
 inline constexpr char kMaxRestarts[] = "max-restarts";
 inline constexpr char kMaxNoProgressRestarts[] = "max-no-progress-restarts";
+inline constexpr char kMaxNodeBlames[] = "max-node-blames";
 inline constexpr char kTermTimeout[] = "term-timeout";
 inline constexpr char kStallTimeout[] = "stall-timeout";
 inline constexpr char kRole[] = "role";

@@ -16,6 +16,7 @@ struct RawFlags {
   std::string nprocPerNode, devices, nnodes, nodeRank, masterAddr, masterPort, maxRestarts;
   std::string runId, role, logDir, redirects, tee, localRanksFilter, termTimeout, stallTimeout;
   std::string maxNoProgressRestarts;
+  std::string maxNodeBlames;  ///< --max-node-blames (issue 46)
   /// --run-id, --rdzv-id's other name, with a target of its own because the PET_* defaults
   /// are applied after the command line: when it has a value (flag or PET_RUN_ID) it wins,
   /// as it did when CLI11 set one shared target in declaration order.

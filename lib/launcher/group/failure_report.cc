@@ -1,27 +1,18 @@
 #include "launcher/group/failure_report.h"
 
 #include <algorithm>
-#include <ctime>
 #include <nlohmann/json.hpp>
 #include <utility>
 #include <vector>
 
 #include "base/terminal_text.h"
+#include "base/utc_time_text.h"
 #include "launcher/output/console_writer.h"
 #include "launcher/output/event_log.h"
 #include "launcher/output/private_file.h"
 
 namespace pltrun {
 namespace {
-
-std::string isoTime(std::chrono::system_clock::time_point time) {
-  std::time_t seconds = std::chrono::system_clock::to_time_t(time);
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
 
 nlohmann::json failureJson(const WorkerFailure& failure) {
   nlohmann::json entry = {
@@ -32,7 +23,7 @@ nlohmann::json failureJson(const WorkerFailure& failure) {
       {"pid", failure.pid},
       {"exit_code", failure.end.signal ? nlohmann::json() : nlohmann::json(failure.end.exitCode)},
       {"signal", failure.end.signal ? nlohmann::json(signalName(failure.end.signal)) : nlohmann::json()},
-      {"time", isoTime(failure.time)},
+      {"time", utcTimeText(failure.time)},
       // null where the worker wrote none (torch's @record writes it on an exception)
       {"error_file", !failure.errorFile.empty() ? nlohmann::json(failure.errorFile) : nlohmann::json()},
   };
@@ -96,10 +87,10 @@ std::string formatFailureReport(const WorkerFailure& root, const std::vector<Wor
             root.host + ", pid " + std::to_string(root.pid) + ", attempt " + std::to_string(root.attempt) + "\n";
   if (root.stall) {
     report += "  " + root.describe() + "\n";
-    report += "  stopped, then ended with " + root.end.describe() + " at " + isoTime(root.time) + "; " +
+    report += "  stopped, then ended with " + root.end.describe() + " at " + utcTimeText(root.time) + "; " +
               stallStackNote(*root.stall) + "\n";
   } else {
-    report += "  " + root.describe() + " at " + isoTime(root.time) + "\n";
+    report += "  " + root.describe() + " at " + utcTimeText(root.time) + "\n";
   }
   if (root.recorded) {
     report += "  error: " + root.recorded->message + "\n";

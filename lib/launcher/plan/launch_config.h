@@ -150,6 +150,9 @@ struct LaunchConfig {
   /// --max-no-progress-restarts: restarts in a row whose ranks pass no earlier attempt's
   /// highest heartbeat counter before restarting stops (restart_progress.h); 0: no check.
   int maxNoProgressRestarts = 3;
+  /// --max-node-blames: elastic rounds in a row ended by one node's workers, while the other
+  /// nodes' ran, before that node is excluded for the rest of the run (node_blame.h); 0: never.
+  int maxNodeBlames = 2;
   std::chrono::milliseconds termTimeout{30000};  ///< --term-timeout, --shutdown-timeout
   /// torchrun's --virtual-local-rank: every worker has LOCAL_RANK 0 and sees only its GPU.
   bool virtualLocalRank = false;

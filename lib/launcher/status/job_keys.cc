@@ -40,7 +40,8 @@ JobKeyReader storeKeyReader(Store& store, const std::string& runId) {
 
 JobKeys readJobKeys(const JobKeyReader& read) {
   JobKeys keys;
-  for (const std::string& name : {layout::kRound, layout::kFailures, layout::kClosed}) readIfPresent(read, name, keys);
+  for (const std::string& name : {layout::kRound, layout::kFailures, layout::kClosed, layout::kExclusions})
+    readIfPresent(read, name, keys);
   if (!keys.count(layout::kRound)) return keys;
   const int round = keyInteger(keys, layout::kRound, 0);
   if (round > 0) readRound(read, round - 1, keys);

@@ -27,7 +27,7 @@ JobKeyReader storeKeyReader(Store& store, const std::string& runId);
 /// while some are missing (a node that has not beaten yet).
 JobKeysReader storeKeysReader(Store& store, const std::string& runId);
 
-/// Every key evaluateJob() reads: the job's (round, failures, closed) and those of the
+/// Every key evaluateJob() reads: the job's (round, failures, closed, exclusions) and those of the
 /// newest round and the one before it (count, complete, end, missing, and per slot its
 /// descriptor, assignment, state and heartbeat counter).
 JobKeys readJobKeys(const JobKeyReader& read);

@@ -253,6 +253,7 @@ JobStatus evaluateJob(const std::string& runId, const std::string& endpoint, con
   }
   job.end = readRoundEnd(keys, closed ? layout::kClosed : layout::end(job.round), job);
   job.slotsCut = keyInteger(keys, layout::count(job.round), 0) > kMaxStatusSlots;
+  job.excluded = rdzv::excludedNodes(valueOf(keys, layout::kExclusions).value_or(""));
   if (formed) {
     readFormedRound(keys, job.round, *formed, ages, job);
   } else {
@@ -401,6 +402,10 @@ std::string renderStatusText(const JobStatus& status) {
     text += "  spare: " + terminalSafeLine(spare.host) + " (" + terminalSafeLine(spare.address) +
             (spare.pid ? ", pid " + std::to_string(spare.pid) : "") + ")\n";
   }
+  for (const rdzv::NodeExclusion& node : status.excluded) {
+    text += "  excluded: " + node.node + " (" + node.kind + (node.time.empty() ? "" : ", since " + node.time) +
+            "): " + node.reason + "\n";
+  }
   if (!status.missing.empty())
     text += "  missing: " + rdzv::nodeNamesText(safeNames(status), status.missing.size()) + "\n";
   if (status.slotsCut)
@@ -438,6 +443,7 @@ json statusJson(const JobStatus& status) {
           {"nodes", nodes},
           {"spares", spares},
           {"missing", safeNames(status)},
+          {"excluded_nodes", rdzv::excludedNodesJson(status.excluded)},
           {"malformed_keys", status.malformedKeys},
           {"end", end},
           {"job_exit_status", status.state == JobStatus::State::Finished ? json(status.exitStatus) : json()}};

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "rendezvous/elastic/node_exclusions.h"
 #include "rendezvous/elastic/round_end.h"
 
 namespace pltrun {
@@ -59,7 +60,9 @@ struct JobStatus {
   std::vector<NodeStatus> spares;
   std::vector<std::string> missing;   ///< while waiting or re-forming: last round's nodes not back yet
   std::optional<rdzv::RoundEnd> end;  ///< why the round or the job ended
-  int exitStatus = 0;                 ///< Finished: the status the job ended with
+  /// The nodes kept out (the exclusions key): unhealthy ones, and those blamed for rounds.
+  std::vector<rdzv::NodeExclusion> excluded;
+  int exitStatus = 0;  ///< Finished: the status the job ended with
   /// Keys whose values are not what pltrun writes there (a wrong type, another program's
   /// value) where the state depends on them: the state cannot be known (exit status 2).
   std::vector<std::string> malformedKeys;
