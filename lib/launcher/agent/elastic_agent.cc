@@ -6,6 +6,7 @@
 #include "base/seconds_text.h"
 #include "launcher/agent/agent_decisions.h"
 #include "launcher/agent/agent_session.h"
+#include "launcher/agent/health_gate.h"
 #include "launcher/agent/round_run.h"
 #include "launcher/agent/stop_request.h"
 #include "launcher/plan/text_parsing.h"
@@ -63,10 +64,15 @@ class ElasticAgent {
   std::optional<int> currentRound_;  ///< the round whose workers run now
   bool stopAnnounced_ = false;
   RestartProgress progress_;  ///< this node's ranks' counters over the rounds it ran
+  HealthGate health_;         ///< checked before each join
 };
 
 ElasticAgent::ElasticAgent(const ResolvedJob& job, RendezvousConnection& connection, AgentWorkers& workers)
-    : job_(job), connection_(connection), workers_(workers), progress_(job.config.maxNoProgressRestarts) {
+    : job_(job),
+      connection_(connection),
+      workers_(workers),
+      progress_(job.config.maxNoProgressRestarts),
+      health_(job, connection, workers.events()) {
   workers_.listen([this](int signal) { onSignal(signal); });
 }
 
@@ -147,6 +153,7 @@ int ElasticAgent::runRounds() {
     if (lastRound >= 0 && connection_.confirmLeaseLost()) joinAgainAsNewNode();
     RoundInfo info;
     try {
+      health_.waitUntilHealthy([this] { pollEvents(); });  // an unhealthy node stays out
       info = connection_.rendezvous().join(lastRound, expectedNodes, [this] { pollEvents(); });
     } catch (const rdzv::JobClosed& closed) {
       return endOfClosedJob(closed);

@@ -21,7 +21,7 @@ namespace pltrun {
 /// One check's verdict. Skipped: the driver or GPU does not support it (with why).
 struct HealthCheckResult {
   enum class Verdict { Passed, Failed, Skipped };
-  std::string name;    ///< "gpu count", "gpu lost", "recovery action", "ecc", "retired pages", "health-check"
+  std::string name;  ///< "gpu count", "gpu lost", "recovery action", "ecc", "retired pages", "health-check"
   Verdict verdict = Verdict::Passed;
   std::string detail;  ///< one line: what was seen ("GPU 1: fallen off the bus"), or why skipped
 };
@@ -42,10 +42,10 @@ struct NodeHealth {
 /// --health-check-interval; the site config's health-check, health-check-timeout,
 /// health-check-interval).
 struct HealthCheckOptions {
-  std::string command;                            ///< run by /bin/sh -c; empty: none
-  std::chrono::milliseconds timeout{60'000};      ///< the command is killed after it, and fails
+  std::string command;                                ///< run by /bin/sh -c; empty: none
+  std::chrono::milliseconds timeout{60'000};          ///< the command is killed after it, and fails
   std::chrono::milliseconds recheckInterval{30'000};  ///< an unhealthy agent checks again after it
-  std::optional<int> expectedGpus;                ///< the GPUs this node must see (from --nproc-per-node gpu / --devices); none: any
+  std::optional<int> expectedGpus;  ///< the GPUs this node must see (from --nproc-per-node gpu / --devices); none: any
 };
 
 /// Runs every check once (the GPU checks only where the node has GPUs or fakes them).
