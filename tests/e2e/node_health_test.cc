@@ -97,7 +97,7 @@ TEST_CASE("pltrun health reads NVML's answers: lost, recovery action, ECC, remap
   const Finished noEcc = runPltrun(
       {"health"}, envWith({"LD_LIBRARY_PATH=" FAKE_NVML_DIR, "FAKE_NVML_GPUS=1a:H100", "FAKE_NVML_HEALTH=0=noecc"}));
   CHECK(noEcc.status == 0);
-  CHECK_THAT(noEcc.out, Contains("ecc: skipped (not supported by this GPU or driver)"));
+  CHECK_THAT(noEcc.out, Contains("ecc: skipped (GPU 0: not supported by this GPU or driver)"));
   // No driver at all: every GPU check skipped, the node healthy.
   const Finished none = runPltrun({"health"}, envWith({"LD_LIBRARY_PATH=/nonexistent"}));
   CHECK_THAT(none.out, Contains("gpu lost: skipped ("));
@@ -120,9 +120,13 @@ TEST_CASE("pltrun health: a slow --health-check is killed at its timeout, and ba
 TEST_CASE("pltrun health and a job take --health-check from the site config", "[health]") {
   TempDir dir;
   { std::ofstream(dir / "pltrun.toml") << "health-check = \"echo site check; exit 9\"\n"; }
-  const Finished site = runPltrun({"health"}, envWith({"PLTRUN_CONFIG=" + dir / "pltrun.toml"}));
+  const std::vector<std::string> env{"PLTRUN_CONFIG=" + dir / "pltrun.toml", "PLTRUN_FAKE_GPUS", "LD_LIBRARY_PATH"};
+  const Finished site = runPltrun({"health"}, env);
   CHECK(site.status == 1);
   CHECK_THAT(site.out, Contains("'echo site check; exit 9' exited with status 9: site check"));
+  const Finished job = runPltrun({"--nproc-per-node", "1", "--no-python", "/bin/true"}, env);
+  CHECK(job.status == 1);
+  CHECK_THAT(job.err, Contains("so the job does not start: health-check: 'echo site check; exit 9'"));
 }
 
 TEST_CASE("a static job on an unhealthy node does not start, and says why", "[health]") {
@@ -166,8 +170,12 @@ TEST_CASE("an elastic node whose GPU is lost or needs recovery stays out, and th
     job.start();
     std::vector<Finished> results = job.waitAll();
     INFO(fault << describe(results));
-    for (const Finished& result : results) CHECK(result.status == 0);
+    CHECK(results[0].status == 0);
+    CHECK(results[2].status == 0);
+    // The sick node ends with the job, saying it stayed out: status 1.
+    CHECK(results[1].status == 1);
     CHECK_THAT(results[1].err, Contains("this node is unhealthy, so it does not join the job: "));
+    CHECK_THAT(results[1].err, Contains("while this node was out of it, unhealthy"));
     CHECK_THAT(results[1].err, Contains(fault == "1=lost" ? "gpu lost: GPU 1: lost" : "recovery action: GPU 0"));
     // Four workers (two nodes), none of them the sick node's.
     for (int rank = 0; rank < 4; ++rank) CHECK(workerEnvironment(dir, rank)["WORLD_SIZE"] == "4");
@@ -217,7 +225,8 @@ TEST_CASE("in network namespaces a node whose --health-check fails stays out and
   { std::ofstream(dir / "release") << "1"; }
   std::vector<Finished> results = job.waitAll();
   INFO(describe(results));
-  for (const Finished& result : results) CHECK(result.status == 0);
+  for (size_t agent : {0, 1, 3}) CHECK(results[agent].status == 0);
+  CHECK(results[2].status == 1);  // out since round 0 ended, until the job did
   CHECK_THAT(results[2].err, Contains("this node is unhealthy, so it does not join the job: health-check: 'test ! -e"));
   CHECK_THAT(results[2].err, Contains("exited with status 1: NIC down"));
   const auto events = agentEvents(dir, job.runId(), sick.pid());

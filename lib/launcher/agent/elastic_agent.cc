@@ -153,7 +153,7 @@ int ElasticAgent::runRounds() {
     if (lastRound >= 0 && connection_.confirmLeaseLost()) joinAgainAsNewNode();
     RoundInfo info;
     try {
-      health_.waitUntilHealthy([this] { pollEvents(); });  // an unhealthy node stays out
+      if (auto left = health_.waitUntilHealthy([this] { pollEvents(); })) return *left;  // an unhealthy node stays out
       info = connection_.rendezvous().join(lastRound, expectedNodes, [this] { pollEvents(); });
     } catch (const rdzv::JobClosed& closed) {
       return endOfClosedJob(closed);

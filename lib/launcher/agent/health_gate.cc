@@ -25,17 +25,17 @@ HealthGate::HealthGate(const ResolvedJob& job, RendezvousConnection& connection,
       enabled_(checksHealthBeforeLaunch(job.config, job.inherited)),
       options_(healthOptionsFor(job.config, job.layout)) {}
 
-void HealthGate::waitUntilHealthy(const std::function<void()>& betweenWaits) {
-  if (!enabled_) return;
+std::optional<int> HealthGate::waitUntilHealthy(const std::function<void()>& betweenWaits) {
+  if (!enabled_) return std::nullopt;
   for (;;) {
     const NodeHealth health = checkNodeHealth(options_, job_.inherited);
     for (const HealthCheckResult& check : health.checks) spdlog::debug("health check {}", checkLine(check));
     if (health.healthy()) {
       if (excluded_) reportHealthy();
-      return;
+      return std::nullopt;
     }
     reportUnhealthy(health);
-    waitForRecheck(betweenWaits);
+    if (waitForRecheck(betweenWaits)) return kUnhealthyAgentStatus;
   }
 }
 
@@ -72,31 +72,36 @@ void HealthGate::recordExclusion(bool excluded, const std::string& reason) {
 }
 
 // Sleeps out the interval in slices: signals are handled, and a job that ended meanwhile
-// ends this agent too.
-void HealthGate::waitForRecheck(const std::function<void()>& betweenWaits) {
+// (its closed key set, or its store gone) ends this agent too. Returns whether it did.
+bool HealthGate::waitForRecheck(const std::function<void()>& betweenWaits) {
   const auto until = std::chrono::steady_clock::now() + options_.recheckInterval;
   for (;;) {
     betweenWaits();
-    throwIfJobClosed();
+    if (jobEnded()) return true;
     const auto left = until - std::chrono::steady_clock::now();
-    if (left <= std::chrono::steady_clock::duration::zero()) return;
+    if (left <= std::chrono::steady_clock::duration::zero()) return false;
     std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(left, kWaitSlice));
   }
 }
 
-// As a waiting spare learns it: the job's closed key (a final RoundEnd).
-void HealthGate::throwIfJobClosed() {
-  const std::string key = connection_.rendezvous().key(rdzv::layout::kClosed);
-  if (!connection_.store().check({key})) {
-    sawJobOpen_ = true;
-    return;
+// The job is over without this node: it never joined since it fell ill, so how the job
+// ended is not its status; it stayed out, unhealthy (kUnhealthyAgentStatus). A node that
+// hosts the store keeps it until the others have left, as the exit barrier does.
+bool HealthGate::jobEnded() {
+  try {
+    if (!connection_.store().check({connection_.rendezvous().key(rdzv::layout::kClosed)})) return false;
+    spdlog::error("the job ended while this node was out of it, unhealthy: {}", lastReason_);
+    if (connection_.hostsStore()) {
+      const int round =
+          static_cast<int>(connection_.store().add(connection_.rendezvous().key(rdzv::layout::kRound), 0));
+      connection_.rendezvous().waitForOthersToLeave(round, connection_.rendezvous().membersOf(round),
+                                                    connection_.settings().closeTimeout);
+    }
+  } catch (const Error& error) {
+    spdlog::error("the job's store is gone while this node was out of it, unhealthy ({}): {}", error.what(),
+                  lastReason_);
   }
-  rdzv::RoundEnd closed = rdzv::RoundEnd::fromStoreValue(key, connection_.store().get(key));
-  if (!closed.final) {
-    closed.final = true;
-    closed.status = 1;
-  }
-  throw rdzv::JobClosed{closed, !sawJobOpen_};
+  return true;
 }
 
 }  // namespace pltrun

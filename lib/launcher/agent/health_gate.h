@@ -7,6 +7,7 @@
 // says so (node_healthy, an exclusions line with excluded false) and joins.
 
 #include <functional>
+#include <optional>
 
 #include "launcher/agent/rendezvous_connection.h"
 #include "launcher/group/resolved_job.h"
@@ -15,21 +16,24 @@
 
 namespace pltrun {
 
+/// The exit status of an agent that stayed out of the job, unhealthy, until it ended.
+constexpr int kUnhealthyAgentStatus = 1;
+
 class HealthGate {
  public:
   HealthGate(const ResolvedJob& job, RendezvousConnection& connection, EventLog& events);
 
   /// Returns once this node is healthy (at once where the job runs no checks). While it
-  /// waits, `betweenWaits` runs every fraction of a second (it may throw to stop), and
-  /// rdzv::JobClosed is thrown when the job ends without this node.
-  void waitUntilHealthy(const std::function<void()>& betweenWaits);
+  /// waits, `betweenWaits` runs every fraction of a second (it may throw to stop). When the
+  /// job ends without this node (or its store goes), returns the agent's exit status.
+  std::optional<int> waitUntilHealthy(const std::function<void()>& betweenWaits);
 
  private:
   void reportUnhealthy(const NodeHealth& health);
   void reportHealthy();
   void recordExclusion(bool excluded, const std::string& reason);
-  void waitForRecheck(const std::function<void()>& betweenWaits);
-  void throwIfJobClosed();
+  bool waitForRecheck(const std::function<void()>& betweenWaits);
+  bool jobEnded();
 
   const ResolvedJob& job_;
   RendezvousConnection& connection_;
@@ -38,7 +42,6 @@ class HealthGate {
   HealthCheckOptions options_;
   bool excluded_ = false;   ///< its last exclusions line says excluded
   std::string lastReason_;  ///< said once per change, not at every recheck
-  bool sawJobOpen_ = false;
 };
 
 }  // namespace pltrun
