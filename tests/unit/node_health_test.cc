@@ -164,6 +164,10 @@ TEST_CASE("health: a job's layout gives the GPUs a node must see, and when check
   layout.workerCount = 4;
   CHECK_FALSE(pltrun::healthOptionsFor(config, layout).expectedGpus);
   CHECK_FALSE(pltrun::checksHealthBeforeLaunch(config, {}));  // one node on CPUs: NVML not loaded
+  config.nprocPerNode = pltrun::WorkerCount{pltrun::WorkerCount::Kind::Auto, 0};
+  CHECK_FALSE(pltrun::healthOptionsFor(config, layout).expectedGpus);  // auto on a machine of CPUs
+  config.nprocPerNode = pltrun::WorkerCount{pltrun::WorkerCount::Kind::Gpu, 0};
+  CHECK(pltrun::healthOptionsFor(config, layout).expectedGpus == 4);
   layout.cudaVisibleDevices = "0,2";
   CHECK(pltrun::healthOptionsFor(config, layout).expectedGpus == 2);
   layout.cudaVisibleDevices = "";

@@ -16,8 +16,8 @@ HealthCheckOptions healthOptionsFor(const LaunchConfig& config, const WorkerLayo
     if (!layout.cudaVisibleDevices->empty()) {
       options.expectedGpus = static_cast<int>(splitText(*layout.cudaVisibleDevices, ',').size());
     }
-  } else if (layoutNeedsGpus(config.nprocPerNode, config.devices) || config.autoSelectGpus) {
-    options.expectedGpus = layout.workerCount;  // one GPU per worker
+  } else if ((config.nprocPerNode && config.nprocPerNode->kind == WorkerCount::Kind::Gpu) || config.autoSelectGpus) {
+    options.expectedGpus = layout.workerCount;  // one GPU per worker (auto may mean CPUs: none expected)
   }
   return options;
 }
