@@ -234,3 +234,28 @@ TEST_CASE("in network namespaces a node whose --health-check fails stays out and
   CHECK(eventsNamed(events, "rendezvous_complete").size() == 1);  // round 0 only
   checkNoWorkerLeft(dir);
 }
+
+TEST_CASE("an elastic node that becomes healthy again joins the running job", "[health][elastic]") {
+  TempDir dir;
+  WorkerSweeper sweeper(dir);
+  { std::ofstream(dir / "sick") << "1"; }
+  ElasticJob job(dir, "2:3", "healed", {"--health-check-interval", "0.5"}, {testWorker(), "serve", dir.path()});
+  job.start();
+  ChildProcess& healed = job.start({}, "127.0.0.1", {"--health-check", "test ! -e " + dir / "sick"});
+  REQUIRE(healed.waitForStderr("does not join the job", 30s));
+  job.start();
+  waitForRound(dir, 4, 0);
+  std::filesystem::remove(dir / "sick");
+  // It asks the running job to re-form with it: three nodes, six ranks.
+  waitForRound(dir, 6, 1);
+  { std::ofstream(dir / "release") << "1"; }
+  std::vector<Finished> results = job.waitAll();
+  INFO(describe(results));
+  for (const Finished& result : results) CHECK(result.status == 0);
+  CHECK_THAT(results[1].err, Contains("this node is healthy again; joining the job"));
+  const auto events = agentEvents(dir, job.runId(), healed.pid());
+  REQUIRE(eventsNamed(events, "node_unhealthy").size() == 1);
+  REQUIRE(eventsNamed(events, "node_healthy").size() == 1);
+  CHECK_THAT(eventsNamed(events, "node_healthy")[0]["previous_reason"].get<std::string>(), Contains("health-check"));
+  checkNoWorkerLeft(dir);
+}
