@@ -7,16 +7,26 @@
 # --numa-binding reads the real GPUs' PCI addresses from NVML; --auto-select-gpus refuses
 # GPU 0 while a process holds it, naming its pid, and takes it once that ends; the wheel
 # (when DIR holds pltrun-*.whl) installs into a venv of the machine's Python and its
-# pltrun.lightning.HeartbeatCallback drives --stall-timeout in a real Lightning Trainer.
+# pltrun.lightning.HeartbeatCallback drives --stall-timeout in a real Lightning Trainer;
+# `pltrun health` runs NVML's node checks on the real GPUs (each verdict shown, all pass).
 # Not run by CI (no GPU there). On the lent machine, with a stripped pltrun and the shared
 # libraries it needs copied into one folder DIR beside this script (and the wheel):
-#   bash scripts/gpu-check.sh DIR   (ONLY_KILL=1, ONLY_HANG=1, ONLY_QUEUE=1, ONLY_AUTO=1 or ONLY_LIGHTNING=1: that check alone)
+#   bash scripts/gpu-check.sh DIR   (ONLY_KILL=1, ONLY_HANG=1, ONLY_QUEUE=1, ONLY_AUTO=1, ONLY_LIGHTNING=1 or ONLY_HEALTH=1: that check alone)
 set -u
 cd "${1:?usage: gpu-check.sh DIR_WITH_PLTRUN}"
 export LD_LIBRARY_PATH=$PWD
 ./pltrun --version || { ldd ./pltrun; exit 1; }
 nvidia-smi -L
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'nccl', torch.cuda.nccl.version())"
+echo "== pltrun health: NVML's node checks on the real GPUs (every verdict shown; healthy expected)"
+gpus=$(nvidia-smi -L | grep -c '^GPU ')
+./pltrun health --expected-gpus "$gpus"; echo "rc=$? (0 expected)"
+./pltrun health --json --expected-gpus "$gpus" --health-check 'nvidia-smi -L'; echo "rc=$? (0 expected)"
+./pltrun health --expected-gpus $((gpus + 1)); echo "rc=$? (1 expected: one GPU more than there are)"
+./pltrun --nproc-per-node gpu --health-check 'echo site check says no; exit 1' --no-python /bin/true
+echo "rc=$? (1 expected: the job does not start)"
+./pltrun --nproc-per-node gpu --no-python /bin/true; echo "rc=$? (0 expected: the checks pass, the job runs)"
+[ -n "${ONLY_HEALTH:-}" ] && exit 0
 cat > ddp.py <<'PY'
 import os, torch, torch.distributed as dist
 dist.init_process_group("nccl")

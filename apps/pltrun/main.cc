@@ -9,6 +9,7 @@
 #include "base/terminal_text.h"
 #include "launcher/command_line/command_line.h"
 #include "launcher/command_line/process_inputs.h"
+#include "launcher/health/health_command.h"
 #include "launcher/launcher.h"
 #include "launcher/output/console_writer.h"
 #include "launcher/output/launcher_log.h"
@@ -68,6 +69,7 @@ int main(int argc, char** argv) {
 
   try {
     if (pltrun::isStatusCommand(argc, argv)) return pltrun::runStatusCommand(argc, argv, pltrun::currentEnvironment());
+    if (pltrun::isHealthCommand(argc, argv)) return pltrun::runHealthCommand(argc, argv, pltrun::currentEnvironment());
     // The one place the parser meets the process: its environment and the file system.
     auto parsed = pltrun::parseCommandLine(argc, argv, pltrun::currentEnvironment(), pltrun::readFileFromDisk,
                                            pltrun::fileExistsOnDisk, pltrun::readOwnFileFromDisk);

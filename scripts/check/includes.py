@@ -28,6 +28,7 @@ OUTPUT = PLAN + ["launcher/output/", "version/"]
 PROCESS = OUTPUT + ["launcher/process/"]
 GROUP = PROCESS + ["launcher/stall/", "launcher/placement/", "launcher/group/"]
 NET = PLAN + ["launcher/command_line/", "rendezvous/etcd/"]
+HEALTH = PROCESS + ["launcher/placement/", "launcher/command_line/", "launcher/health/"]
 ALLOWED = {
     "rendezvous/base": [],
     "rendezvous/store": BASE + STORE_PUBLIC,
@@ -44,8 +45,9 @@ ALLOWED = {
     "lib/launcher/stall": PROCESS,
     "lib/launcher/group": GROUP,
     "lib/launcher/net": NET,
-    "lib/launcher/static_job": GROUP + ["launcher/net/"],
-    "lib/launcher/agent": GROUP + NET + ["launcher/net/", "rendezvous/"],
+    "lib/launcher/health": HEALTH,
+    "lib/launcher/static_job": GROUP + ["launcher/net/", "launcher/health/"],
+    "lib/launcher/agent": GROUP + NET + ["launcher/net/", "rendezvous/", "launcher/health/"],
     "lib/launcher/driver": GROUP + NET + ["launcher/net/", "rendezvous/elastic/store_layout.h"],
     "lib/launcher/status": NET + ["launcher/net/", "rendezvous/"],
 }

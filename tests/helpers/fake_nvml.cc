@@ -2,7 +2,11 @@
 // handles, PCI addresses, models: lib/launcher/placement/nvml_library.h) runs in tests on
 // machines without a GPU. FAKE_NVML_GPUS=BUS:MODEL,BUS:MODEL lists the GPUs in NVML's
 // order (PCI domain 0, device 0, BUS in hex); no process runs on any, every one is in the
-// default compute mode. The e2e tests put its directory on LD_LIBRARY_PATH.
+// default compute mode. FAKE_NVML_HEALTH=INDEX=STATE,... makes GPUs unhealthy for the node
+// health checks (lib/launcher/health/nvml_health.cc): lost (NVML_ERROR_GPU_IS_LOST from its
+// handle), recovery (recovery action: reset), ecc (2 uncorrectable errors), remap (row
+// remapping failed), noecc (ECC counters not supported). The e2e tests put its directory on
+// LD_LIBRARY_PATH.
 
 #include <cstdint>
 #include <cstdio>
@@ -15,7 +19,9 @@ namespace {
 
 constexpr int kSuccess = 0;
 constexpr int kInvalidArgument = 2;
+constexpr int kNotSupported = 3;
 constexpr int kNotFound = 6;
+constexpr int kGpuIsLost = 15;
 
 struct Gpu {
   unsigned bus = 0;
@@ -54,6 +60,31 @@ bool gpuOf(void* device, Gpu* gpu, unsigned* index = nullptr) {
   return true;
 }
 
+// FAKE_NVML_HEALTH's state of GPU `index`: "" when healthy.
+std::string healthOf(unsigned index) {
+  const char* text = std::getenv("FAKE_NVML_HEALTH");
+  std::string rest = text != nullptr ? text : "";
+  std::string state;
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    const std::string entry = rest.substr(0, comma);
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+    const size_t equals = entry.find('=');
+    if (equals != std::string::npos && std::strtoul(entry.substr(0, equals).c_str(), nullptr, 10) == index) {
+      state = entry.substr(equals + 1);
+    }
+  }
+  return state;
+}
+
+// nvmlFieldValue_t.
+struct FieldValue {
+  unsigned int fieldId, scopeId;
+  long long timestamp, latencyUsec;
+  int valueType, nvmlReturn;
+  unsigned long long value;
+};
+
 }  // namespace
 
 extern "C" {
@@ -68,6 +99,7 @@ int nvmlDeviceGetCount_v2(unsigned int* count) {
 
 int nvmlDeviceGetHandleByIndex_v2(unsigned int index, void** device) {
   if (index >= gpus().size()) return kInvalidArgument;
+  if (healthOf(index) == "lost") return kGpuIsLost;
   *device = reinterpret_cast<void*>(static_cast<std::uintptr_t>(index) + 1);
   return kSuccess;
 }
@@ -105,6 +137,37 @@ int nvmlDeviceGetComputeRunningProcesses_v3(void* device, unsigned int* count, v
   Gpu gpu;
   *count = 0;
   return gpuOf(device, &gpu) ? kSuccess : kInvalidArgument;
+}
+
+int nvmlDeviceGetFieldValues(void* device, int count, FieldValue* values) {
+  Gpu gpu;
+  unsigned index = 0;
+  if (!gpuOf(device, &gpu, &index)) return kInvalidArgument;
+  for (int at = 0; at < count; ++at) {
+    values[at].nvmlReturn = values[at].fieldId == 230 ? kSuccess : kNotSupported;  // the recovery action
+    values[at].valueType = 1;                                                      // unsigned int
+    values[at].value = healthOf(index) == "recovery" ? 1 : 0;                      // reset the GPU
+  }
+  return kSuccess;
+}
+
+int nvmlDeviceGetTotalEccErrors(void* device, int, int, unsigned long long* count) {
+  Gpu gpu;
+  unsigned index = 0;
+  if (!gpuOf(device, &gpu, &index)) return kInvalidArgument;
+  if (healthOf(index) == "noecc") return kNotSupported;
+  *count = healthOf(index) == "ecc" ? 2 : 0;
+  return kSuccess;
+}
+
+int nvmlDeviceGetRemappedRows(void* device, unsigned* corrected, unsigned* uncorrected, unsigned* pending,
+                              unsigned* failed) {
+  Gpu gpu;
+  unsigned index = 0;
+  if (!gpuOf(device, &gpu, &index)) return kInvalidArgument;
+  *corrected = *uncorrected = *pending = 0;
+  *failed = healthOf(index) == "remap" ? 1 : 0;
+  return kSuccess;
 }
 
 }  // extern "C"

@@ -11,6 +11,7 @@
 #include "launcher/agent/agent_session.h"
 #include "launcher/agent/node_blame.h"
 #include "launcher/agent/node_exclusion.h"
+#include "launcher/agent/health_gate.h"
 #include "launcher/agent/round_run.h"
 #include "launcher/agent/stop_request.h"
 #include "launcher/plan/text_parsing.h"
@@ -74,6 +75,7 @@ class ElasticAgent {
   bool stopAnnounced_ = false;
   RestartProgress progress_;  ///< this node's ranks' counters over the rounds it ran
   NodeBlame blame_;           ///< the rounds this node's workers ended, in a row
+  HealthGate health_;         ///< checked before each join
 };
 
 ElasticAgent::ElasticAgent(const ResolvedJob& job, RendezvousConnection& connection, AgentWorkers& workers)
@@ -81,7 +83,8 @@ ElasticAgent::ElasticAgent(const ResolvedJob& job, RendezvousConnection& connect
       connection_(connection),
       workers_(workers),
       progress_(job.config.maxNoProgressRestarts),
-      blame_(job.config.maxNodeBlames) {
+      blame_(job.config.maxNodeBlames),
+      health_(job, connection, workers.events()) {
   workers_.listen([this](int signal) { onSignal(signal); });
 }
 
@@ -162,6 +165,7 @@ int ElasticAgent::runRounds() {
     if (lastRound >= 0 && connection_.confirmLeaseLost()) joinAgainAsNewNode();
     RoundInfo info;
     try {
+      if (auto left = health_.waitUntilHealthy([this] { pollEvents(); })) return *left;  // an unhealthy node stays out
       info = connection_.rendezvous().join(lastRound, expectedNodes, [this] { pollEvents(); });
     } catch (const rdzv::JobClosed& closed) {
       return endOfClosedJob(closed);

@@ -93,6 +93,23 @@ void warnStartTimeoutOnOneNode(const RawFlags& raw, LaunchConfig& config) {
                                     "one node (it applies with --hosts/--hostfile or --nnodes above 1)"});
 }
 
+// Node health (issue 46): a timeout or interval of 0 would fail every check, or check
+// without pause.
+void applyHealthFlags(const RawFlags& raw, LaunchConfig& config) {
+  config.healthCheck = raw.healthCheck;
+  const auto positiveSeconds = [](const char* flag, const std::string& value) {
+    const std::chrono::milliseconds seconds = parseSecondsFlag(flag, value);
+    if (seconds.count() <= 0) throwInvalidFlag(flag, value, "expected seconds above 0");
+    return seconds;
+  };
+  if (!raw.healthCheckTimeout.empty()) {
+    config.healthCheckTimeout = positiveSeconds("--health-check-timeout", raw.healthCheckTimeout);
+  }
+  if (!raw.healthCheckInterval.empty()) {
+    config.healthCheckInterval = positiveSeconds("--health-check-interval", raw.healthCheckInterval);
+  }
+}
+
 void applySupervisionFlags(const RawFlags& raw, LaunchConfig& config) {
   if (!raw.maxRestarts.empty()) {
     config.maxRestarts = static_cast<int>(
@@ -107,6 +124,7 @@ void applySupervisionFlags(const RawFlags& raw, LaunchConfig& config) {
         parseIntegerFlag("--max-node-blames", raw.maxNodeBlames, 0, 1'000'000, "expected a non-negative integer"));
   }
   if (!raw.termTimeout.empty()) config.termTimeout = parseSecondsFlag("--term-timeout", raw.termTimeout);
+  applyHealthFlags(raw, config);
   if (!raw.stallTimeout.empty()) config.stallTimeout = parseStallTimeout("--stall-timeout", raw.stallTimeout);
   if (!raw.monitorInterval.empty()) parseSecondsFlag("--monitor-interval", raw.monitorInterval);  // checked, unused
   // torch allows these three; workers are always separate processes here, as with spawn.

@@ -198,6 +198,17 @@ void declareProgramFlags(FlagDeclarer& declare, RawFlags& raw) {
                "rank 0 hosts the workers' TCPStore (torchrun's static behaviour) instead of pltrun");
 }
 
+void declareHealthFlags(FlagDeclarer& declare, RawFlags& raw) {
+  declare.section("Node health (before a static job starts and before an agent joins each round)");
+  declare.valued("health-check", raw.healthCheck,
+                 "a command (run by /bin/sh -c) that says whether this node may take part: exit 0 healthy; "
+                 "besides it, NVML's GPU checks run (pltrun health runs them alone)");
+  declare.valued("health-check-timeout", raw.healthCheckTimeout,
+                 "seconds --health-check may run before it is killed and counts as failed (default 60)");
+  declare.valued("health-check-interval", raw.healthCheckInterval,
+                 "seconds an unhealthy elastic node waits before it checks again (default 30)");
+}
+
 void declareRemoteFlags(FlagDeclarer& declare, RawFlags& raw) {
   declare.section("Many hosts from one shell (over ssh)");
   declare.valued("hosts", raw.hosts, "run on these hosts from here, over ssh: h1:4,h2:4 (HOST:SLOTS)", "-H");
@@ -236,6 +247,7 @@ std::shared_ptr<const FlagVariables> declareFlags(CLI::App& app, RawFlags& raw) 
   declareWorkerAndNodeFlags(declare, raw);
   declareOutputFlags(declare, raw);
   declareProgramFlags(declare, raw);
+  declareHealthFlags(declare, raw);
   declareRemoteFlags(declare, raw);
   app.formatter(std::make_shared<VariablesInHelp>(variables));
   app.footer(

@@ -17,6 +17,8 @@ struct RawFlags {
   std::string runId, role, logDir, redirects, tee, localRanksFilter, termTimeout, stallTimeout;
   std::string maxNoProgressRestarts;
   std::string maxNodeBlames;  ///< --max-node-blames (issue 46)
+  /// --health-check, --health-check-timeout, --health-check-interval (issue 46).
+  std::string healthCheck, healthCheckTimeout, healthCheckInterval;
   /// --run-id, --rdzv-id's other name, with a target of its own because the PET_* defaults
   /// are applied after the command line: when it has a value (flag or PET_RUN_ID) it wins,
   /// as it did when CLI11 set one shared target in declaration order.

@@ -154,6 +154,10 @@ struct LaunchConfig {
   /// nodes' ran, before that node is excluded for the rest of the run (node_blame.h); 0: never.
   int maxNodeBlames = 2;
   std::chrono::milliseconds termTimeout{30000};  ///< --term-timeout, --shutdown-timeout
+  /// Node health (issue 46; health/node_health.h): the site's command (empty: none), how long
+  /// it may run, how long an unhealthy elastic node waits before it checks again.
+  std::string healthCheck;
+  std::chrono::milliseconds healthCheckTimeout{60000}, healthCheckInterval{30000};
   /// torchrun's --virtual-local-rank: every worker has LOCAL_RANK 0 and sees only its GPU.
   bool virtualLocalRank = false;
   /// torchrun's --numa-binding: each worker bound to the CPUs near its GPU (numa_binding.h).

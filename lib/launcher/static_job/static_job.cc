@@ -14,6 +14,7 @@
 #include "launcher/output/run_directory.h"
 #include "launcher/process/orphan_guard.h"
 #include "launcher/process/zygote_starter.h"
+#include "launcher/static_job/static_health.h"
 #include "launcher/static_job/supervisor.h"
 
 namespace pltrun {
@@ -57,6 +58,7 @@ int runStaticJob(const ResolvedJob& job) {
   // machine into one --log-dir, and a rerun must not write over the last run's logs).
   const RunDirectory directory(config, job.runId,
                                config.nnodes > 1 ? localHostName() + "_" + std::to_string(getpid()) : "");
+  if (const std::optional<int> refused = refuseIfUnhealthy(job, directory, localHostName())) return *refused;
   // Heartbeat sockets only where something reads them: on one node that is --stall-timeout,
   // and restarts that --max-no-progress-restarts watches (binding them is a visible part
   // of a launch; docs/PERFORMANCE.md, launch); an elastic agent's also feed pltrun status.
