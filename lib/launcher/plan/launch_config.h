@@ -151,6 +151,10 @@ struct LaunchConfig {
   /// highest heartbeat counter before restarting stops (restart_progress.h); 0: no check.
   int maxNoProgressRestarts = 3;
   std::chrono::milliseconds termTimeout{30000};  ///< --term-timeout, --shutdown-timeout
+  /// Node health (issue 46; health/node_health.h): the site's command (empty: none), how long
+  /// it may run, how long an unhealthy elastic node waits before it checks again.
+  std::string healthCheck;
+  std::chrono::milliseconds healthCheckTimeout{60000}, healthCheckInterval{30000};
   /// torchrun's --virtual-local-rank: every worker has LOCAL_RANK 0 and sees only its GPU.
   bool virtualLocalRank = false;
   /// torchrun's --numa-binding: each worker bound to the CPUs near its GPU (numa_binding.h).
