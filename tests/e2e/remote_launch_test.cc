@@ -522,7 +522,7 @@ TEST_CASE("many hosts: a GPU reported lost on every host (the fake NVML's health
   CHECK(end.status == 1);
   CHECK_THAT(end.err, Catch::Contains("2 of 2 hosts failed the health check"));
   for (const char* host : {"127.0.0.1", "127.0.0.2"}) {
-    CHECK(std::regex_search(end.err, std::regex(std::string("pltrun:   ") + host + ": [^\n]*GPU 1")));
+    CHECK(std::regex_search(end.err, std::regex(std::string("pltrun:   ") + host + ": [^\n]*gpu lost: GPU 1")));
   }
   CHECK_FALSE(std::filesystem::exists(directory / "env_0.json"));
   CHECK(noneLeftMentioning("remote-gpu-lost", 10s));
