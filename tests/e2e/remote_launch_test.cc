@@ -201,13 +201,15 @@ TEST_CASE("many hosts (--remote-command): a kubectl exec that runs its arguments
 TEST_CASE("many hosts: a host whose agent never starts is named in the waiting lines and the join timeout",
           "[remote][e2e]") {
   TempDir directory;
-  // A remote command that starts the agent on 127.0.0.1 only: 127.0.0.2 stays silent, as a
-  // host whose pltrun hangs before joining would (perl keeps the agent's arguments in its
-  // command line, so that noneLeftMentioning sees it if it were left behind).
+  // A remote command that starts the agent on 127.0.0.1 only (both hosts' health checks
+  // run): 127.0.0.2 stays silent, as a host whose pltrun hangs before joining would (perl
+  // keeps the agent's arguments in its command line, so that noneLeftMentioning sees it if
+  // it were left behind).
   const std::string launcher = directory / "only-first-host";
   {
     std::ofstream script(launcher);
-    script << "#!/bin/sh\nhost=$1\nshift\n[ \"$host\" = 127.0.0.1 ] || exec perl -e 'sleep 60' \"$@\"\nexec \"$@\"\n";
+    script << "#!/bin/sh\nhost=$1\nshift\ncase \"$*\" in *health*--json*) exec \"$@\";; esac\n"
+              "[ \"$host\" = 127.0.0.1 ] || exec perl -e 'sleep 60' \"$@\"\nexec \"$@\"\n";
   }
   std::filesystem::permissions(launcher, std::filesystem::perms::owner_all);
   ChildProcess driver(pltrunCommand({"--hosts", "127.0.0.1:1,127.0.0.2:1", "--remote-command",
@@ -392,4 +394,136 @@ TEST_CASE("many hosts: --devices, --nproc-per-node and --include slots reach eve
     run("remote-include", {"--include", "127.0.0.1:2@127.0.0.2:1,3"}, {"--hosts", "127.0.0.1:4,127.0.0.2:4"});
     CHECK(placements(3) == std::multiset<std::string>{"0 1 2", "1 2 1,3", "1 2 1,3"});
   }
+}
+
+// Issue 46: the driver runs `pltrun health --json` on every host before it starts the job,
+// and names every unhealthy host at once. These need `pltrun health` (the health branch).
+
+namespace {
+
+// A --remote-command that runs its arguments as kubectl exec does, as if on host $1: with
+// PLTRUN_TEST_HOST set to it; a host listed in $UNREACHABLE fails as ssh does when it cannot
+// connect (exit status 255, its message on stderr), and its agent never starts.
+std::string perHostLauncher(const TempDir& directory) {
+  const std::string launcher = directory / "per-host";
+  std::ofstream script(launcher);
+  script << "#!/bin/sh\nhost=$1\nshift\n"
+            "case \" $UNREACHABLE \" in *\" $host \"*)\n"
+            "  echo \"ssh: connect to host $host port 22: Connection refused\" >&2; exit 255;;\nesac\n"
+            "PLTRUN_TEST_HOST=$host exec \"$@\"\n";
+  script.close();
+  std::filesystem::permissions(launcher, std::filesystem::perms::owner_all);
+  return launcher;
+}
+
+std::vector<json> eventsNamed(const std::string& path, const std::string& name) {
+  std::vector<json> found;
+  std::ifstream file(path);
+  for (std::string line; std::getline(file, line);) {
+    const json event = json::parse(line);
+    if (event["event"] == name) found.push_back(event);
+  }
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("many hosts: every unhealthy host is named at once, one that cannot be reached too, and nothing starts",
+          "[remote][e2e][health]") {
+  TempDir directory;
+  const std::string launcher = perHostLauncher(directory);
+  // The site's check fails on 127.0.0.3 only; 127.0.0.2 cannot be reached at all.
+  const std::string check = "touch " + directory.path() +
+                            "/checked_$PLTRUN_TEST_HOST; if [ \"$PLTRUN_TEST_HOST\" = 127.0.0.3 ]; then "
+                            "echo 'scratch disk /data is full'; exit 1; fi";
+  ChildProcess driver(
+      pltrunCommand({"--hosts", "127.0.0.1:1,127.0.0.2:1,127.0.0.3:1", "--remote-command", "'" + launcher + "' {host}",
+                     "--rdzv-id", "remote-unhealthy", "--log-dir", directory / "logs", "--health-check", check,
+                     testWorker(), "env", directory.path()}),
+      {"UNREACHABLE=127.0.0.2"});
+  Finished end = driver.wait(60s);
+  INFO(end.err);
+  CHECK(end.status == 1);
+  CHECK_THAT(end.err, Catch::Contains("the job was not started: 2 of 3 hosts failed the health check:"));
+  CHECK_THAT(end.err, Catch::Contains("pltrun:   127.0.0.2: could not reach it (exit status 255: ssh's or the "
+                                      "remote command's own error): ssh: connect to host 127.0.0.2 port 22: "
+                                      "Connection refused"));
+  CHECK(std::regex_search(end.err, std::regex("pltrun:   127\\.0\\.0\\.3: [^\n]*scratch disk /data is full")));
+  CHECK_THAT(end.err, !Catch::Contains("pltrun:   127.0.0.1:"));
+  // The check ran on both hosts it reached; no agent and no worker started anywhere.
+  CHECK(std::filesystem::exists(directory / "checked_127.0.0.1"));
+  CHECK(std::filesystem::exists(directory / "checked_127.0.0.3"));
+  CHECK_THAT(end.err, !Catch::Contains("rendezvous store on"));
+  CHECK_FALSE(std::filesystem::exists(directory / "env_0.json"));
+
+  const std::string run = directory.path() + "/logs/remote-unhealthy";
+  const json failure = json::parse(readFile(run + "/failure.json"));
+  CHECK(failure["root_cause"].is_null());
+  REQUIRE(failure["excluded_nodes"].size() == 2);
+  CHECK(failure["excluded_nodes"][0]["node"] == "127.0.0.2");
+  CHECK(failure["excluded_nodes"][0]["kind"] == "unhealthy");
+  CHECK_THAT(failure["excluded_nodes"][0]["reason"].get<std::string>(), Catch::Contains("Connection refused"));
+  CHECK(failure["excluded_nodes"][1]["node"] == "127.0.0.3");
+  CHECK_THAT(failure["excluded_nodes"][1]["reason"].get<std::string>(), Catch::Contains("/data is full"));
+  CHECK_THAT(end.err, Catch::Contains("report: " + run + "/failure.json"));
+  const std::vector<json> unhealthy = eventsNamed(run + "/events.jsonl", "node_unhealthy");
+  REQUIRE(unhealthy.size() == 2);
+  CHECK(unhealthy[1]["node"] == "127.0.0.3");
+  CHECK(unhealthy[1]["checks"].is_array());
+  CHECK(eventsNamed(run + "/events.jsonl", "job_finished").at(0)["status"] == 1);
+  CHECK(noneLeftMentioning("remote-unhealthy", 10s));
+}
+
+TEST_CASE(
+    "many hosts over ssh: a host whose --health-check fails keeps the job from starting, and healthy hosts run it",
+    "[remote][e2e][health]") {
+  SKIP_WITHOUT_SSHD();
+  Hosts hosts;
+  TempDir directory;
+  // sshd tells the session which address it was reached at: the host, as far as the check knows.
+  const std::string check = "set -- $SSH_CONNECTION; touch " + directory.path() +
+                            "/checked_$3; [ \"$3\" != 127.0.0.2 ] || { echo 'NIC mlx5_1 down' >&2; exit 3; }";
+  ChildProcess refused(
+      hosts.driverArgs("remote-health-ssh", {"--health-check", check, testWorker(), "env", directory.path()}));
+  Finished end = refused.wait(90s);
+  INFO(end.err);
+  CHECK(end.status == 1);
+  CHECK_THAT(end.err, Catch::Contains("1 of 2 hosts failed the health check"));
+  CHECK(std::regex_search(end.err, std::regex("pltrun:   127\\.0\\.0\\.2: [^\n]*NIC mlx5_1 down")));
+  CHECK(std::filesystem::exists(directory / "checked_127.0.0.1"));
+  CHECK(std::filesystem::exists(directory / "checked_127.0.0.2"));
+  CHECK_FALSE(std::filesystem::exists(directory / "env_0.json"));
+  CHECK(noneLeftMentioning("remote-health-ssh", 10s));
+
+  // The same check passing everywhere: the job runs, and its agents run the check too.
+  ChildProcess passed(hosts.driverArgs(
+      "remote-health-ok", {"--health-check", "set -- $SSH_CONNECTION; echo x >> " + directory.path() + "/ok_$3",
+                           testWorker(), "env", directory.path()}));
+  Finished ok = passed.wait(90s);
+  INFO(ok.err);
+  REQUIRE(ok.status == 0);
+  CHECK_THAT(ok.err, Catch::Contains("health check passed on all 2 hosts"));
+  for (int rank = 0; rank < 4; ++rank) CHECK(workerEnvironment(directory, rank)["WORLD_SIZE"] == "4");
+  // Once by the driver's check, at least once by the agent before it joined.
+  CHECK(readFile(directory / "ok_127.0.0.2").size() >= 4);
+  CHECK(noneLeftMentioning("remote-health-ok", 10s));
+}
+
+TEST_CASE("many hosts: a GPU reported lost on every host (the fake NVML's health, forwarded with -x) refuses them all",
+          "[remote][e2e][health]") {
+  TempDir directory;
+  const std::string launcher = perHostLauncher(directory);
+  ChildProcess driver(
+      pltrunCommand({"--hosts", "127.0.0.1:1,127.0.0.2:1", "--remote-command", "'" + launcher + "' {host}", "--rdzv-id",
+                     "remote-gpu-lost", "-x", "PLTRUN_FAKE_GPUS=2", "-x", "PLTRUN_FAKE_GPU_HEALTH=1=lost", testWorker(),
+                     "env", directory.path()}));
+  Finished end = driver.wait(60s);
+  INFO(end.err);
+  CHECK(end.status == 1);
+  CHECK_THAT(end.err, Catch::Contains("2 of 2 hosts failed the health check"));
+  for (const char* host : {"127.0.0.1", "127.0.0.2"}) {
+    CHECK(std::regex_search(end.err, std::regex(std::string("pltrun:   ") + host + ": [^\n]*gpu lost: GPU 1")));
+  }
+  CHECK_FALSE(std::filesystem::exists(directory / "env_0.json"));
+  CHECK(noneLeftMentioning("remote-gpu-lost", 10s));
 }

@@ -96,9 +96,11 @@ TEST_CASE("something on the endpoint's port that is not a store is named as such
 TEST_CASE("a driver whose agents do not start says what it waits for every 5 s and stops at once on SIGINT",
           "[remote][wait]") {
   TempDir dir;
-  // An agent that never starts: the "remote command" sleeps instead of running pltrun.
+  // An agent that never starts: the "remote command" sleeps instead of running pltrun (it
+  // runs the health check the driver starts first).
   ChildProcess driver(
-      pltrunCommand({"--hosts", "localhost:1", "--remote-command", "sh -c 'sleep 60' {host}", "/bin/true"}),
+      pltrunCommand({"--hosts", "localhost:1", "--remote-command",
+                     "sh -c 'case \"$*\" in *health*--json*) exec \"$@\";; esac; sleep 60' {host}", "/bin/true"}),
       {"TMPDIR=" + dir.path()});
   REQUIRE(driver.waitForStderr(
       "waiting up to 600.0 s (join_timeout) for 1 agent to start (one agent per host: localhost)", 20s));

@@ -4,6 +4,7 @@
 
 #include "launcher/driver/agent_command_line.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <string>
 #include <variant>
@@ -183,4 +184,21 @@ TEST_CASE("the agents' rendezvous settings are written as before the split", "[a
                                          "2",
                                          "--",
                                          "p"});
+}
+
+// Needs the health flags in the agent's parser (issue 46's health branch declares them).
+TEST_CASE("the agent reads back the job's health flags, and none are written for the defaults",
+          "[agent_command_line][health]") {
+  LaunchConfig job;
+  job.remote.hosts = {{"a", 0, {}}, {"b", 0, {}}};
+  job.program = "p";
+  const std::vector<std::string> plain = agentArguments(job, 0, "10.0.0.1:29400", "r");
+  CHECK(std::find(plain.begin(), plain.end(), "--health-check") == plain.end());
+  job.healthCheck = "/site/check.sh --gpus 'all of them'; echo \"done\"";
+  job.healthCheckTimeout = std::chrono::milliseconds(12500);
+  job.healthCheckInterval = std::chrono::milliseconds(7000);
+  const LaunchConfig agent = parsedByAgent(agentArguments(job, 1, "10.0.0.1:29400", "r"));
+  CHECK(agent.healthCheck == job.healthCheck);
+  CHECK(agent.healthCheckTimeout == job.healthCheckTimeout);
+  CHECK(agent.healthCheckInterval == job.healthCheckInterval);
 }

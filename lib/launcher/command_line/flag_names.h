@@ -22,6 +22,10 @@ inline constexpr char kMaxNodeBlames[] = "max-node-blames";
 inline constexpr char kTermTimeout[] = "term-timeout";
 inline constexpr char kStallTimeout[] = "stall-timeout";
 inline constexpr char kRole[] = "role";
+// Node health (issue 46): for the agents, and for `pltrun health` on every host.
+inline constexpr char kHealthCheck[] = "health-check";
+inline constexpr char kHealthCheckTimeout[] = "health-check-timeout";
+inline constexpr char kHealthCheckInterval[] = "health-check-interval";
 // The workers.
 inline constexpr char kDevices[] = "devices";
 inline constexpr char kAutoSelectGpus[] = "auto-select-gpus";

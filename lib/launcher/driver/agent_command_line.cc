@@ -68,6 +68,13 @@ void addJobFlags(const LaunchConfig& config, std::vector<std::string>& args) {
   args.insert(args.end(), config.programArgs.begin(), config.programArgs.end());
 }
 
+// --health-check and its timeout, when the job has one (`pltrun health` takes only these).
+std::vector<std::string> siteCheckArguments(const LaunchConfig& config) {
+  if (config.healthCheck.empty()) return {};
+  return {longFlag(kHealthCheck), config.healthCheck, longFlag(kHealthCheckTimeout),
+          secondsFlagText(config.healthCheckTimeout)};
+}
+
 }  // namespace
 
 std::vector<std::string> agentArguments(const LaunchConfig& config, size_t index, const std::string& endpoint,
@@ -97,8 +104,24 @@ std::vector<std::string> agentArguments(const LaunchConfig& config, size_t index
   // the secret the driver made comes on the agent's standard input. Never in argv.
   args.insert(args.end(),
               {longFlag(kRdzvConf), rendezvousConfText(agentRendezvous(config.rdzv, config.remote.hosts, host))});
+  const std::vector<std::string> health = healthCheckArguments(config);
+  args.insert(args.end(), health.begin(), health.end());
   addWorkerFlags(config, host, args);
   addJobFlags(config, args);
+  return args;
+}
+
+std::vector<std::string> healthCheckArguments(const LaunchConfig& config) {
+  std::vector<std::string> args = siteCheckArguments(config);
+  if (config.healthCheckInterval != LaunchConfig().healthCheckInterval) {
+    args.insert(args.end(), {longFlag(kHealthCheckInterval), secondsFlagText(config.healthCheckInterval)});
+  }
+  return args;
+}
+
+std::vector<std::string> healthCommandArguments(const LaunchConfig& config) {
+  std::vector<std::string> args = {"health", "--json"};
+  for (std::string& arg : siteCheckArguments(config)) args.push_back(std::move(arg));
   return args;
 }
 

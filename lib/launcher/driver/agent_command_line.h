@@ -20,4 +20,13 @@ namespace pltrun {
 std::vector<std::string> agentArguments(const LaunchConfig& config, size_t index, const std::string& endpoint,
                                         const std::string& runId);
 
+/// The job's health flags as every pltrun on a host takes them (its agent, and `pltrun
+/// health`): --health-check with its --health-check-timeout when there is a command, and
+/// --health-check-interval when it is not the default; nothing for the defaults.
+std::vector<std::string> healthCheckArguments(const LaunchConfig& config);
+
+/// `pltrun health --json` with the job's health flags: the check the driver runs on every
+/// host before it starts the job (health/node_health.h says what it prints).
+std::vector<std::string> healthCommandArguments(const LaunchConfig& config);
+
 }  // namespace pltrun

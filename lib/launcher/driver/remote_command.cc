@@ -1,6 +1,12 @@
 #include "launcher/driver/remote_command.h"
 
+#include <unistd.h>
+
+#include "launcher/command_line/process_inputs.h"
+#include "launcher/driver/agent_stdin.h"
+#include "launcher/plan/program_command.h"
 #include "launcher/plan/shell_words.h"
+#include "pltrun/error.h"
 
 namespace pltrun {
 
@@ -10,6 +16,12 @@ namespace {
 bool runsRemoteShell(const std::string& program) {
   const std::string name = program.substr(program.rfind('/') + 1);
   return name == "ssh" || name == "pdsh" || name == "rsh" || name == "oarsh";
+}
+
+std::string thisExecutable() {
+  char path[4096] = {};
+  ssize_t length = readlink("/proc/self/exe", path, sizeof path - 1);
+  return length > 0 ? std::string(path, length) : "pltrun";
 }
 
 }  // namespace
@@ -51,6 +63,23 @@ std::vector<std::string> remoteArgv(const RemoteLaunchSettings& remote, const st
     argv.insert(argv.end(), command.begin(), command.end());
   }
   return argv;
+}
+
+HostCommand pltrunOnHost(const RemoteLaunchSettings& remote, const std::string& host, const std::string& localName,
+                         const std::string& path, const std::vector<std::string>& arguments) {
+  const bool here = startsOnThisMachine(remote, host, localName);
+  std::vector<std::string> pltrun = {here || remote.remotePltrun.empty() ? thisExecutable() : remote.remotePltrun};
+  pltrun.insert(pltrun.end(), arguments.begin(), arguments.end());
+  // Run by sh whether or not the far side starts a shell of its own (kubectl exec does
+  // not); the forwarded variables come on its standard input, never on a command line.
+  // This machine's own hosts run the same script as the driver's child, without ssh.
+  std::vector<std::string> script = {here ? "/bin/sh" : "sh", "-c", agentScript(pltrun)};
+  HostCommand command{"", here ? script : remoteArgv(remote, host, script)};
+  command.executable = findExecutable(command.argv.front(), path, fileAccessOnDisk);
+  if (command.executable.empty()) {
+    throw Error(ErrorCode::NotFound, command.argv.front() + " not found on PATH: install it, or pass --remote-command");
+  }
+  return command;
 }
 
 }  // namespace pltrun

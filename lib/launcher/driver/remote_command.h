@@ -26,4 +26,17 @@ bool startsOnThisMachine(const RemoteLaunchSettings& remote, const std::string& 
 std::vector<std::string> remoteArgv(const RemoteLaunchSettings& remote, const std::string& host,
                                     const std::vector<std::string>& command);
 
+/// How the driver runs pltrun on `host`, for its agent and for its health check alike:
+/// `sh -c SCRIPT` (agentScript: it exports the variables it reads on its standard input,
+/// then execs `pltrun ARGUMENTS`) through remoteArgv, with --remote-pltrun's path (else
+/// this binary's); this machine's own hosts (startsOnThisMachine) run /bin/sh here, with
+/// this very binary. argv[0] is looked up in `path`: the result's `executable`. Throws
+/// Error(NotFound) when it is not there.
+struct HostCommand {
+  std::string executable;
+  std::vector<std::string> argv;
+};
+HostCommand pltrunOnHost(const RemoteLaunchSettings& remote, const std::string& host, const std::string& localName,
+                         const std::string& path, const std::vector<std::string>& arguments);
+
 }  // namespace pltrun

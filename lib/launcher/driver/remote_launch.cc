@@ -11,8 +11,10 @@
 #include "launcher/driver/agent_command_line.h"
 #include "launcher/driver/agent_stdin.h"
 #include "launcher/driver/forwarded_environment.h"
+#include "launcher/driver/host_health.h"
 #include "launcher/driver/remote_command.h"
 #include "launcher/driver/start_progress.h"
+#include "launcher/driver/unhealthy_hosts.h"
 #include "launcher/group/group_runner.h"
 #include "launcher/group/worker_group.h"
 #include "launcher/net/host_identity.h"
@@ -66,12 +68,6 @@ std::string driverAddress(const RemoteLaunchSettings& remote, const std::string&
   return address;
 }
 
-std::string thisExecutable() {
-  char path[4096] = {};
-  ssize_t length = readlink("/proc/self/exe", path, sizeof path - 1);
-  return length > 0 ? std::string(path, length) : "pltrun";
-}
-
 // The user's secret when one is given (every host reads the same file); otherwise a new one
 // for this job alone, which the driver hands to each agent over its standard input.
 std::string jobSecret(const RendezvousSettings& settings) {
@@ -99,9 +95,8 @@ struct AgentLaunch {
   Environment forwarded;                 ///< -x and --env-file variables, set on the host
   std::vector<std::string> environment;  ///< the driver's own, for ssh or --remote-command
   std::string path;                      ///< where ssh or --remote-command's program is looked up
-  std::string remotePltrun;
-  std::string localName;  ///< this machine's name: its hosts' agents start here (startsOnThisMachine)
-  std::string endpoint;   ///< the driver's store, as --rdzv-endpoint
+  std::string localName;                 ///< this machine's name: its hosts' agents start here (startsOnThisMachine)
+  std::string endpoint;                  ///< the driver's store, as --rdzv-endpoint
   std::string runId;
   std::string secret;
 };
@@ -112,16 +107,8 @@ struct AgentLaunch {
 WorkerSpec agentSpec(const AgentLaunch& launch, size_t index) {
   const LaunchConfig& config = launch.config;
   const HostSlots& host = config.remote.hosts[index];
-  const bool here = startsOnThisMachine(config.remote, host.host, launch.localName);
-  std::vector<std::string> pltrun = {here ? thisExecutable() : launch.remotePltrun};
-  for (std::string& arg : agentArguments(config, index, launch.endpoint, launch.runId)) {
-    pltrun.push_back(std::move(arg));
-  }
-  // Run by sh whether or not the far side starts a shell of its own (kubectl exec does
-  // not); the forwarded variables come on its standard input, never on a command line.
-  // This machine's own hosts run the same script as the driver's child, without ssh.
-  std::vector<std::string> script = {here ? "/bin/sh" : "sh", "-c", agentScript(pltrun)};
-  std::vector<std::string> argv = here ? script : remoteArgv(config.remote, host.host, script);
+  HostCommand command = pltrunOnHost(config.remote, host.host, launch.localName, launch.path,
+                                     agentArguments(config, index, launch.endpoint, launch.runId));
 
   WorkerSpec spec;
   spec.rank = static_cast<int>(index);
@@ -131,11 +118,8 @@ WorkerSpec agentSpec(const AgentLaunch& launch, size_t index) {
   spec.stdoutRoute.toConsole = true;
   spec.stderrRoute.toConsole = true;
   spec.stderrRoute.consoleIsStderr = true;
-  spec.launch.executable = findExecutable(argv.front(), launch.path, fileAccessOnDisk);
-  if (spec.launch.executable.empty()) {
-    throw Error(ErrorCode::NotFound, argv.front() + " not found on PATH: install it, or pass --remote-command");
-  }
-  spec.launch.argv = argv;
+  spec.launch.executable = std::move(command.executable);
+  spec.launch.argv = std::move(command.argv);
   spec.launch.environment = launch.environment;
   // ssh passes it on to the agent's standard input: the forwarded variables, an empty
   // line, then the job's secret for pltrun (secret_file=-, see agentArguments).
@@ -180,6 +164,12 @@ int runDriver(const LaunchConfig& config, const Environment& inherited) {
   const std::string localName = localHostName();
   const std::string address = driverAddress(remote, localName);
   OrphanGuard guard;  // before any thread or process exists
+  // Every host's health before anything starts; all the unhealthy ones are named at once.
+  const std::vector<std::string> environment = environmentEntries(inherited);
+  const std::string path = inherited.count("PATH") ? inherited.at("PATH") : "";
+  const std::vector<HostHealth> health =
+      checkHostsHealth(HostCheckLaunch{config, forwarded, environment, path, localName, guard.registrationFd()});
+  if (const int status = refuseUnhealthyHosts(config, runId, health); status != 0) return status;
   rdzv::StoreServerOptions storeOptions;
   storeOptions.host = address;
   storeOptions.port = 0;
@@ -192,10 +182,7 @@ int runDriver(const LaunchConfig& config, const Environment& inherited) {
   spdlog::info("run {}: {}, rendezvous store on {}; starting one agent per host", runId,
                countedNoun(static_cast<long long>(remote.hosts.size()), "host"), endpoint);
 
-  AgentLaunch launch{config, std::move(forwarded), {}, "", "", localName, endpoint, runId, storeOptions.secret};
-  launch.environment = environmentEntries(inherited);
-  launch.path = inherited.count("PATH") ? inherited.at("PATH") : "";
-  launch.remotePltrun = remote.remotePltrun.empty() ? thisExecutable() : remote.remotePltrun;
+  AgentLaunch launch{config, std::move(forwarded), environment, path, localName, endpoint, runId, storeOptions.secret};
   std::vector<WorkerSpec> specs;
   for (size_t index = 0; index < remote.hosts.size(); ++index) specs.push_back(agentSpec(launch, index));
   for (const HostSlots& host : remote.hosts) {
