@@ -29,7 +29,7 @@ std::string rowOf(const std::string& key) {
 }  // namespace
 
 TEST_CASE("store layout: every key built is a documented row, and every row is built", "[store_layout]") {
-  std::vector<std::string> built = {layout::kRound, layout::kFailures, layout::kClosed};
+  std::vector<std::string> built = {layout::kRound, layout::kFailures, layout::kClosed, layout::kExclusions};
   for (const std::string& key : layout::keysOfRound(12, 3)) built.push_back(key);
   std::set<std::string> rowsSeen;
   for (const std::string& key : built) {
