@@ -30,9 +30,18 @@ out=$work/site.out
   sh -c 'echo "restarts=$TORCHELASTIC_MAX_RESTARTS"') >"$out" 2>&1 || { cat "$out" >&2; fail "a job with $file as shipped failed"; }
 grep -qx 'restarts=0' "$out" || { cat "$out" >&2; fail "$file as shipped changed --max-restarts"; }
 # Uncommented, every key is one pltrun takes (an unknown one fails the launch), and its
-# max-restarts reaches the worker.
+# max-restarts reaches the worker. The health-check example names a site's own script: here
+# (a throwaway copy of the chroot) one that passes and leaves a mark, so the check is seen to run.
+if grep -q '^health-check = "/etc/pltrun/node-check.sh"$' "$uncommented"; then
+  mkdir -p /etc/pltrun
+  printf '#!/bin/sh\ntouch %s/node-checked\n' "$work" >/etc/pltrun/node-check.sh
+  chmod 755 /etc/pltrun/node-check.sh
+fi
 (cd "$work" && PLTRUN_CONFIG=$uncommented timeout -k 10 60 pltrun --no-prefix --nproc-per-node 1 \
   sh -c 'echo "restarts=$TORCHELASTIC_MAX_RESTARTS"') >"$out" 2>&1 ||
   { cat "$out" >&2; fail "pltrun refused $file's examples uncommented ($keys)"; }
 grep -qx 'restarts=3' "$out" || { cat "$out" >&2; fail "the uncommented max-restarts = 3 did not reach the worker"; }
+if grep -q '^health-check = ' "$uncommented"; then
+  [ -f "$work/node-checked" ] || fail "the uncommented health-check did not run before the job"
+fi
 echo "   a conffile, all comments; its examples uncommented ($keys) run a job with restarts=3"
