@@ -18,6 +18,7 @@
 #include "launcher/health/health_check_command.h"
 #include "launcher/health/job_health.h"
 #include "pltrun/error.h"
+#include "rendezvous/elastic/node_exclusions.h"
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
@@ -183,7 +184,8 @@ TEST_CASE("health: a job's layout gives the GPUs a node must see, and when check
 }
 
 TEST_CASE("health: an exclusions line is one JSON line of the store layout's fields", "[health]") {
-  const std::string line = pltrun::exclusionLine("node7", "unhealthy", true, "gpu lost: GPU 1");
+  const std::string line = pltrun::rdzv::exclusionLine({"node7", "unhealthy", true, "gpu lost: GPU 1", ""},
+                                                       std::chrono::system_clock::now());
   REQUIRE(line.back() == '\n');
   const nlohmann::json json = nlohmann::json::parse(line);
   CHECK(json["node"] == "node7");

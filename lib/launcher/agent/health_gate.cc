@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "base/seconds_text.h"
+#include "launcher/agent/node_exclusion.h"
 #include "launcher/health/job_health.h"
 #include "pltrun/error.h"
 #include "rendezvous/elastic/store_layout.h"
@@ -61,14 +62,11 @@ void HealthGate::reportHealthy() {
   lastReason_.clear();
 }
 
-// For `pltrun status`; a store that refuses it still lets the node wait, or join.
+// For `pltrun status`, through the writer blame's exclusions use too (node_exclusion.h):
+// one line format, one node name (node_name=, else the host), and a store that refuses it
+// still lets the node wait, or join.
 void HealthGate::recordExclusion(bool excluded, const std::string& reason) {
-  try {
-    connection_.store().append(connection_.rendezvous().key(rdzv::layout::kExclusions),
-                               exclusionLine(connection_.host(), kUnhealthyKind, excluded, reason));
-  } catch (const Error& error) {
-    spdlog::warn("could not record this node's health in the store: {}", error.what());
-  }
+  appendExclusion(connection_, {exclusionName(connection_), kUnhealthyKind, excluded, reason, ""});
 }
 
 // Sleeps out the interval in slices: signals are handled, and a job that ended meanwhile

@@ -1,7 +1,5 @@
 #include "launcher/health/job_health.h"
 
-#include <ctime>
-
 #include "launcher/plan/text_parsing.h"
 
 namespace pltrun {
@@ -38,17 +36,6 @@ std::string checkLine(const HealthCheckResult& check) {
 
 nlohmann::json unhealthyEventFields(const std::string& node, const NodeHealth& health) {
   return {{"node", node}, {"reason", health.reason()}, {"checks", health.toJson()["checks"]}};
-}
-
-std::string exclusionLine(const std::string& node, const std::string& kind, bool excluded, const std::string& reason) {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char time[32];
-  std::strftime(time, sizeof time, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  const nlohmann::json line = {
-      {"node", node}, {"kind", kind}, {"excluded", excluded}, {"reason", reason}, {"time", time}};
-  return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 nlohmann::json unhealthyFailureReport(const std::string& node, const NodeHealth& health, int schema) {

@@ -23,10 +23,6 @@ std::string checkLine(const HealthCheckResult& check);
 /// The node_unhealthy event's fields: node, reason, checks (NodeHealth::toJson's).
 nlohmann::json unhealthyEventFields(const std::string& node, const NodeHealth& health);
 
-/// One line of the store's exclusions key (store_layout.h): {"node", "kind", "excluded",
-/// "reason", "time" (ISO 8601, now)}, newline-terminated, ready to append.
-std::string exclusionLine(const std::string& node, const std::string& kind, bool excluded, const std::string& reason);
-
 /// failure.json of a job that did not start because this node is unhealthy: no root cause,
 /// and this node in "excluded_nodes" (docs/EVENTS.md).
 nlohmann::json unhealthyFailureReport(const std::string& node, const NodeHealth& health, int schema);
