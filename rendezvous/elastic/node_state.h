@@ -17,6 +17,17 @@ struct RankProgress {
   int rank = 0;
   std::optional<long long> step;        ///< its last progress counter
   std::optional<double> silentSeconds;  ///< since its last heartbeat; none: it never sent one
+  /// Seconds per step, the median of its recent steps (issue 47: JobMetrics::stepSeconds);
+  /// published as "step_s"; none before it has one.
+  std::optional<double> stepSeconds;
+};
+
+/// This node's goodput (issue 47: job_metrics.h defines it), published as "goodput":
+/// {"productive_s", "elapsed_s", "lost_s"}.
+struct NodeGoodput {
+  double productiveSeconds = 0;
+  double elapsedSeconds = 0;
+  double lostSeconds = 0;
 };
 
 struct NodeState {
@@ -24,6 +35,7 @@ struct NodeState {
   int workers = -1;   ///< workers running; -1: not said
   std::string host;   ///< the agent's host name (empty from agents older than this field)
   std::vector<RankProgress> ranks;
+  std::optional<NodeGoodput> goodput;  ///< none: an older agent, or not measured yet
 };
 
 std::string encodeNodeState(const NodeState& state);

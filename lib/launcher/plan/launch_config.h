@@ -158,6 +158,9 @@ struct LaunchConfig {
   /// it may run, how long an unhealthy elastic node waits before it checks again.
   std::string healthCheck;
   std::chrono::milliseconds healthCheckTimeout{60000}, healthCheckInterval{30000};
+  /// --metrics ADDR:PORT (issue 47; metrics/metrics_server.h): where Prometheus scrapes this
+  /// launcher; port 0 picks one (printed); "PORT" or ":PORT" alone is loopback. None: off.
+  std::optional<Endpoint> metrics;
   /// torchrun's --virtual-local-rank: every worker has LOCAL_RANK 0 and sees only its GPU.
   bool virtualLocalRank = false;
   /// torchrun's --numa-binding: each worker bound to the CPUs near its GPU (numa_binding.h).
