@@ -341,7 +341,8 @@ TEST_CASE("job metrics: an ended rank has no per-rank series, so it never looks 
     job.beat(rank, at(2), 2);
   }
   job.workerEnded(1, WorkerEnd::Succeeded, at(3));
-  job.beat(1, at(4), 3);  // a datagram that arrived late
+  job.beat(1, at(4), 3);  // a datagram read late: no series, but its progress was made
+  CHECK(job.goodput(at(100)).productiveSeconds == Approx(3));
   std::string text = job.render(at(100));
   CHECK(valueIn(text, rankSeries("pltrun_rank_heartbeat_age_seconds", 0)) == Approx(98));
   for (const char* name : {"pltrun_rank_heartbeat_age_seconds", "pltrun_rank_progress", "pltrun_rank_step_seconds"}) {

@@ -50,8 +50,8 @@ void JobMetrics::workerStarted(const RankIdentity& rank, Clock::time_point /*at*
 void JobMetrics::workerEnded(int rank, WorkerEnd end, Clock::time_point /*at*/) { ranks_[rank].end = end; }
 
 void JobMetrics::beat(int rank, Clock::time_point at, std::optional<long long> counter) {
+  // A datagram read after its worker ended still counts: the progress it reports was made.
   Rank& known = ranks_[rank];
-  if (known.end) return;  // a datagram that arrived after its worker ended
   known.lastBeat = at;
   if (!counter) return;
   known.counter = counter;
