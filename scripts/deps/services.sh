@@ -1,0 +1,73 @@
+# shellcheck shell=bash
+# Keeps the services of the packages install-deps.sh installs from starting or staying
+# enabled: a test tool such as openssh-server, etcd-server, munge or slurmd would otherwise
+# start its daemon on install (its postinst calls invoke-rc.d or deb-systemd-invoke) and
+# enable it for every boot. The tests start the daemons they need themselves. Sourced by
+# install-deps.sh, never run; as_root (the caller's) runs a command as root.
+#
+#   services_guard_begin   before apt-get: a /usr/sbin/policy-rc.d that refuses every start
+#                          (exit 101), only where none exists; a snapshot of the enabled units
+#   services_guard_end     after apt-get (an EXIT trap runs it too, so a failed or
+#                          interrupted install removes the policy): the policy removed if it
+#                          is still ours, and every unit the install newly enabled disabled
+
+policy_rc=/usr/sbin/policy-rc.d
+policy_ours=0
+guard_active=0
+units_before=""
+
+# The unit files systemctl reports enabled, one per line (empty without systemctl). Works
+# with or without a running systemd: it reads the unit files' symlinks.
+enabled_units() {
+  if command -v systemctl >/dev/null 2>&1; then
+    systemctl list-unit-files --state=enabled --no-legend --no-pager 2>/dev/null | awk '{print $1}' | sort -u
+  fi
+}
+
+# A link made to a fresh file: it fails, leaving the existing policy alone, when one exists.
+policy_mark="# Written by pltrun's scripts/install-deps.sh for its apt-get: no service starts."
+place_policy() {
+  # shellcheck disable=SC2016 # expanded by the root shell
+  as_root sh -c 'tmp=$(mktemp "$1.pltrun.XXXXXX") && printf "%s\n" "#!/bin/sh" "$2" "exit 101" >"$tmp" &&
+    chmod 755 "$tmp" && ln "$tmp" "$1" 2>/dev/null; status=$?; rm -f "$tmp"; exit $status' sh "$policy_rc" "$policy_mark"
+}
+
+services_guard_begin() {
+  guard_active=1
+  units_before=$(enabled_units)
+  if [ -e "$policy_rc" ] || [ -L "$policy_rc" ]; then
+    echo "install-deps: $policy_rc exists and is left as it is (it decides whether services start)"
+  elif place_policy; then
+    policy_ours=1
+  fi
+}
+
+# The units newly enabled since services_guard_begin, except systemd's own (a getty, the
+# pstore: the init system's parts, not a daemon of a test tool).
+newly_enabled_units() {
+  local unit
+  comm -13 <(printf '%s\n' "$units_before") <(enabled_units) | while read -r unit; do
+    [ -n "$unit" ] || continue
+    case "$unit" in *.service | *.socket | *.timer | *.path) ;; *) continue ;; esac
+    if dpkg -S "*/systemd/system/$unit" 2>/dev/null | grep '^systemd:' >/dev/null; then continue; fi
+    echo "$unit"
+  done
+}
+
+services_guard_end() {
+  [ "$guard_active" -eq 1 ] || return 0
+  guard_active=0
+  if [ "$policy_ours" -eq 1 ]; then
+    if grep -qxF "$policy_mark" "$policy_rc" 2>/dev/null; then as_root rm -f "$policy_rc"; fi
+    policy_ours=0
+  fi
+  local -a units
+  mapfile -t units < <(newly_enabled_units)
+  [ ${#units[@]} -gt 0 ] || return 0
+  echo "install-deps: disabling what the packages enabled: ${units[*]}"
+  if [ -d /run/systemd/system ]; then
+    as_root systemctl disable --now --quiet "${units[@]}"  # --now: stopped too, should one run
+  else
+    as_root systemctl --root=/ disable --quiet "${units[@]}"  # no systemd running: the links alone
+  fi
+}
