@@ -62,10 +62,6 @@ apt_failed() {
 echo "install-deps: ${missing[*]} missing; apt's output goes to $log"
 as_root apt-get update -q >>"$log" 2>&1 || apt_failed
 echo "install-deps: installing $(apt_plan "${missing[@]}")..."
-trap services_guard_end EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
 services_guard_begin
 as_root apt-get install -y "${apt_options[@]}" "${missing[@]}" >>"$log" 2>&1 || apt_failed
 services_guard_end

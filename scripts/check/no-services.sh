@@ -12,7 +12,8 @@
 # tool's daemon).
 # Fails on such a unit enabled, or active where systemd is PID 1, that was not before; on
 # such a program running, or listening on TCP (ss -ltnp), that was not running before and
-# that no test harness runs (a ctest or a tests/*_tests binary among its ancestors). Says
+# that no test harness runs (a ctest or a tests/*_tests binary among its ancestors;
+# PLTRUN_HARNESS_COMMANDS names other harnesses than ctest, or none). Says
 # what it checked and what it could not (no systemd as PID 1: nothing can be active, the
 # units' enablement is read from their links on disk).
 set -euo pipefail
@@ -68,13 +69,14 @@ unit_programs() {
   done
 }
 
-# Whether PID descends from a test harness: ctest, or a test binary (.../tests/NAME_tests).
+# Whether PID descends from a test harness: a process named in PLTRUN_HARNESS_COMMANDS
+# (ctest; a test of this script names none), or a test binary (.../tests/NAME_tests).
 under_harness() {
   local pid=$1 comm exe
   while [ "$pid" -gt 1 ] 2>/dev/null; do
     comm=$(cat "/proc/$pid/comm" 2>/dev/null) || return 1
     exe=$(readlink "/proc/$pid/exe" 2>/dev/null || true)
-    if [ "$comm" = ctest ] || [[ $exe == */tests/*_tests ]]; then return 0; fi
+    if [[ " $harness_commands " == *" $comm "* || $exe == */tests/*_tests ]]; then return 0; fi
     pid=$(awk '{print $4}' "/proc/$pid/stat" 2>/dev/null) || return 1
   done
   return 1
@@ -141,6 +143,7 @@ check() {
 }
 
 since=""
+harness_commands=${PLTRUN_HARNESS_COMMANDS-ctest}
 case "${1:-}" in
   --snapshot) [ $# -eq 2 ] || { echo "usage: $0 --snapshot FILE | [--since FILE]" >&2; exit 2; }; snapshot "$2" ;;
   --since) [ $# -eq 2 ] && [ -r "$2" ] || { echo "check/no-services: --since needs a snapshot file ($0 --snapshot FILE makes one)" >&2; exit 2; }; since=$2; check ;;

@@ -6,15 +6,19 @@
 # install-deps.sh, never run; as_root (the caller's) runs a command as root.
 #
 #   services_guard_begin   before apt-get: a /usr/sbin/policy-rc.d that refuses every start
-#                          (exit 101), only where none exists; a snapshot of the enabled units
-#   services_guard_end     after apt-get (an EXIT trap runs it too, so a failed or
+#                          (exit 101), only where none exists; a snapshot of the installed
+#                          packages and of the enabled units; traps that run the end on exit
+#                          and make INT, TERM and HUP exit
+#   services_guard_end     after apt-get (the EXIT trap runs it too, so a failed or
 #                          interrupted install removes the policy): the policy removed if it
-#                          is still ours, and every unit the install newly enabled disabled
+#                          is still ours, and the units of the packages the install added
+#                          that it newly enabled, disabled
 
 policy_rc=/usr/sbin/policy-rc.d
 policy_ours=0
 guard_active=0
 units_before=""
+packages_before=""
 
 # The unit files systemctl reports enabled, one per line (empty without systemctl). Works
 # with or without a running systemd: it reads the unit files' symlinks.
@@ -22,6 +26,10 @@ enabled_units() {
   if command -v systemctl >/dev/null 2>&1; then
     systemctl list-unit-files --state=enabled --no-legend --no-pager 2>/dev/null | awk '{print $1}' | sort -u
   fi
+}
+
+installed_packages() {
+  dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' | awk '$1 == "ii" {print $2}' | sort -u
 }
 
 # A link made to a fresh file: it fails, leaving the existing policy alone, when one exists.
@@ -34,7 +42,12 @@ place_policy() {
 
 services_guard_begin() {
   guard_active=1
+  trap services_guard_end EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  trap 'exit 129' HUP
   units_before=$(enabled_units)
+  packages_before=$(installed_packages)
   if [ -e "$policy_rc" ] || [ -L "$policy_rc" ]; then
     echo "install-deps: $policy_rc exists and is left as it is (it decides whether services start)"
   elif place_policy; then
@@ -42,16 +55,15 @@ services_guard_begin() {
   fi
 }
 
-# The units newly enabled since services_guard_begin, except systemd's own (a getty, the
-# pstore: the init system's parts, not a daemon of a test tool).
+# The units newly enabled since services_guard_begin that the packages added since ship,
+# except systemd's own (a getty, the pstore: the init system's, not a test tool's daemon).
 newly_enabled_units() {
-  local unit
-  comm -13 <(printf '%s\n' "$units_before") <(enabled_units) | while read -r unit; do
-    [ -n "$unit" ] || continue
-    case "$unit" in *.service | *.socket | *.timer | *.path) ;; *) continue ;; esac
-    if dpkg -S "*/systemd/system/$unit" 2>/dev/null | grep '^systemd:' >/dev/null; then continue; fi
-    echo "$unit"
-  done
+  local package
+  comm -12 <(comm -13 <(printf '%s\n' "$units_before") <(enabled_units)) \
+    <(comm -13 <(printf '%s\n' "$packages_before") <(installed_packages) | while read -r package; do
+      [ "$package" != systemd ] || continue
+      dpkg -L "$package" | sed -nE 's#.*/systemd/system/([^/]+\.(service|socket|timer|path))$#\1#p'
+    done | sort -u)
 }
 
 services_guard_end() {
