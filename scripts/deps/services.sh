@@ -49,7 +49,10 @@ services_guard_begin() {
   units_before=$(enabled_units)
   packages_before=$(installed_packages)
   if [ -e "$policy_rc" ] || [ -L "$policy_rc" ]; then
-    echo "install-deps: $policy_rc exists and is left as it is (it decides whether services start)"
+    # Left as it is; said only when it lets a service start (101: refused).
+    local status=0
+    "$policy_rc" pltrun-install-deps start >/dev/null 2>&1 || status=$?
+    [ "$status" -eq 101 ] || echo "install-deps: warning: $policy_rc (not ours, left as it is) lets services start"
   elif place_policy; then
     policy_ours=1
   fi

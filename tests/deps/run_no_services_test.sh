@@ -4,8 +4,8 @@
 #              unit) started on loopback fails it, named by pid, as running and as listening,
 #              when no harness is named, and passes it when this script is named the harness
 #   policy     services_guard_begin puts a refusing policy-rc.d where none is and
-#              services_guard_end removes it; an existing one is left as it was; a TERM
-#              between the two still removes ours
+#              services_guard_end removes it; an existing one is left as it was (a warning
+#              says when it lets services start); a TERM between the two still removes ours
 # Usage: run_no_services_test.sh SOURCE_DIR check|policy
 set -euo pipefail
 source_dir=$1
@@ -54,8 +54,10 @@ policy_case() {
   [ "$inside" = "refused: 101" ] || fail "the policy during the install: '$inside', not 'refused: 101'"
   [ ! -e "$work/policy-rc.d" ] || fail "the policy is left after the install"
   printf '#!/bin/sh\nexit 0\n' >"$work/policy-rc.d"
-  guard true >/dev/null
+  chmod 755 "$work/policy-rc.d"
+  guard true >"$work/existing.out"
   [ "$(cat "$work/policy-rc.d")" = "$(printf '#!/bin/sh\nexit 0')" ] || fail "an existing policy was changed"
+  grep -q "warning: .* lets services start" "$work/existing.out" || fail "no warning about an existing policy that lets services start"
   rm "$work/policy-rc.d"
   local status=0
   guard 'kill -TERM $$; sleep 5' || status=$?
