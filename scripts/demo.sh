@@ -6,8 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$SECONDS
 echo "== 0. Installing what is missing, then building pltrun alone (not the tests). The first run"
-echo "     takes about 5 minutes on 2 cores: apt's packages, then about 3 minutes of the build's"
-echo "     own progress lines below. Later runs take seconds."
+echo "     takes about 4 minutes on 2 cores: apt's packages (what building and running pltrun needs),"
+echo "     then about 3 minutes of the build's own progress lines below. Later runs take seconds."
 bash scripts/install-deps.sh --build-only
 bash scripts/build.sh pltrun
 echo "== ready in $((SECONDS - started)) s"
