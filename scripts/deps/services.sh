@@ -53,8 +53,11 @@ services_guard_begin() {
     local status=0
     "$policy_rc" pltrun-install-deps start >/dev/null 2>&1 || status=$?
     [ "$status" -eq 101 ] || echo "install-deps: warning: $policy_rc (not ours, left as it is) lets services start"
-  elif place_policy; then
+  else
+    # Ours before it exists, so that an interrupt right after it is made removes it too (the
+    # end removes only a policy with our mark).
     policy_ours=1
+    place_policy || policy_ours=0
   fi
 }
 
