@@ -98,12 +98,17 @@ check_units() {
     say "systemd is not PID 1 here (PID 1: $(cat /proc/1/comm)): no unit can be active;" \
       "checked each unit's enablement on disk only (systemctl is-enabled), what a boot with systemd would start"
   fi
-  for unit in "${units[@]}"; do
+  local -a kept=()
+  for unit in ${units[@]+"${units[@]}"}; do
     state=$(systemctl is-enabled "$unit" 2>/dev/null || true)
-    if [ "$state" = enabled ] && ! before "enabled $unit"; then failed "$unit is enabled${since:+ (it was not before our install)}"; fi
-    if [ "$state" = enabled ] && before "enabled $unit"; then say "$unit is enabled, as it was before our install: left alone"; fi
+    if [ "$state" = enabled ] && before "enabled $unit"; then
+      kept+=("$unit")
+    elif [ "$state" = enabled ]; then
+      failed "$unit is enabled${since:+ (it was not before our install)}"
+    fi
     if systemd_runs && systemctl is-active --quiet "$unit" && ! before "active $unit"; then failed "$unit is active"; fi
   done
+  if [ ${#kept[@]} -gt 0 ]; then say "enabled before our install, so left alone: ${kept[*]}"; fi
 }
 
 check_processes() {
@@ -113,6 +118,10 @@ check_processes() {
     if before "process $pid $exe" || under_harness "$pid"; then continue; fi
     failed "$exe runs (pid $pid) and no test started it"
   done < <(processes)
+}
+
+check_listeners() {
+  local pid exe address
   while read -r address pid; do
     exe=$(readlink "/proc/$pid/exe" 2>/dev/null || true)
     [ -n "$exe" ] && [ -n "${programs[$exe]:-}" ] || continue
@@ -128,15 +137,19 @@ check() {
   mapfile -t units < <(for f in "${files[@]}"; do basename "$f"; done | sort -u)
   declare -gA programs=()
   local program
-  while read -r program; do [ -z "$program" ] || programs[$program]=1; done < <(unit_programs "${files[@]}")
-  say "our packages with a service: ${packages[*]:-none}; their units: ${units[*]:-none}; the programs these start: ${!programs[*]}"
-  if [ -z "$since" ]; then say "no snapshot from before the install: everything found counts as ours"; fi
+  if [ ${#files[@]} -gt 0 ]; then
+    while read -r program; do [ -z "$program" ] || programs[$program]=1; done < <(unit_programs "${files[@]}")
+  fi
+  local started="${!programs[*]}"
+  say "our packages with a service: ${packages[*]:-none}; their units: ${units[*]:-none}; the programs these start: ${started:-none}"
+  if [ -z "$since" ]; then say "no snapshot from before the install (--since): every enabled unit and running program counts"; fi
   check_units
+  check_processes
   if command -v ss >/dev/null 2>&1; then
-    check_processes
+    check_listeners
     say "checked the running processes and the TCP listeners (ss -ltnp) of those programs"
   else
-    say "no ss (iproute2) here: TCP listeners not checked"
+    say "checked the running processes of those programs; no ss (iproute2) here: TCP listeners not checked"
   fi
   if [ "$failures" -gt 0 ]; then exit 1; fi
   say "no service of our packages is running or newly enabled, and none of their programs runs or listens outside a test"
