@@ -61,7 +61,8 @@ apt_failed() {
 
 echo "install-deps: ${missing[*]} missing; apt's output goes to $log"
 as_root apt-get update -q >>"$log" 2>&1 || apt_failed
-echo "install-deps: installing $(apt_plan "${missing[@]}")..."
+plan=$(apt_plan "${missing[@]}") || plan="them"  # apt says why below
+echo "install-deps: installing $plan..."
 services_guard_begin
 as_root apt-get install -y "${apt_options[@]}" "${missing[@]}" >>"$log" 2>&1 || apt_failed
 services_guard_end

@@ -19,7 +19,7 @@ measure() {
   . "$here/apt-plan.sh"
   env DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null
   if [ $# -gt 0 ]; then
-    echo "$*: $(apt_plan "$@")"
+    echo "$*: $(apt_plan "$@" || echo "no plan: apt cannot install them")"
     return
   fi
   local -a demo test
