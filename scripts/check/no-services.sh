@@ -44,7 +44,7 @@ snapshot() {
     fi
     if systemd_runs; then systemctl list-units --state=active --no-legend --no-pager --plain | awk '{print "active", $1}'; fi
     processes | awk '{print "process", $1, $2}'
-    listeners | awk '{print "listen", $1}'
+    if command -v ss >/dev/null 2>&1; then listeners | awk '{print "listen", $1}'; fi
   } >"$1"
   say "snapshot of enabled units, processes and TCP listeners in $1"
 }
