@@ -78,7 +78,9 @@ HttpAnswer httpGet(int port, const std::string& target, std::chrono::millisecond
   const int fd = connectLoopback(port, deadline);
   std::string raw;
   try {
-    raw = exchange(fd, "GET " + target + " HTTP/1.0\r\nHost: 127.0.0.1:" + std::to_string(port) + "\r\n\r\n", deadline);
+    raw = exchange(
+        fd, "GET " + target + " HTTP/1.0\r\nHost: 127.0.0.1:" + std::to_string(port) + "\r\nConnection: close\r\n\r\n",
+        deadline);
   } catch (const std::exception& error) {
     close(fd);
     throw std::runtime_error(where + error.what());
