@@ -4,8 +4,6 @@
 // slow clients trickle a head a byte at a time (slowloris). Scrapes still answer during and
 // after it, pltrun keeps no descriptor of it, and the job ends 0.
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -22,20 +20,6 @@ using namespace pltrun::test;
 using namespace std::chrono_literals;
 
 namespace {
-
-// A non-blocking connection to 127.0.0.1:`port`, or -1 (refused, or the backlog full).
-int connectTo(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 && errno != EINPROGRESS) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 // The bytes the `index`-th connection of the flood sends before it closes.
 std::string garbage(int index, std::mt19937& random) {
@@ -64,7 +48,7 @@ void flood(int port) {
   for (int batch = 0; batch < 20; ++batch) {
     std::vector<int> open;
     for (int index = batch * 50; index < (batch + 1) * 50; ++index) {
-      const int fd = connectTo(port);
+      const int fd = startConnecting(port);
       if (fd < 0) continue;
       const std::string bytes = garbage(index, random);
       std::this_thread::sleep_for(1ms);  // the connection established (loopback), then its bytes
@@ -114,7 +98,7 @@ TEST_CASE(
   const size_t before = openDescriptors(job.process->pid());
 
   std::vector<int> slow;  // slowloris: a head that never ends, a byte every 100 ms
-  for (int index = 0; index < 8; ++index) slow.push_back(connectTo(port));
+  for (int index = 0; index < 8; ++index) slow.push_back(startConnecting(port));
   std::atomic<bool> trickling{true};
   std::thread trickle([&] {
     for (const int fd : slow) (void)!send(fd, "GET /metrics HTTP/1.1\r\n", 23, MSG_NOSIGNAL);
