@@ -1,6 +1,6 @@
 #pragma once
 // A live 4-worker pltrun job with --metrics, for the metrics tests: workers that beat their
-// steps (e2e/metrics_workers.py, steered by files in the job's directory) on four fake GPUs
+// steps (e2e/checkpoint_workers.py, steered by files in the job's directory) on four fake GPUs
 // with UUIDs, and the port the launcher printed ("metrics at http://127.0.0.1:PORT/metrics").
 
 #include <chrono>
@@ -24,12 +24,12 @@ inline std::vector<std::string> metricsJobGpuUuids() {
 class MetricsJob {
  public:
   /// Starts `pltrun --nproc-per-node gpu --metrics 127.0.0.1:0 --rdzv-id RUN_ID FLAGS...
-  /// metrics_workers.py DIR` on 4 fake GPUs.
+  /// checkpoint_workers.py DIR` on 4 fake GPUs.
   MetricsJob(const std::string& runId, const std::vector<std::string>& flags) {
     std::vector<std::string> args = {"--nproc-per-node", "gpu", "--metrics", "127.0.0.1:0", "--rdzv-id", runId};
     args.insert(args.end(), flags.begin(), flags.end());
     args.insert(args.end(),
-                {"--no-python", "/usr/bin/python3", TESTS_SOURCE_DIR "/e2e/metrics_workers.py", dir.path()});
+                {"--no-python", "/usr/bin/python3", TESTS_SOURCE_DIR "/e2e/checkpoint_workers.py", dir.path()});
     std::string uuids;
     for (const std::string& uuid : metricsJobGpuUuids()) uuids += (uuids.empty() ? "" : ",") + uuid;
     process = std::make_unique<ChildProcess>(pltrunCommand(args), std::vector<std::string>{
@@ -54,7 +54,7 @@ class MetricsJob {
     return 0;
   }
 
-  /// Creates DIR/`name`: "crash", "stall" or "finish" (metrics_workers.py).
+  /// Creates DIR/`name`: "crash", "stall" or "finish" (checkpoint_workers.py).
   void tell(const std::string& name) const { std::ofstream(dir / name) << name; }
 
   /// Tells the workers to finish and waits for the launcher's end (30 s).
