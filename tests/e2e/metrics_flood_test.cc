@@ -73,15 +73,28 @@ bool answers(int port, std::chrono::milliseconds timeout) {
   return false;
 }
 
-size_t openDescriptors(pid_t pid) {
-  const auto fds = std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd");
-  return static_cast<size_t>(std::distance(std::filesystem::begin(fds), std::filesystem::end(fds)));
-}
-
 size_t count(const std::string& text, const std::string& what) {
   size_t found = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++found;
   return found;
+}
+
+// Whether /metrics shows the heartbeat age of all 4 ranks within `timeout`.
+bool everyRankBeats(int port, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      if (count(httpGet(port, "/metrics").body, "pltrun_rank_heartbeat_age_seconds{") == 4) return true;
+    } catch (const std::exception&) {
+    }
+    std::this_thread::sleep_for(100ms);
+  }
+  return false;
+}
+
+size_t openDescriptors(pid_t pid) {
+  const auto fds = std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd");
+  return static_cast<size_t>(std::distance(std::filesystem::begin(fds), std::filesystem::end(fds)));
 }
 
 }  // namespace
@@ -94,7 +107,7 @@ TEST_CASE(
   const int port = job.metricsPort();
   INFO(job.process->stderrSoFar());
   REQUIRE(port > 0);
-  REQUIRE(answers(port, 30s));
+  REQUIRE(everyRankBeats(port, 30s));  // the job has opened what it holds while it runs
   const size_t before = openDescriptors(job.process->pid());
 
   std::vector<int> slow;  // slowloris: a head that never ends, a byte every 100 ms

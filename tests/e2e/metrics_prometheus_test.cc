@@ -73,17 +73,21 @@ std::string describe(const std::vector<PromSample>& samples) {
   return text.str();
 }
 
-// The names of the exposition's `# TYPE NAME TYPE` lines, and whether each has a # HELP.
-std::map<std::string, bool> familiesOf(const std::string& exposition) {
-  std::map<std::string, bool> families;
+// The names of the exposition's `# TYPE NAME TYPE` lines, one a line, sorted; " (no HELP)"
+// after a name without its # HELP line.
+std::string familiesOf(const std::string& exposition) {
+  std::set<std::string> families;
   std::istringstream lines(exposition);
   for (std::string line; std::getline(lines, line);) {
     std::istringstream words(line);
     std::string hash, kind, name;
     words >> hash >> kind >> name;
-    if (hash == "#" && kind == "TYPE") families[name] = exposition.find("# HELP " + name + " ") != std::string::npos;
+    if (hash != "#" || kind != "TYPE") continue;
+    families.insert(name + (exposition.find("# HELP " + name + " ") == std::string::npos ? " (no HELP)" : ""));
   }
-  return families;
+  std::string text;
+  for (const std::string& family : families) text += family + "\n";
+  return text;
 }
 
 std::string restarts() { return "pltrun_restarts_total{job=\"" + kRunId + "\"}"; }
@@ -194,20 +198,12 @@ TEST_CASE(
   INFO(exposition.body << promtool.out << promtool.err);
   CHECK(promtool.status == 0);
   // Exactly the families docs/METRICS.md lists, each with its # HELP.
-  const std::map<std::string, bool> expected = {{"pltrun_workers", true},
-                                                {"pltrun_rank_info", true},
-                                                {"pltrun_rank_heartbeat_age_seconds", true},
-                                                {"pltrun_rank_progress_counter", true},
-                                                {"pltrun_rank_step_seconds", true},
-                                                {"pltrun_restarts_total", true},
-                                                {"pltrun_rendezvous_rounds_total", true},
-                                                {"pltrun_rendezvous_seconds_total", true},
-                                                {"pltrun_stalls_detected_total", true},
-                                                {"pltrun_job_elapsed_seconds", true},
-                                                {"pltrun_productive_seconds_total", true},
-                                                {"pltrun_goodput_ratio", true},
-                                                {"pltrun_restart_lost_seconds", true},
-                                                {"pltrun_lost_seconds_total", true}};
+  const std::string expected =
+      "pltrun_goodput_ratio\npltrun_job_elapsed_seconds\npltrun_lost_seconds_total\n"
+      "pltrun_productive_seconds_total\npltrun_rank_heartbeat_age_seconds\npltrun_rank_info\n"
+      "pltrun_rank_progress_counter\npltrun_rank_step_seconds\npltrun_rendezvous_rounds_total\n"
+      "pltrun_rendezvous_seconds_total\npltrun_restart_lost_seconds\npltrun_restarts_total\n"
+      "pltrun_stalls_detected_total\npltrun_workers\n";
   CHECK(familiesOf(exposition.body) == expected);
 
   const std::vector<std::string> queries = readmeQueries();
