@@ -46,6 +46,7 @@ ALLOWED = {
     "lib/launcher/group": GROUP,
     "lib/launcher/net": NET,
     "lib/launcher/health": HEALTH,
+    "lib/launcher/metrics": GROUP + ["launcher/metrics/"],
     "lib/launcher/static_job": GROUP + ["launcher/net/", "launcher/health/"],
     "lib/launcher/agent": GROUP + NET + ["launcher/net/", "rendezvous/", "launcher/health/"],
     "lib/launcher/driver": GROUP + NET + ["launcher/net/", "rendezvous/elastic/store_layout.h"],
