@@ -22,7 +22,11 @@ packages=(
   zsh fish  # the package test completes command lines in them (issue 29)
   mypy  # the Python package's types, checked for Python 3.8 (issue 45)
   python3-venv  # the wheel's tests and benchmark install it into venvs of Debian's python3 (issue 45)
+  prometheus  # the metrics test scrapes a live job with Debian's real Prometheus 2.42 and promtool (issue 47)
 )
+# Packages that ship a system service the tests start themselves (as their own children, on
+# loopback): installing them must neither start nor enable it (issue 48).
+quiet_services=(prometheus)
 for argument in "$@"; do
   case "$argument" in
     --with-torch) packages+=(python3-torch) ;;
@@ -46,5 +50,46 @@ echo "install-deps: installing ${missing[*]}"
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
 export DEBIAN_FRONTEND=noninteractive
+
+# While our apt-get runs, /usr/sbin/policy-rc.d answers 101 ("action forbidden"): invoke-rc.d
+# and deb-systemd-invoke, which the packages' maintainer scripts start their services through,
+# then start nothing, with or without systemd running. A policy-rc.d already there (Docker's)
+# is put back afterwards.
+policy=/usr/sbin/policy-rc.d
+saved_policy="$policy.pltrun-install-deps"
+refuse_services() {
+  if [ -e "$policy" ]; then "${sudo_cmd[@]}" mv "$policy" "$saved_policy"; fi
+  printf '#!/bin/sh\n# scripts/install-deps.sh: no service starts while it installs (removed after)\nexit 101\n' |
+    "${sudo_cmd[@]}" tee "$policy" >/dev/null
+  "${sudo_cmd[@]}" chmod 755 "$policy"
+}
+restore_policy() {
+  "${sudo_cmd[@]}" rm -f "$policy"
+  if [ -e "$saved_policy" ]; then "${sudo_cmd[@]}" mv "$saved_policy" "$policy"; fi
+}
+# A policy-rc.d does not stop a postinst from enabling the service for the next boot
+# (deb-systemd-helper enable, update-rc.d defaults): disabled here, for the packages this run
+# installed. `systemctl disable` works without systemd running (a container, a chroot), removes
+# the unit's links and the SysV script's start links (systemd-sysv-install), and upgrades keep
+# it disabled (deb-systemd-helper re-enables only units that were enabled).
+disable_services() {
+  local package
+  for package in "$@"; do
+    if command -v systemctl >/dev/null; then
+      "${sudo_cmd[@]}" systemctl disable --quiet "$package.service"
+    elif [ -e "/etc/init.d/$package" ]; then
+      "${sudo_cmd[@]}" update-rc.d "$package" disable
+    fi
+  done
+}
+
+newly_quiet=()
+for package in "${quiet_services[@]}"; do
+  if [[ " ${missing[*]} " == *" $package "* ]]; then newly_quiet+=("$package"); fi
+done
 "${sudo_cmd[@]}" apt-get update -q
+trap restore_policy EXIT
+trap "exit 130" INT TERM  # the EXIT trap then puts the policy back
+refuse_services
 "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+disable_services "${newly_quiet[@]}"
