@@ -16,7 +16,7 @@ TEST_CASE("node state: what an agent publishes reads back the same", "[node_stat
   state.state = "running";
   state.workers = 2;
   state.host = "node-b";
-  state.ranks = {{2, 40, 3.5}, {3, std::nullopt, std::nullopt}};
+  state.ranks = {{2, 40, 3.5, std::nullopt}, {3, std::nullopt, std::nullopt, std::nullopt}};
   const auto decoded = decodeNodeState(encodeNodeState(state));
   REQUIRE(decoded);
   CHECK(decoded->state == "running");
