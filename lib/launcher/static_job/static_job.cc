@@ -61,8 +61,9 @@ int runStaticJob(const ResolvedJob& job) {
                                config.nnodes > 1 ? localHostName() + "_" + std::to_string(getpid()) : "");
   if (const std::optional<int> refused = refuseIfUnhealthy(job, directory, localHostName())) return *refused;
   // Heartbeat sockets only where something reads them: on one node that is --stall-timeout,
-  // --metrics, and restarts that --max-no-progress-restarts watches (binding them is a visible part
-  // of a launch; docs/PERFORMANCE.md, launch); an elastic agent's also feed pltrun status.
+  // --metrics, and restarts that --max-no-progress-restarts watches (binding them is a
+  // visible part of a launch; docs/PERFORMANCE.md, launch); an elastic agent's also feed
+  // pltrun status.
   std::optional<SupervisionFiles> supervision;
   const bool watchesProgress = config.maxRestarts > 0 && config.maxNoProgressRestarts > 0;
   if (config.stallTimeout || config.fileTimer || watchesProgress || config.metrics) {
