@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the store's libFuzzer targets (AddressSanitizer + UndefinedBehaviorSanitizer) into
-# build-fuzz/ and runs each for a bounded time, starting from the seeds in
-# tests/fuzz/corpus/<target>/ (copied to a temporary corpus: the repository is not modified).
+# Builds the libFuzzer targets, the store's and the metrics endpoint's (AddressSanitizer +
+# UndefinedBehaviorSanitizer), into build-fuzz/ and runs each for a bounded time, starting
+# from the seeds in tests/fuzz/corpus/<target>/ (copied to a temporary corpus: the
+# repository is not modified).
 #
 #   bash scripts/check/fuzz.sh [SECONDS]      seconds per target: SECONDS, else $PLTRUN_FUZZ_SECONDS, else 60
 #
@@ -9,7 +10,7 @@
 # shell around it, over loopback sockets) fuzz one connection between them: each runs for half
 # of SECONDS (rounded up), so a run takes what it took before the machine had its own target.
 #
-# Environment: PLTRUN_FUZZ_BUILD_DIR (default build-fuzz), PLTRUN_FUZZ_TARGETS (default all four
+# Environment: PLTRUN_FUZZ_BUILD_DIR (default build-fuzz), PLTRUN_FUZZ_TARGETS (default all five
 # targets), CC/CXX (default clang/clang++), PLTRUN_FUZZ_CORPUS_DIR (keep the grown corpus in
 # <dir>/<target>/ across runs, e.g. a CI cache; default: a temporary directory, deleted). Needs clang and libclang-rt-dev (libFuzzer); no
 # network, no input. Exits non-zero if a build fails or a target finds a crash, a leak, UB,
@@ -24,7 +25,7 @@ if ! [[ $seconds =~ ^[1-9][0-9]*$ ]]; then
   exit 2
 fi
 build_dir=${PLTRUN_FUZZ_BUILD_DIR:-build-fuzz}
-read -r -a targets <<<"${PLTRUN_FUZZ_TARGETS:-fuzz_store_codec fuzz_store_connection fuzz_store_session fuzz_store_values}"
+read -r -a targets <<<"${PLTRUN_FUZZ_TARGETS:-fuzz_store_codec fuzz_store_connection fuzz_store_session fuzz_store_values fuzz_metrics_request}"
 export CC=${CC:-clang} CXX=${CXX:-clang++}
 for tool in "$CC" "$CXX"; do
   command -v "$tool" >/dev/null || { echo "check/fuzz.sh: $tool not found (apt-get install clang libclang-rt-dev)" >&2; exit 2; }

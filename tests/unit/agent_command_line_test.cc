@@ -52,6 +52,7 @@ LaunchConfig trickyJob() {
   config.agentStore = false;
   config.programKind = ProgramKind::Module;
   config.preload = {"torch", "numpy.random"};
+  config.metrics = Endpoint{"::1", 0};
   config.program = "my.module";
   config.programArgs = {"--lr=0.1", "two words", "--", "-x", "it's \"quoted\"", ""};
   return config;
@@ -74,6 +75,7 @@ void checkAgentReads(const LaunchConfig& driver, size_t index, const Endpoint& e
   CHECK(agent.termTimeout == driver.termTimeout);
   CHECK(agent.role == driver.role);
   CHECK(agent.preload == driver.preload);
+  CHECK(agent.metrics == driver.metrics);
   CHECK(agent.stallTimeout.has_value() == driver.stallTimeout.has_value());
   if (agent.stallTimeout && driver.stallTimeout) {
     CHECK(agent.stallTimeout->automatic == driver.stallTimeout->automatic);
@@ -128,6 +130,8 @@ TEST_CASE("the agent reads back the defaults and the other choices of each flag"
   job.remote.hosts = {{"a", 0, {}}, {"b", 0, {}}};
   job.program = "train.py";
   checkAgentReads(job, 1, Endpoint{"driver.example.org", 1});
+  job.metrics = Endpoint{"0.0.0.0", 9400};
+  checkAgentReads(job, 1, Endpoint{"::1", 5});
   job.devices = listedDevices({2});  // one listed GPU, written "2,"
   job.verbose = true;
   job.stallTimeout = StallTimeout{true, {}};

@@ -1226,3 +1226,33 @@ TEST_CASE("site defaults: max-no-progress-restarts is a key like the other flags
   CHECK(parseWithSite({"--max-no-progress-restarts", "4", "train.py"}, "max_no_progress_restarts = 0\n")
             .maxNoProgressRestarts == 4);
 }
+
+TEST_CASE("--metrics: ADDR:PORT, or PORT alone on loopback; PET_METRICS and the site key", "[command_line][metrics]") {
+  using pltrun::Endpoint;
+  CHECK_FALSE(parseConfig({"p"}).metrics);  // off by default
+  CHECK(parseConfig({"--metrics", "9400", "p"}).metrics == Endpoint{"127.0.0.1", 9400});
+  CHECK(parseConfig({"--metrics", ":0", "p"}).metrics == Endpoint{"127.0.0.1", 0});
+  CHECK(parseConfig({"--metrics=0.0.0.0:9400", "p"}).metrics == Endpoint{"0.0.0.0", 9400});
+  CHECK(parseConfig({"--metrics", "[::1]:0", "p"}).metrics == Endpoint{"::1", 0});
+  CHECK(parseConfig({"--metrics", "node-7.example.org:65535", "p"}).metrics == Endpoint{"node-7.example.org", 65535});
+  CHECK(parseConfig({"p"}, {{"PET_METRICS", "127.0.0.2:0"}}).metrics == Endpoint{"127.0.0.2", 0});
+  CHECK(parseConfig({"--metrics", "9", "p"}, {{"PET_METRICS", "8"}}).metrics == Endpoint{"127.0.0.1", 9});
+  CHECK(parseWithSite({"p"}, "metrics = \"127.0.0.1:0\"\n").metrics == Endpoint{"127.0.0.1", 0});
+  CHECK(parseWithSite({"p"}, "metrics = 9400\n").metrics == Endpoint{"127.0.0.1", 9400});
+}
+
+TEST_CASE("--metrics: a bad value is one line saying what to write", "[command_line][metrics]") {
+  for (const std::string value : {"", " ", "65536", ":70000", "127.0.0.1:65536", "127.0.0.1:-1", "127.0.0.1", "::1",
+                                  "[::1]", "127.0.0.1:", ":", "host name:1", "[::1:9400", "x:y", "a:1:b"}) {
+    INFO(value);
+    const Error error = parseError({"--metrics", value, "p"});
+    CHECK(error.code() == ErrorCode::InvalidArgument);
+    const std::string message = error.what();
+    CHECK_THAT(message, Contains("--metrics: '" + value + "' is not valid") && Contains("ADDR:PORT"));
+    CHECK(message.find('\n') == std::string::npos);
+  }
+  CHECK_THAT(parseError({"--metrics", "127.0.0.1", "p"}).what(), Contains("the port is missing"));
+  CHECK_THAT(parseError({"--metrics", "99999", "p"}).what(), Contains("above 65535"));
+  CHECK_THAT(parseError({"p"}, {{"PET_METRICS", "nope"}}).what(), Contains("PET_METRICS=nope"));
+  CHECK_THAT(siteError({"p"}, "metrics = \"1.2.3.4\"\n"), Contains("/etc/pltrun.toml") && Contains("--metrics"));
+}

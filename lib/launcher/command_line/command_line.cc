@@ -6,6 +6,7 @@
 #include "launcher/command_line/deepspeed_flags.h"
 #include "launcher/command_line/flag_declarations.h"
 #include "launcher/command_line/foreign_spellings.h"
+#include "launcher/command_line/metrics_flag.h"
 #include "launcher/command_line/node_flags.h"
 #include "launcher/command_line/remote_flags.h"
 #include "launcher/command_line/shell_completion.h"
@@ -125,6 +126,7 @@ void applySupervisionFlags(const RawFlags& raw, LaunchConfig& config) {
   }
   if (!raw.termTimeout.empty()) config.termTimeout = parseSecondsFlag("--term-timeout", raw.termTimeout);
   applyHealthFlags(raw, config);
+  if (raw.metricsGiven) config.metrics = parseMetricsEndpoint("--metrics", raw.metrics);
   if (!raw.stallTimeout.empty()) config.stallTimeout = parseStallTimeout("--stall-timeout", raw.stallTimeout);
   if (!raw.monitorInterval.empty()) parseSecondsFlag("--monitor-interval", raw.monitorInterval);  // checked, unused
   // torch allows these three; workers are always separate processes here, as with spawn.

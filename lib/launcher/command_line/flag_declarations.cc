@@ -42,9 +42,9 @@ class FlagDeclarer {
   /// The --help section the flags declared from now on are listed under.
   void section(const std::string& name) { section_ = name; }
 
-  void valued(const std::string& dashed, std::string& target, const std::string& help,
-              const std::string& shortName = "") {
-    remember(app_.add_option(names(dashed, shortName), target, help), dashed);
+  CLI::Option* valued(const std::string& dashed, std::string& target, const std::string& help,
+                      const std::string& shortName = "") {
+    return remember(app_.add_option(names(dashed, shortName), target, help), dashed);
   }
 
   void flag(const std::string& dashed, bool& target, const std::string& help, const std::string& shortName = "") {
@@ -68,11 +68,12 @@ class FlagDeclarer {
     return spelled;
   }
 
-  void remember(CLI::Option* option, const std::string& dashed) {
+  CLI::Option* remember(CLI::Option* option, const std::string& dashed) {
     inSection(option);
     std::string variable = "PET_" + underscored(dashed);
     std::transform(variable.begin(), variable.end(), variable.begin(), ::toupper);
     variables_.emplace_back(option, variable);
+    return option;
   }
 
   CLI::App& app_;
@@ -209,6 +210,16 @@ void declareHealthFlags(FlagDeclarer& declare, RawFlags& raw) {
                  "seconds an unhealthy elastic node waits before it checks again (default 30)");
 }
 
+void declareMetricsFlags(FlagDeclarer& declare, RawFlags& raw) {
+  declare.section("Metrics (Prometheus)");
+  declare
+      .valued(flag_name::kMetrics, raw.metrics,
+              "serve Prometheus metrics (workers, every rank's heartbeat age, progress and step time, restarts by "
+              "cause, goodput) at http://ADDR:PORT/metrics: ADDR:PORT, or PORT alone for 127.0.0.1; port 0 picks a "
+              "free one (printed). Default: off")
+      ->each([&raw](const std::string&) { raw.metricsGiven = true; });
+}
+
 void declareRemoteFlags(FlagDeclarer& declare, RawFlags& raw) {
   declare.section("Many hosts from one shell (over ssh)");
   declare.valued("hosts", raw.hosts, "run on these hosts from here, over ssh: h1:4,h2:4 (HOST:SLOTS)", "-H");
@@ -248,6 +259,7 @@ std::shared_ptr<const FlagVariables> declareFlags(CLI::App& app, RawFlags& raw) 
   declareOutputFlags(declare, raw);
   declareProgramFlags(declare, raw);
   declareHealthFlags(declare, raw);
+  declareMetricsFlags(declare, raw);
   declareRemoteFlags(declare, raw);
   app.formatter(std::make_shared<VariablesInHelp>(variables));
   app.footer(

@@ -26,6 +26,8 @@ inline constexpr char kRole[] = "role";
 inline constexpr char kHealthCheck[] = "health-check";
 inline constexpr char kHealthCheckTimeout[] = "health-check-timeout";
 inline constexpr char kHealthCheckInterval[] = "health-check-interval";
+// Prometheus's scrape endpoint (issue 47): every agent serves its own node's metrics.
+inline constexpr char kMetrics[] = "metrics";
 // The workers.
 inline constexpr char kDevices[] = "devices";
 inline constexpr char kAutoSelectGpus[] = "auto-select-gpus";

@@ -19,6 +19,9 @@ struct RawFlags {
   std::string maxNodeBlames;  ///< --max-node-blames (issue 46)
   /// --health-check, --health-check-timeout, --health-check-interval (issue 46).
   std::string healthCheck, healthCheckTimeout, healthCheckInterval;
+  /// --metrics ADDR:PORT (issue 47), and whether it was given at all (given empty is an error).
+  std::string metrics;
+  bool metricsGiven = false;
   /// --run-id, --rdzv-id's other name, with a target of its own because the PET_* defaults
   /// are applied after the command line: when it has a value (flag or PET_RUN_ID) it wins,
   /// as it did when CLI11 set one shared target in declaration order.

@@ -63,6 +63,8 @@ void addJobFlags(const LaunchConfig& config, std::vector<std::string>& args) {
   if (config.programKind == ProgramKind::NoPython) args.push_back(longFlag(kNoPython));
   if (config.programKind == ProgramKind::Script) args.push_back(longFlag(kRunPath));
   if (!config.preload.empty()) args.insert(args.end(), {longFlag(kPreload), joinText(config.preload, ",")});
+  // Each agent serves its own node's metrics at the address and port the job gave.
+  if (config.metrics) args.insert(args.end(), {longFlag(kMetrics), endpointText(*config.metrics)});
   args.push_back("--");
   args.push_back(config.program);
   args.insert(args.end(), config.programArgs.begin(), config.programArgs.end());

@@ -3,11 +3,12 @@
 // thread and an io_context of its own (an elastic agent's event loop stops while it
 // rendezvouses; a scrape must not). It knows nothing of the metrics: `body` (called on its
 // thread, per request; MetricsRecorder::scrape) makes the text. Read-only: GET (and HEAD)
-// /metrics answer `body`'s text as text/plain; version=0.0.4; any other path is 404, any
-// other method 405, a malformed request 400, and the connection closes. Bounded: at most
-// `maxConnections` at once (more are closed as they are accepted), a request's head at most
-// `maxRequestBytes` (431), no body, and each connection at most `idleTimeout` without a
-// whole request.
+// /metrics answer `body`'s text as "text/plain; version=0.0.4; charset=utf-8" (a query
+// string is ignored), and the connection may be kept alive; any other path is 404, any other
+// method 405 (with Allow), a malformed request 400, and the connection closes after them
+// (metrics_request.h decides, without a socket). Bounded: at most `maxConnections` at once
+// (more are accepted and closed at once), a request's head at most `maxRequestBytes` (431),
+// no body (413), and each connection at most `idleTimeout` without a whole request.
 
 #include <chrono>
 #include <functional>
