@@ -201,7 +201,7 @@ TEST_CASE(
   const std::string expected =
       "pltrun_goodput_ratio\npltrun_job_elapsed_seconds\npltrun_lost_seconds_total\n"
       "pltrun_productive_seconds_total\npltrun_rank_heartbeat_age_seconds\npltrun_rank_info\n"
-      "pltrun_rank_progress_counter\npltrun_rank_step_seconds\npltrun_rendezvous_rounds_total\n"
+      "pltrun_rank_progress\npltrun_rank_step_seconds\npltrun_rendezvous_rounds_total\n"
       "pltrun_rendezvous_seconds_total\npltrun_restart_lost_seconds\npltrun_restarts_total\n"
       "pltrun_stalls_detected_total\npltrun_workers\n";
   CHECK(familiesOf(exposition.body) == expected);
