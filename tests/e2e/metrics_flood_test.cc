@@ -15,6 +15,7 @@
 
 #include "e2e/loopback_http.h"
 #include "e2e/metrics_job.h"
+#include "e2e/metrics_scrape.h"
 
 using namespace pltrun::test;
 using namespace std::chrono_literals;
@@ -73,18 +74,12 @@ bool answers(int port, std::chrono::milliseconds timeout) {
   return false;
 }
 
-size_t count(const std::string& text, const std::string& what) {
-  size_t found = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++found;
-  return found;
-}
-
 // Whether /metrics shows the heartbeat age of all 4 ranks within `timeout`.
 bool everyRankBeats(int port, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     try {
-      if (count(httpGet(port, "/metrics").body, "pltrun_rank_heartbeat_age_seconds{") == 4) return true;
+      if (samples(scrapeMetrics(port), "pltrun_rank_heartbeat_age_seconds").size() == 4) return true;
     } catch (const std::exception&) {
     }
     std::this_thread::sleep_for(100ms);
@@ -129,7 +124,7 @@ TEST_CASE(
   REQUIRE(answers(port, 10s));
   const HttpAnswer after = httpGet(port, "/metrics");
   INFO(after.body);
-  CHECK(count(after.body, "pltrun_rank_heartbeat_age_seconds{") == 4);
+  CHECK(samples(after.body, "pltrun_rank_heartbeat_age_seconds").size() == 4);
   CHECK(httpGet(port, "/nothing-here").status == 404);
   // Every connection of the flood closed: pltrun holds no more descriptors than before it
   // (a few of slack for what it opens of its own; a leak would be hundreds).

@@ -1,15 +1,14 @@
 #pragma once
 // A live 4-worker pltrun job with --metrics, for the metrics tests: workers that beat their
 // steps (e2e/checkpoint_workers.py, steered by files in the job's directory) on four fake GPUs
-// with UUIDs, and the port the launcher printed ("metrics at http://127.0.0.1:PORT/metrics").
+// with UUIDs, and the port the launcher printed (metrics_scrape.h's metricsPort).
 
 #include <chrono>
 #include <fstream>
 #include <memory>
-#include <regex>
 #include <string>
-#include <thread>
 
+#include "e2e/metrics_scrape.h"
 #include "helpers/child_process.h"
 #include "helpers/temp_dir.h"
 
@@ -39,19 +38,10 @@ class MetricsJob {
                                                                   });
   }
 
-  /// The port of "metrics at http://127.0.0.1:PORT/metrics" on the launcher's stderr; 0 when
-  /// it printed none within `timeout` or ended first.
+  /// The port the launcher printed ("metrics at http://127.0.0.1:PORT/metrics"); 0 when it
+  /// printed none within `timeout` or ended first.
   int metricsPort(std::chrono::milliseconds timeout = std::chrono::seconds(30)) const {
-    const std::regex line("metrics at http://127\\.0\\.0\\.1:([0-9]+)/metrics");
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      std::smatch match;
-      const std::string err = process->stderrSoFar();
-      if (std::regex_search(err, match, line)) return std::stoi(match[1].str());
-      if (processGone(process->pid())) return 0;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return 0;
+    return pltrun::test::metricsPort(*process, timeout);
   }
 
   /// Creates DIR/`name`: "crash", "stall" or "finish" (checkpoint_workers.py).
