@@ -1,12 +1,15 @@
 # shellcheck shell=bash
 # apt_plan PACKAGE...: what `apt-get install --no-install-recommends PACKAGE...` would do, as
-# "N packages (D to download, S on disk)": apt-get shows its plan and asks, --assume-no
-# answers, and nothing is installed. Status 1, and nothing printed, when apt shows no plan
+# "N packages (D to download, S on disk)": apt-get shows its plan, and nothing is installed.
+# --assume-no alone does not ensure that: apt-get asks only when it would add packages not
+# named, so a plan of named packages alone was installed, outside the service guard
+# (services.sh). With --print-uris it prints the plan and the packages' addresses, and
+# neither downloads nor installs. Status 1, and nothing printed, when apt shows no plan
 # (a package it cannot find). The caller defines as_root (how it runs apt-get as
 # root). Sourced by scripts/install-deps.sh and scripts/deps/measure.sh, never run.
 apt_plan() {
   local plan count download disk
-  plan=$(LC_ALL=C as_root apt-get install --assume-no -q -o Dpkg::Use-Pty=0 --no-install-recommends "$@" 2>&1 || true)
+  plan=$(LC_ALL=C as_root apt-get install --assume-no --print-uris -q -o Dpkg::Use-Pty=0 --no-install-recommends "$@" 2>&1 || true)
   count=$(sed -n 's/.* \([0-9][0-9]*\) newly installed.*/\1/p' <<<"$plan")
   [ -n "$count" ] || return 1
   # "Need to get 52.3 MB of archives.", or "Need to get 10 MB/52.3 MB ..." with some cached.

@@ -33,7 +33,7 @@ test_packages=(
   zsh fish  # the package test completes command lines in them (issue 29)
   mypy  # the Python package's types, checked for Python 3.8 (issue 45)
   python3-venv  # the wheel's tests and benchmark install it into venvs of Debian's python3 (issue 45)
-  # Servers the tests start themselves (issue 47: prometheus scrapes pltrun's metrics) go here.
+  prometheus  # the metrics tests start Debian's real Prometheus 2.42 and run its promtool (issue 47)
 )
 
 # --with-torch: Debian's python3-torch (torch 1.13, CPU, gloo), for the PyTorch

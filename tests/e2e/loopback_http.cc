@@ -34,18 +34,12 @@ bool ready(int fd, short events, Clock::time_point deadline) {
 }
 
 int connectLoopback(int port, Clock::time_point deadline) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  if (fd < 0) throw std::runtime_error("socket failed");
+  const int fd = startConnecting(port);
   int error = 0;
   socklen_t length = sizeof error;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 &&
-      (errno != EINPROGRESS || !ready(fd, POLLOUT, deadline) ||
-       getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 || error != 0)) {
-    close(fd);
+  if (fd < 0 || !ready(fd, POLLOUT, deadline) || getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 ||
+      error != 0) {
+    if (fd >= 0) close(fd);
     throw std::runtime_error("cannot connect to 127.0.0.1:" + std::to_string(port));
   }
   return fd;
@@ -72,13 +66,28 @@ std::string exchange(int fd, const std::string& request, Clock::time_point deadl
 
 }  // namespace
 
+int startConnecting(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 && errno != EINPROGRESS) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 HttpAnswer httpGet(int port, const std::string& target, std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   const std::string where = "GET 127.0.0.1:" + std::to_string(port) + target + ": ";
   const int fd = connectLoopback(port, deadline);
   std::string raw;
   try {
-    raw = exchange(fd, "GET " + target + " HTTP/1.0\r\nHost: 127.0.0.1:" + std::to_string(port) + "\r\n\r\n", deadline);
+    raw = exchange(
+        fd, "GET " + target + " HTTP/1.0\r\nHost: 127.0.0.1:" + std::to_string(port) + "\r\nConnection: close\r\n\r\n",
+        deadline);
   } catch (const std::exception& error) {
     close(fd);
     throw std::runtime_error(where + error.what());

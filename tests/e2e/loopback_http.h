@@ -18,6 +18,10 @@ struct HttpAnswer {
 /// port when it cannot connect, the answer is not HTTP or `timeout` passes first.
 HttpAnswer httpGet(int port, const std::string& target, std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
+/// A non-blocking TCP socket connecting to 127.0.0.1:`port` (the connection may still be on
+/// its way); -1 when it was refused at once.
+int startConnecting(int port);
+
 /// `text` percent-encoded for a URL's query (every byte but A-Z a-z 0-9 - _ . ~).
 std::string urlEncoded(const std::string& text);
 

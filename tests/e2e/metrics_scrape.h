@@ -16,7 +16,8 @@
 
 namespace pltrun::test {
 
-/// The port `launcher` said its metrics are at; 0 when it said nothing within `timeout`.
+/// The port `launcher` said its metrics are at; 0 when it said nothing within `timeout` or
+/// ended first.
 inline int metricsPort(const ChildProcess& launcher, std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
   const std::regex line("metrics at http://127\\.0\\.0\\.1:([0-9]+)/metrics\n");
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -24,7 +25,7 @@ inline int metricsPort(const ChildProcess& launcher, std::chrono::milliseconds t
     std::smatch match;
     const std::string err = launcher.stderrSoFar();
     if (std::regex_search(err, match, line)) return std::stoi(match[1].str());
-    if (std::chrono::steady_clock::now() > deadline) return 0;
+    if (std::chrono::steady_clock::now() > deadline || processGone(launcher.pid())) return 0;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }

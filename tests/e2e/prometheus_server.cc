@@ -137,7 +137,11 @@ PromWait PrometheusServer::waitFor(const std::string& promql,
   }
 }
 
-std::string PrometheusServer::log() const { return process_ ? process_->stderrSoFar() : ""; }
+std::string PrometheusServer::log() const {
+  const std::string all = process_ ? process_->stderrSoFar() : "";
+  constexpr size_t kTail = 3000;
+  return all.size() > kTail ? "..." + all.substr(all.size() - kTail) : all;
+}
 
 Finished promtoolCheckMetrics(const std::string& exposition) {
   TempDir dir("pltrun-promtool");

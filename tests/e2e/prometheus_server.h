@@ -74,7 +74,8 @@ class PrometheusServer {
   PromWait waitFor(const std::string& promql, const std::function<bool(const std::vector<PromSample>&)>& met,
                    std::chrono::milliseconds timeout) const;
 
-  /// What Prometheus logged so far (stderr), for a failing test's message.
+  /// The end (3000 characters at most) of what Prometheus logged so far (stderr), for a
+  /// failing test's message.
   std::string log() const;
 
  private:
