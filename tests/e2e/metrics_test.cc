@@ -92,7 +92,12 @@ TEST_CASE("metrics: a 4-worker job's ranks, pids and GPUs, a restart after a cra
   REQUIRE(port != 0);
   const std::string events = dir / "logs/metered/events.jsonl";
 
-  std::string text = scrapeUntil(port, [](const std::string& t) { return infoPids(t).size() == 4; });
+  // Every rank has beaten: each wrote its pid file before its first heartbeat.
+  std::string text = scrapeUntil(port, [](const std::string& t) {
+    bool allBeat = infoPids(t).size() == 4;
+    for (int rank = 0; rank < 4; ++rank) allBeat = allBeat && heartbeatAge(t, rank) >= 0;
+    return allBeat;
+  });
   CHECK(hasValue(text, "pltrun_restarts_total", {{"cause", "exit"}, {"job", "metered"}}, 0));
   CHECK(hasValue(text, "pltrun_workers", {{"state", "running"}}, 4));
   const std::map<int, pid_t> first = startedPids(events, "attempt");
