@@ -1253,6 +1253,8 @@ TEST_CASE("--metrics: a bad value is one line saying what to write", "[command_l
   }
   CHECK_THAT(parseError({"--metrics", "127.0.0.1", "p"}).what(), Contains("the port is missing"));
   CHECK_THAT(parseError({"--metrics", "99999", "p"}).what(), Contains("above 65535"));
+  CHECK_THAT(parseError({"--metrics", "127.0.0.1:99999", "p"}).what(), Contains("above 65535"));
+  CHECK_THAT(parseError({"--metrics", "[::1]:70000", "p"}).what(), Contains("above 65535"));
   CHECK_THAT(parseError({"p"}, {{"PET_METRICS", "nope"}}).what(), Contains("PET_METRICS=nope"));
   CHECK_THAT(siteError({"p"}, "metrics = \"1.2.3.4\"\n"), Contains("/etc/pltrun.toml") && Contains("--metrics"));
 }
