@@ -281,6 +281,19 @@ TEST_CASE("metrics server: an address in use is one line naming it", "[metrics_s
   }
 }
 
+TEST_CASE("metrics server: an address not on this machine is one line saying which to give", "[metrics_server]") {
+  // 192.0.2.1 is TEST-NET-1 (RFC 5737), never a host's own: bind fails at once, nothing is sent.
+  try {
+    MetricsServer server({"192.0.2.1", 0}, [] { return kBody; });
+    FAIL("listened on an address this machine does not have");
+  } catch (const pltrun::Error& e) {
+    const std::string message = e.what();
+    CHECK(message.find("192.0.2.1:0") != std::string::npos);
+    CHECK(message.find("give an address of this machine") != std::string::npos);
+    CHECK(message.find('\n') == std::string::npos);
+  }
+}
+
 TEST_CASE("metrics server: stopping with connections open returns promptly", "[metrics_server]") {
   auto served = std::make_unique<Served>();
   Client idle(served->port());

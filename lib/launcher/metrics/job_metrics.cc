@@ -101,7 +101,7 @@ void JobMetrics::renderWorkers(PrometheusText& text) const {
     if (!known.identity && !known.end) continue;                 // only beats: no worker of ours yet
     ++counts[known.end ? 1 + static_cast<int>(*known.end) : 0];  // WorkerEnd's order is the states'
   }
-  text.family("pltrun_workers", MetricType::Gauge, "Workers of the current attempt, by state.");
+  text.family("pltrun_workers", MetricType::Gauge, "Workers of the current attempt on this node, by state.");
   const char* states[4] = {"running", "succeeded", "failed", "stopped"};
   for (int state = 0; state < 4; ++state) text.sample({{"state", states[state]}}, counts[state]);
 }
@@ -141,14 +141,17 @@ void JobMetrics::renderRankProgress(PrometheusText& text) const {
 }
 
 void JobMetrics::renderRestarts(PrometheusText& text) const {
-  text.family("pltrun_restarts_total", MetricType::Counter, "Restarts of the job's workers, by cause.");
+  text.family(
+      "pltrun_restarts_total", MetricType::Counter,
+      "Restarts of the job's workers, by the cause of the failure that started each. In an elastic job every node "
+      "counts every restart: aggregate nodes with max, not sum.");
   for (size_t index = 0; index < restarts_.size(); ++index) {
     text.sample({{"cause", restartCauseName(kRestartCauses[index])}}, restarts_[index]);
   }
   text.family("pltrun_rendezvous_rounds_total", MetricType::Counter, "Elastic rendezvous rounds this node joined.");
   text.sample({}, rendezvous_.rounds);
   text.family("pltrun_rendezvous_seconds_total", MetricType::Counter,
-              "Seconds from this node's joins to its rounds' completion.");
+              "Seconds this node waited in rendezvous: from each join to its round's completion.");
   text.sample({}, rendezvous_.seconds);
 }
 
@@ -162,8 +165,10 @@ void JobMetrics::renderGoodput(PrometheusText& text, Clock::time_point now) cons
   text.family("pltrun_goodput_ratio", MetricType::Gauge,
               "Productive seconds over elapsed seconds (0 when the workers send no progress counter).");
   text.sample({}, goodput.ratio());
-  text.family("pltrun_restart_lost_seconds", MetricType::Gauge,
-              "Seconds each restart lost: from the last progress before it to the first after it.");
+  text.family(
+      "pltrun_restart_lost_seconds", MetricType::Gauge,
+      "Seconds lost to restart N (label restart): from the last new step before it until a rank passes that step "
+      "again (redone steps count as lost); grows until then.");
   for (const RestartLoss& loss : goodput_.restartLosses(now)) {
     text.sample({{"restart", std::to_string(loss.restart)}}, loss.seconds);
   }

@@ -193,8 +193,14 @@ struct MetricsServer::Impl {
     }
     if (!error) return;
     throw Error(ErrorCode::InvalidArgument,
-                "--metrics: cannot listen on " + endpointText(endpoint) + ": " + error.message() +
-                    (error == asio::error::address_in_use ? " (choose another port, or 0 for a free one)" : ""));
+                "--metrics: cannot listen on " + endpointText(endpoint) + ": " + error.message() + listenHint(error));
+  }
+
+  // What to do about the usual reasons a listen fails, so that the line says it.
+  static std::string listenHint(const boost::system::error_code& error) {
+    if (error == asio::error::address_in_use) return " (choose another port, or 0 for a free one)";
+    if (error == asio::error::access_denied) return " (a port below 1024 needs privileges: choose a higher one)";
+    return " (give an address of this machine, 0.0.0.0 for every address, or PORT alone for 127.0.0.1)";
   }
 
   void run() {
