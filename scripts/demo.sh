@@ -57,7 +57,13 @@ for _ in $(seq 100); do
   [ -n "$port" ] && break
   sleep 0.1
 done
-[ -n "$port" ] || { kill "$(cat "$logs/node-a.pid")"; wait "$node_a"; echo "demo: node a printed no rendezvous port (its log: $logs/node-a.log)" >&2; exit 1; }
+if [ -z "$port" ]; then
+  # Node a may have ended already (then neither its pid nor the kill is there to fail on).
+  kill "$(cat "$logs/node-a.pid" 2>/dev/null)" 2>/dev/null || true
+  wait "$node_a" || true
+  echo "demo: node a printed no rendezvous port (its log: $logs/node-a.log)" >&2
+  exit 1
+fi
 run_node b "${elastic[@]}" --rdzv-endpoint "127.0.0.1:$port" "${job[@]}" &
 node_b=$!
 wait "$node_a" "$node_b"

@@ -11,9 +11,9 @@
 # The chroot: debootstrap's minbase, with apt's sources of a bookworm machine (bookworm,
 # bookworm-updates, bookworm-security) and no package lists: a command run there starts
 # with `apt-get update`. Unlike a new machine it has common.sh's refusing policy-rc.d, so that
-# nothing installed there starts a service on the host's network (a copy may remove it). `run` runs CMD, as root, in a fresh copy (an overlay whose writes go
-# to a tmpfs and vanish with the run), and a process CMD leaves there is killed and fails the
-# run (status 3). It lives in ${PLTRUN_CHROOT_DIR:-/var/cache/pltrun}/bookworm-fresh; its
+# nothing installed there starts a service on the host's network (a copy may remove it).
+# `run` runs CMD, as root, in a fresh copy (an overlay whose writes go to a tmpfs and vanish
+# with the run), and a process CMD leaves there is killed and fails the run (status 3). It lives in ${PLTRUN_CHROOT_DIR:-/var/cache/pltrun}/bookworm-fresh; its
 # mirror is ${PLTRUN_CHROOT_MIRROR}, or else the Debian mirror this machine's apt sources
 # name. A chroot shares the host's network. Needs root; scripts/chroot/common.sh holds the
 # machinery.

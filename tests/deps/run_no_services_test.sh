@@ -2,7 +2,8 @@
 # scripts/check/no-services.sh and scripts/deps/services.sh (issue 48), for real:
 #   check      a snapshot, then the check passes; an etcd member (a daemon of etcd-server's
 #              unit) started on loopback fails it, named by pid, as running and as listening,
-#              when no harness is named, and passes it when this script is named the harness
+#              when no harness is named, and passes it when this script is named the harness,
+#              or when it ran before the snapshot (even one taken without ss)
 #   policy     services_guard_begin puts a refusing policy-rc.d where none is and
 #              services_guard_end removes it; an existing one is left as it was (a warning
 #              says when it lets services start); a TERM between the two still removes ours
@@ -37,7 +38,13 @@ check_case() {
   # This script (bash) as the harness: its etcd is a test's.
   PLTRUN_HARNESS_COMMANDS="ctest bash" check --since "$work/before" >"$work/harness.out" ||
     fail "the check fails on the harness's own etcd: $(cat "$work/harness.out")"
-  echo "check: passes clean, fails on a stray etcd (process and listener), passes on a harness's"
+  # An etcd that ran before the install is not ours, even in a snapshot without listeners (a
+  # machine without ss before install-deps.sh installed iproute2).
+  check --snapshot "$work/running" >/dev/null
+  grep -v '^listen ' "$work/running" >"$work/no-ss"
+  PLTRUN_HARNESS_COMMANDS="" check --since "$work/no-ss" >"$work/earlier.out" ||
+    fail "the check fails on an etcd that ran before the snapshot: $(cat "$work/earlier.out")"
+  echo "check: passes clean, fails on a stray etcd (process and listener), passes on a harness's and on one from before"
 }
 
 # The policy's path, in $work rather than /usr/sbin, is the one thing changed.

@@ -1,6 +1,7 @@
 // recordWorkerMetrics (metrics_recorder.h): the observers it sets on a group record into the
 // metrics after running those set before them (the event log's), and a worker's GPU comes
-// from the identify function the mode gives it (worker_gpus.h).
+// from the identify function the mode gives it (worker_gpus.h); the labels every metric carries
+// (metricsIdentity).
 
 #include "launcher/metrics/metrics_recorder.h"
 
@@ -10,7 +11,9 @@
 #include <vector>
 
 #include "helpers/scoped_env.h"
+#include "launcher/group/resolved_job.h"
 #include "launcher/group/worker_group.h"
+#include "launcher/metrics/metrics_endpoint.h"
 #include "launcher/metrics/worker_gpus.h"
 
 using namespace pltrun;
@@ -76,4 +79,16 @@ TEST_CASE("metrics recorder: each worker's GPU is its LOCAL_RANK-th under its ow
   CHECK(found.at(4).nvmlIndex == std::optional<int>(2));
   CHECK(found.at(5).uuid == "GPU-d");
   CHECK(found.at(7).uuid == "GPU-b");  // --virtual-local-rank: LOCAL_RANK 0, its GPU alone
+}
+
+TEST_CASE("metrics identity: the run id and node_name=, else the host name, made valid UTF-8 on one line",
+          "[metrics]") {
+  LaunchConfig config;
+  const Environment inherited;
+  const ResolvedJob job{config, inherited, ProgramCommand{"/bin/true", {"true"}}, WorkerLayout{}, "run-7"};
+  const MetricsIdentity fromHost = metricsIdentity(job, "gpu\xff-07\n");
+  CHECK(fromHost.job == "run-7");
+  CHECK(fromHost.node == "gpu\\xff-07\\x0a");  // Prometheus refuses a label value that is not UTF-8
+  config.rdzv.nodeName = "node-b";
+  CHECK(metricsIdentity(job, "gpu-07").node == "node-b");
 }

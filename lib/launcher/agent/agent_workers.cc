@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "launcher/group/run_events.h"
+#include "launcher/metrics/metrics_endpoint.h"
 #include "launcher/metrics/worker_gpus.h"
 #include "launcher/net/rendezvous_host.h"
 #include "launcher/plan/slurm_signals.h"
@@ -16,12 +17,6 @@ namespace {
 // long to end the round with its name: the stalls of one hang are seen within a heartbeat
 // interval and a stack dump of each other.
 constexpr std::chrono::milliseconds kUnexplainedStallGrace{3000};
-
-// The metrics' labels: the run id, and the node as blame and status name it (node_name=,
-// else the host name).
-MetricsIdentity metricsIdentity(const ResolvedJob& job, const std::string& host) {
-  return {job.runId, job.config.rdzv.nodeName.empty() ? host : job.config.rdzv.nodeName};
-}
 
 }  // namespace
 

@@ -74,7 +74,7 @@ int runStaticJob(const ResolvedJob& job) {
   boost::asio::io_context context;
   // --metrics: serving before anything starts (a port it cannot bind stops pltrun first).
   std::optional<MetricsRecorder> metrics;
-  if (config.metrics) metrics.emplace(MetricsIdentity{job.runId, localHostName()}, MetricsRecorder::Clock::now());
+  if (config.metrics) metrics.emplace(metricsIdentity(job, localHostName()), MetricsRecorder::Clock::now());
   const std::unique_ptr<MetricsServer> metricsServer = metrics ? serveMetrics(config.metrics, *metrics) : nullptr;
 
   if (setsOmpNumThreads(job.inherited, layout.workerCount)) {
