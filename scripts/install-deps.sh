@@ -1,34 +1,36 @@
 #!/usr/bin/env bash
-# Installs what pltrun needs to build, test and benchmark, from Debian's packages only.
+# Installs what pltrun needs from Debian's packages only (the lists: scripts/deps/packages.sh).
+#
+#   scripts/install-deps.sh                what building, running and testing pltrun needs
+#   scripts/install-deps.sh --build-only   what building and running it needs (the demo's)
+#   scripts/install-deps.sh --with-torch   adds Debian's python3-torch (the test command's)
+#   scripts/install-deps.sh --list         prints the chosen packages' names and installs nothing
+#
 # Idempotent: packages already present are skipped, and apt-get runs only when one is missing.
+# apt's output goes to a log file named in one line (PLTRUN_APT_LOG, else a new file in
+# /tmp); on failure its last lines are shown. No service of the packages starts or stays
+# enabled (scripts/deps/services.sh; scripts/check/no-services.sh checks it).
 set -euo pipefail
+here=$(dirname "$0")
+# shellcheck source=deps/packages.sh
+. "$here/deps/packages.sh"
+# shellcheck source=deps/services.sh
+. "$here/deps/services.sh"
+# shellcheck source=deps/apt-plan.sh
+. "$here/deps/apt-plan.sh"
 
-# --with-torch adds Debian's python3-torch (torch 1.13, CPU, gloo), for the PyTorch
-# interoperability tests; it is run by /usr/bin/python3.
-packages=(
-  build-essential cmake pkg-config
-  libcli11-dev libboost1.81-dev
-  nlohmann-json3-dev libspdlog-dev catch2 libssl-dev openssl
-  hyperfine time procps python3 iproute2
-  openssh-server openssh-client
-  clang libclang-rt-14-dev clang-format-14
-  etcd-server etcd-client  # the etcd rendezvous backend's tests start real members (issue 13)
-  slurmctld slurmd slurm-client munge  # the real-Slurm tests start a two-node cluster (issue 15)
-  # The Debian package (scripts/package/deb.sh, issue 16): man pages, dependencies, stripping;
-  # its test checks the debug symbols and the store's unit, and installs it in a chroot.
-  help2man dpkg-dev file gdb systemd debootstrap elfutils
-  lintian  # the package test runs it (issue 29)
-  libtomlplusplus-dev  # the site config is read by a real TOML 1.0 parser (issue 29)
-  zsh fish  # the package test completes command lines in them (issue 29)
-  mypy  # the Python package's types, checked for Python 3.8 (issue 45)
-  python3-venv  # the wheel's tests and benchmark install it into venvs of Debian's python3 (issue 45)
-)
+packages=("${build_packages[@]}")
+with_tests=1 list=0
 for argument in "$@"; do
   case "$argument" in
-    --with-torch) packages+=(python3-torch) ;;
-    *) echo "install-deps: unknown argument $argument (accepted: --with-torch)" >&2; exit 2 ;;
+    --build-only) with_tests=0 ;;
+    --with-torch) packages+=("${torch_packages[@]}") ;;
+    --list) list=1 ;;
+    *) echo "install-deps: unknown argument $argument (accepted: --build-only, --with-torch, --list)" >&2; exit 2 ;;
   esac
 done
+if [ "$with_tests" -eq 1 ]; then packages+=("${test_packages[@]}"); fi
+if [ "$list" -eq 1 ]; then printf '%s\n' "${packages[@]}"; exit 0; fi
 
 missing=()
 for package in "${packages[@]}"; do
@@ -42,9 +44,26 @@ if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 
-echo "install-deps: installing ${missing[*]}"
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
-export DEBIAN_FRONTEND=noninteractive
-"${sudo_cmd[@]}" apt-get update -q
-"${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+# sudo resets the environment: apt's settings go through env.
+as_root() { "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive LC_ALL=C "$@"; }
+apt_options=(-q -o Dpkg::Use-Pty=0 --no-install-recommends)
+log=${PLTRUN_APT_LOG:-$(mktemp /tmp/pltrun-apt-XXXXXX.log)}
+started=$SECONDS
+
+# Ends the run on a failed apt-get with the end of its log.
+apt_failed() {
+  echo "install-deps: apt-get failed; the last lines of $log:" >&2
+  tail -n 25 "$log" >&2
+  exit 1
+}
+
+echo "install-deps: ${missing[*]} missing; apt's output goes to $log"
+as_root apt-get update -q >>"$log" 2>&1 || apt_failed
+plan=$(apt_plan "${missing[@]}") || plan="them"  # apt says why below
+echo "install-deps: installing $plan..."
+services_guard_begin
+as_root apt-get install -y "${apt_options[@]}" "${missing[@]}" >>"$log" 2>&1 || apt_failed
+services_guard_end
+echo "install-deps: done in $((SECONDS - started)) s"

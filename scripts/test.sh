@@ -3,6 +3,12 @@
 # PyTorch interoperability tests), builds, and runs every test with CTest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# What runs, listens and is enabled before anything is installed, for the check at the end.
+services_before=$(mktemp /tmp/pltrun-services-before-XXXXXX)
+trap 'rm -f "$services_before"' EXIT
+bash scripts/check/no-services.sh --snapshot "$services_before"
+# The build's packages and the test tools (scripts/deps/packages.sh), none of whose services
+# starts or stays enabled.
 bash scripts/install-deps.sh --with-torch
 # torch 2.x for the tests: Debian trixie's python3-torch (2.6) and forky's (2.14), each in a
 # chroot (built once, about 2.5 minutes and 1.2 GB each; cached in /var/cache/pltrun).
@@ -36,3 +42,6 @@ bash scripts/check/fuzz.sh "${PLTRUN_FUZZ_SECONDS:-30}"
 build_dir=${PLTRUN_BUILD_DIR:-build}
 # Tests start many real processes; two at a time keeps a 2-core machine responsive.
 ctest --test-dir "$build_dir" --output-on-failure -j 2
+# No service of the installed packages runs or was enabled by us, and none of their daemons
+# runs or listens that no test started (issue 48).
+bash scripts/check/no-services.sh --since "$services_before"

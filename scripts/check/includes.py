@@ -29,6 +29,7 @@ PROCESS = OUTPUT + ["launcher/process/"]
 GROUP = PROCESS + ["launcher/stall/", "launcher/placement/", "launcher/group/"]
 NET = PLAN + ["launcher/command_line/", "rendezvous/etcd/"]
 HEALTH = PROCESS + ["launcher/placement/", "launcher/command_line/", "launcher/health/"]
+METRICS = GROUP + ["launcher/metrics/"]
 ALLOWED = {
     "rendezvous/base": [],
     "rendezvous/store": BASE + STORE_PUBLIC,
@@ -46,9 +47,9 @@ ALLOWED = {
     "lib/launcher/group": GROUP,
     "lib/launcher/net": NET,
     "lib/launcher/health": HEALTH,
-    "lib/launcher/metrics": GROUP + ["launcher/metrics/"],
-    "lib/launcher/static_job": GROUP + ["launcher/net/", "launcher/health/"],
-    "lib/launcher/agent": GROUP + NET + ["launcher/net/", "rendezvous/", "launcher/health/"],
+    "lib/launcher/metrics": METRICS,
+    "lib/launcher/static_job": METRICS + ["launcher/net/", "launcher/health/"],
+    "lib/launcher/agent": METRICS + NET + ["launcher/net/", "rendezvous/", "launcher/health/"],
     "lib/launcher/driver": GROUP + NET + ["launcher/net/", "rendezvous/elastic/store_layout.h"],
     "lib/launcher/status": NET + ["launcher/net/", "rendezvous/"],
 }

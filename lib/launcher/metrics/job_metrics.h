@@ -12,20 +12,26 @@
 //   (over every rank and attempt) makes the time since the previous such raise, in the same
 //   attempt, productive. The first step of an attempt (start-up) and steps redone after a
 //   restart (counters below the highest already reached) are not productive.
-// - lost seconds of restart N: from the last productive raise before it to the first one
-//   after it (detection, stopping, rendezvous, start-up and redone steps); while no raise
-//   has come since, it grows with `now`.
+// - lost seconds of restart N: from the last raise before it (the job's start before any;
+//   restart N-1 when no raise came between the two) to the first raise after it, where
+//   productive time starts again (detection, stopping, rendezvous, start-up and redone
+//   steps); while no raise has come since, it grows with `now`. No second is both lost and
+//   productive, or lost to two restarts.
 // - the ratio: productive seconds over seconds since the job started. Workers that send no
 //   counter give a ratio of 0: goodput needs progress counters (pltrun.heartbeat(step)).
 
+#include <sys/types.h>
+
+#include <array>
 #include <chrono>
 #include <map>
 #include <optional>
 #include <string>
-#include <sys/types.h>
 #include <vector>
 
+#include "launcher/metrics/goodput_clock.h"
 #include "launcher/metrics/restart_cause.h"
+#include "launcher/metrics/step_times.h"
 
 namespace pltrun {
 
@@ -44,16 +50,10 @@ struct RankIdentity {
   std::string gpuUuid;          ///< "GPU-..." (DCGM's `UUID` label); empty: unknown
 };
 
+class PrometheusText;
+
 /// How a worker ended, for `pltrun_workers{state=...}`.
 enum class WorkerEnd { Succeeded, Failed, Stopped };
-
-struct Goodput {
-  double productiveSeconds = 0;
-  double elapsedSeconds = 0;
-  double lostSeconds = 0;  ///< over every restart so far
-  /// productive / elapsed; 0 before any time has passed.
-  double ratio() const { return elapsedSeconds > 0 ? productiveSeconds / elapsedSeconds : 0; }
-};
 
 class JobMetrics {
  public:
@@ -80,14 +80,39 @@ class JobMetrics {
   std::optional<double> stepSeconds(int rank) const;
   Goodput goodput(Clock::time_point now) const;
 
-  /// Every metric, with # HELP and # TYPE, in Prometheus's text format 0.0.4.
+  /// Every metric, with # HELP and # TYPE, in Prometheus's text format 0.0.4. The per-rank
+  /// series are those of the attempt's workers that have not ended (an ended rank's
+  /// heartbeat age would grow as if it were stuck).
   std::string render(Clock::time_point now) const;
 
  private:
-  // The members are the implementer's.
+  /// One worker of the current attempt, as its events made it known.
+  struct Rank {
+    std::optional<RankIdentity> identity;  ///< none: it beat before its start was recorded
+    std::optional<WorkerEnd> end;
+    std::optional<Clock::time_point> lastBeat;
+    std::optional<long long> counter;
+    StepTimes steps;
+  };
+  struct Rendezvous {
+    long long rounds = 0;
+    double seconds = 0;
+  };
+
+  /// The ranks the per-rank series list: started, not ended.
+  std::vector<const Rank*> listedRanks() const;
+  void renderWorkers(PrometheusText& text) const;
+  void renderRanks(PrometheusText& text, Clock::time_point now) const;
+  void renderRankProgress(PrometheusText& text) const;
+  void renderRestarts(PrometheusText& text) const;
+  void renderGoodput(PrometheusText& text, Clock::time_point now) const;
+
   MetricsIdentity identity_;
-  Clock::time_point jobStarted_;
-  std::optional<Clock::time_point> jobFinished_;
+  std::map<int, Rank> ranks_;                                    ///< the current attempt's, by rank
+  std::array<long long, std::size(kRestartCauses)> restarts_{};  ///< by cause, kRestartCauses' order
+  Rendezvous rendezvous_;
+  long long stalls_ = 0;
+  GoodputClock goodput_;
 };
 
 }  // namespace pltrun

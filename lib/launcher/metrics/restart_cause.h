@@ -22,10 +22,9 @@ enum class RestartCause {
 };
 
 /// Every cause, in the order the metrics list them (each is exposed from 0).
-inline constexpr RestartCause kRestartCauses[] = {RestartCause::Exit,     RestartCause::Signal,
-                                                  RestartCause::Stall,    RestartCause::Timer,
-                                                  RestartCause::NodeLost, RestartCause::NodeJoined,
-                                                  RestartCause::Health,   RestartCause::Other};
+inline constexpr RestartCause kRestartCauses[] = {
+    RestartCause::Exit,     RestartCause::Signal,     RestartCause::Stall,  RestartCause::Timer,
+    RestartCause::NodeLost, RestartCause::NodeJoined, RestartCause::Health, RestartCause::Other};
 
 /// The label value: "exit", "signal", "stall", "timer", "node_lost", "node_joined",
 /// "health", "other".
