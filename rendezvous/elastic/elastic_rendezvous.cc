@@ -436,8 +436,9 @@ void ElasticRendezvous::reportSucceeded(const RoundInfo& info) {
 }
 
 void ElasticRendezvous::reportNodeState(const RoundInfo& info, const std::string& state, int workersRunning,
-                                        const std::vector<RankProgress>& ranks) {
-  const NodeState published{state, workersRunning, self_.host, ranks};
+                                        const std::vector<RankProgress>& ranks,
+                                        const std::optional<NodeGoodput>& goodput) {
+  const NodeState published{state, workersRunning, self_.host, ranks, goodput};
   store_.set(key(layout::state(info.round, info.slot)), encodeNodeState(published));
 }
 

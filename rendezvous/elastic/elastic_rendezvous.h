@@ -92,9 +92,11 @@ class ElasticRendezvous {
 
   /// What this node's workers are doing, for `pltrun status`: "running", "failed" or
   /// "succeeded", with how many of them run, and while they run their heartbeats. One write
-  /// at each change, and every few seconds while workers that send heartbeats run.
+  /// at each change, and every few seconds while workers that send heartbeats run; with
+  /// this node's goodput when given (issue 47).
   void reportNodeState(const RoundInfo& info, const std::string& state, int workersRunning,
-                       const std::vector<RankProgress>& ranks = {});
+                       const std::vector<RankProgress>& ranks = {},
+                       const std::optional<NodeGoodput>& goodput = std::nullopt);
   /// What the other nodes of the round last published (reportNodeState), read until
   /// `deadline`: a node that published nothing yet, or nothing readable, is left out.
   std::vector<NodeState> readOtherNodesStates(const RoundInfo& info, std::chrono::steady_clock::time_point deadline);

@@ -9,6 +9,15 @@ namespace {
 
 using nlohmann::json;
 
+// A number of seconds from the store: finite and from 0 up, else absent.
+std::optional<double> seconds(const json& object, const char* name) {
+  const auto field = object.find(name);
+  if (field == object.end() || !field->is_number()) return std::nullopt;
+  const double value = field->get<double>();
+  if (!std::isfinite(value) || value < 0) return std::nullopt;
+  return value;
+}
+
 // A value that went through a store may be anything: -1, 1e300, "5", a nested array.
 std::optional<RankProgress> decodeRank(const json& entry) {
   if (!entry.is_object()) return std::nullopt;
@@ -20,12 +29,20 @@ std::optional<RankProgress> decodeRank(const json& entry) {
   progress.rank = static_cast<int>(value);
   const auto step = entry.find("step");
   if (step != entry.end() && step->is_number_integer()) progress.step = step->get<long long>();
-  const auto silent = entry.find("silent");
-  if (silent != entry.end() && silent->is_number()) {
-    const double seconds = silent->get<double>();
-    if (std::isfinite(seconds) && seconds >= 0) progress.silentSeconds = seconds;
-  }
+  progress.silentSeconds = seconds(entry, "silent");
+  progress.stepSeconds = seconds(entry, "step_s");
   return progress;
+}
+
+// All three or nothing: a goodput with a part missing or out of range is another program's.
+std::optional<NodeGoodput> decodeGoodput(const json& value) {
+  const auto goodput = value.find("goodput");
+  if (goodput == value.end() || !goodput->is_object()) return std::nullopt;
+  const auto productive = seconds(*goodput, "productive_s");
+  const auto elapsed = seconds(*goodput, "elapsed_s");
+  const auto lost = seconds(*goodput, "lost_s");
+  if (!productive || !elapsed || !lost) return std::nullopt;
+  return NodeGoodput{*productive, *elapsed, *lost};
 }
 
 }  // namespace
@@ -34,9 +51,16 @@ std::string encodeNodeState(const NodeState& state) {
   json value = {{"state", state.state}, {"workers", state.workers}};
   if (!state.host.empty()) value["host"] = state.host;
   for (const RankProgress& rank : state.ranks) {
-    value["ranks"].push_back({{"rank", rank.rank},
-                              {"step", rank.step ? json(*rank.step) : json()},
-                              {"silent", rank.silentSeconds ? json(*rank.silentSeconds) : json()}});
+    json entry = {{"rank", rank.rank},
+                  {"step", rank.step ? json(*rank.step) : json()},
+                  {"silent", rank.silentSeconds ? json(*rank.silentSeconds) : json()}};
+    if (rank.stepSeconds) entry["step_s"] = *rank.stepSeconds;
+    value["ranks"].push_back(entry);
+  }
+  if (state.goodput) {
+    value["goodput"] = {{"productive_s", state.goodput->productiveSeconds},
+                        {"elapsed_s", state.goodput->elapsedSeconds},
+                        {"lost_s", state.goodput->lostSeconds}};
   }
   // Host names are the agents' own, but a replacement character beats an exception here.
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -69,6 +93,7 @@ std::optional<NodeState> decodeNodeState(const std::string& text) {
       if (auto rank = decodeRank(entry)) decoded.ranks.push_back(*rank);
     }
   }
+  decoded.goodput = decodeGoodput(value);
   return decoded;
 }
 

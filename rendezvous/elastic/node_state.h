@@ -2,7 +2,8 @@
 // What a node's workers are doing, as its agent publishes it under rR/state/I for
 // `pltrun status` and for the stall verdicts of the other nodes (elastic_rendezvous.h):
 //   {"state": "running", "workers": 2, "host": "b",
-//    "ranks": [{"rank": 2, "step": 5, "silent": 3.2}, ...]}
+//    "ranks": [{"rank": 2, "step": 5, "silent": 3.2, "step_s": 0.21}, ...],
+//    "goodput": {"productive_s": 50.0, "elapsed_s": 60.5, "lost_s": 8.0}}
 // The store's values are not trusted: decoding keeps what has the right shape and drops the
 // rest, entry by entry, and never throws.
 
@@ -42,8 +43,9 @@ std::string encodeNodeState(const NodeState& state);
 
 /// None when `text` is not a JSON object with a non-empty "state" string, or its "workers"
 /// is there but neither a count from 0 nor -1 (not said). Rank entries of
-/// the wrong shape are left out; a step that is not an integer, or a silence that is not a
-/// finite number of seconds from 0 up, reads as absent.
+/// the wrong shape are left out; a step that is not an integer, or a silence or step time
+/// that is not a finite number of seconds from 0 up, reads as absent; so does a goodput
+/// with any of its three figures missing or not such a number.
 std::optional<NodeState> decodeNodeState(const std::string& text);
 
 }  // namespace pltrun::rdzv

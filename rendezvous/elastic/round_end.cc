@@ -35,6 +35,7 @@ const char* RoundEnd::reasonName(Reason reason) {
 std::string RoundEnd::toJson() const {
   nlohmann::json value = {{"reason", reasonName(reason)}, {"host", host},  {"message", message}, {"status", status},
                           {"failures", failures},         {"final", final}};
+  if (!cause.empty()) value["cause"] = cause;
   return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -56,6 +57,10 @@ RoundEnd RoundEnd::fromJson(const std::string& text) {
   end.status = storeFieldOr<int>(value, "status", what, 0);
   end.failures = storeFieldOr<int>(value, "failures", what, 0);
   end.final = storeFieldOr<bool>(value, "final", what, false);
+  // The cause only names a metric's label (read by restartCauseOfRoundEnd, which accepts the
+  // known names only): one of another type is not said, rather than a malformed round end.
+  const auto cause = value.find("cause");
+  if (cause != value.end() && cause->is_string()) end.cause = cause->get<std::string>();
   if (end.status < 0 || end.status > 255 || end.failures < 0) {
     throw MalformedJobState("round end in the store with a status or failure count out of range");
   }

@@ -22,6 +22,11 @@ struct RoundEnd {
   int status = 0;       ///< the shell status the job ends with, when it ends
   int failures = 0;     ///< WorkerFailed: worker failures so far in the job, this one included
   bool final = false;   ///< no further round: the job ends with `status`
+  /// Why the workers restart, as `pltrun_restarts_total{cause}` names it ("exit", "stall",
+  /// ...; metrics/restart_cause.h): written by the node whose worker failed, so that every
+  /// node counts the same cause. Empty: not said (an older agent, or a round end of another
+  /// reason); in the JSON as "cause" when not empty.
+  std::string cause;
 
   std::string toJson() const;
   /// Throws Error(Protocol) when `text` is not a round end.

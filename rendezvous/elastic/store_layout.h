@@ -50,8 +50,8 @@ inline constexpr KeyRow kLayout[] = {
     {"rR/beat/I", "heartbeat counter of slot I (see RoundWatcher): ADD counter"},
     {"rR/state/I",
      "what slot I's workers are doing (node_state.h), for `pltrun status` and the other nodes' stall "
-     "verdicts: {\"state\", \"workers\", \"host\", and while they run \"ranks\": [{\"rank\", \"step\", "
-     "\"silent\"}]}"},
+     "verdicts: {\"state\", \"workers\", \"host\", \"goodput\": {\"productive_s\", \"elapsed_s\", "
+     "\"lost_s\"}, and while they run \"ranks\": [{\"rank\", \"step\", \"silent\", \"step_s\"}]}"},
     {"rR/master_port", "the port of the round's workers' store, published by node rank 0, decimal"},
     {"rR/done", "ADD counter: nodes whose workers succeeded"},
     {"rR/left", "ADD counter: agents that passed the exit barrier"},

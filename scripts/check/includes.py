@@ -29,7 +29,8 @@ PROCESS = OUTPUT + ["launcher/process/"]
 GROUP = PROCESS + ["launcher/stall/", "launcher/placement/", "launcher/group/"]
 NET = PLAN + ["launcher/command_line/", "rendezvous/etcd/"]
 HEALTH = PROCESS + ["launcher/placement/", "launcher/command_line/", "launcher/health/"]
-METRICS = GROUP + ["launcher/metrics/"]
+# metrics reads a round end (restartCauseOfRoundEnd) and nothing else of the rendezvous.
+METRICS = GROUP + ["launcher/metrics/", "rendezvous/elastic/round_end.h"]
 ALLOWED = {
     "rendezvous/base": [],
     "rendezvous/store": BASE + STORE_PUBLIC,

@@ -24,6 +24,9 @@ stops making progress at the start of step K, after its heartbeat: it sleeps for
 SIGSTOPs itself; the other ranks then wait in step K's gradient all-reduce. With
 --stall-timeout the launcher names rank 2, stops every worker and restarts them.
 
+`--linger-until PATH`: once trained (result.json written), every rank waits until PATH
+exists before it leaves (tests/e2e/metrics_test.cc scrapes the launcher meanwhile).
+
 Rank 0 writes DIR/result.json at the end: the final parameters (flattened), the restart
 count it ran under, the step it resumed from, the torch version, whether torch was imported
 before the script began (a worker forked from pltrun's zygote, --preload torch), and the
@@ -81,6 +84,14 @@ def stall(how):
     time.sleep(3600)
 
 
+def linger_until(path):
+    """With --linger-until PATH every rank waits, once trained, until PATH exists (5 minutes
+    at most): the job lives on while the test reads what the launcher says about it."""
+    deadline = time.monotonic() + 300
+    while path and not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("directory")
@@ -90,6 +101,7 @@ def main():
     parser.add_argument("--stall-how", choices=["sleep", "stop"], default="sleep")
     parser.add_argument("--crash-at", type=int, default=-1)
     parser.add_argument("--crash-after", type=int, default=-1)
+    parser.add_argument("--linger-until", default="")
     args = parser.parse_args()
 
     rank = int(os.environ["RANK"])
@@ -165,6 +177,7 @@ def main():
             "last_loss": losses[-1] if losses else None,
         }, os.path.join(args.directory, "result.json"))
     dist.barrier()
+    linger_until(args.linger_until)
     destroy_and_exit()
 
 

@@ -1,7 +1,7 @@
 // A stand-in for the driver's NVML (libnvidia-ml.so.1), so that pltrun's NVML path (counts,
 // handles, PCI addresses, models: lib/launcher/placement/nvml_library.h) runs in tests on
 // machines without a GPU. FAKE_NVML_GPUS=BUS:MODEL,BUS:MODEL lists the GPUs in NVML's
-// order (PCI domain 0, device 0, BUS in hex); no process runs on any, every one is in the
+// order (PCI domain 0, device 0, BUS in hex; UUID GPU-fake-0000-BUS); no process runs on any, every one is in the
 // default compute mode. FAKE_NVML_HEALTH=INDEX=STATE,... makes GPUs unhealthy for the node
 // health checks (lib/launcher/health/nvml_health.cc): lost (NVML_ERROR_GPU_IS_LOST from its
 // handle), recovery (recovery action: reset), ecc (2 uncorrectable errors), remap (row
@@ -117,6 +117,14 @@ int nvmlDeviceGetPciInfo_v3(void* device, PciInfo* info) {
   *info = PciInfo{};
   info->bus = gpu.bus;
   std::snprintf(info->busId, sizeof info->busId, "00000000:%02X:00.0", gpu.bus);
+  return kSuccess;
+}
+
+// "GPU-fake-0000-BUS" (BUS in hex, as FAKE_NVML_GPUS gives it): `pltrun_rank_info`'s UUID.
+int nvmlDeviceGetUUID(void* device, char* uuid, unsigned int length) {
+  Gpu gpu;
+  if (!gpuOf(device, &gpu) || length == 0) return kInvalidArgument;
+  std::snprintf(uuid, length, "GPU-fake-0000-%02x", gpu.bus);
   return kSuccess;
 }
 

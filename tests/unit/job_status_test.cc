@@ -173,6 +173,56 @@ TEST_CASE("status: each node's slowest rank from its published heartbeats: lowes
   CHECK(json["nodes"][1]["slowest_heartbeat_age_s"] == 2.5);
 }
 
+TEST_CASE("status: each node's step times and goodput, and the job's: the lowest ratio, the most seconds lost",
+          "[status]") {
+  JobKeys keys = runningJob();
+  keys["r1/state/1"] = R"({"state":"running","workers":2,"ranks":[{"rank":2,"step":40,"silent":0.1,"step_s":0.2},)"
+                       R"({"rank":3,"step":37,"silent":2.5,"step_s":0.25}],)"
+                       R"("goodput":{"productive_s":30,"elapsed_s":60,"lost_s":12.5}})";
+  keys["r1/state/2"] = R"({"state":"running","workers":2,"ranks":[{"rank":0,"step":9,"silent":0.2,"step_s":0.213},)"
+                       R"({"rank":1,"step":9,"silent":0.7,"step_s":0.2131}],)"
+                       R"("goodput":{"productive_s":45,"elapsed_s":60,"lost_s":8}})";
+  const JobStatus status = evaluateJob("job", "h:1", keys, {{1, 0.4}, {2, 0.2}});
+  REQUIRE(status.nodes.size() == 2);
+  CHECK(status.nodes[1].stepSeconds == std::map<int, double>{{2, 0.2}, {3, 0.25}});
+  REQUIRE(status.nodes[0].goodput);
+  CHECK(status.nodes[0].goodput->productiveSeconds == 45);
+  const auto job = jobGoodput(status);
+  REQUIRE(job);
+  CHECK(job->ratio == 0.5);
+  CHECK(job->lostSeconds == 12.5);
+
+  const std::string text = renderStatusText(status);
+  CHECK_THAT(text, Catch::Contains(" step ") && Catch::Contains(" goodput "));
+  CHECK_THAT(text, Catch::Contains("0.213 s/step     75%"));  // node rank 0: its ranks agree
+  CHECK_THAT(text, Catch::Contains("0.2-0.25 s/step  50%"));  // node rank 1: fastest to slowest
+  CHECK_THAT(text, Catch::Contains("\n  goodput: 50% (the lowest node's), 12.5 s lost to restarts\n"));
+
+  const nlohmann::json json = statusJson(status);
+  CHECK(json["nodes"][1]["step_s"] == nlohmann::json{{"2", 0.2}, {"3", 0.25}});
+  CHECK(json["nodes"][1]["goodput"] ==
+        nlohmann::json{{"productive_s", 30.0}, {"elapsed_s", 60.0}, {"lost_s", 12.5}, {"ratio", 0.5}});
+  CHECK(json["goodput"] == nlohmann::json{{"ratio", 0.5}, {"lost_s", 12.5}});
+}
+
+TEST_CASE("status: without published step times or goodput, none is shown", "[status]") {
+  JobKeys keys = runningJob();
+  keys["r1/state/1"] = R"({"state":"running","workers":2,"ranks":[{"rank":2,"step":40,"silent":0.1,"step_s":-1}],)"
+                       R"("goodput":{"productive_s":30,"elapsed_s":"60","lost_s":1}})";
+  const JobStatus status = evaluateJob("job", "h:1", keys, {{1, 0.4}, {2, 0.2}});
+  REQUIRE(status.nodes.size() == 2);
+  CHECK(status.nodes[1].stepSeconds.empty());
+  CHECK_FALSE(status.nodes[1].goodput);
+  CHECK_FALSE(jobGoodput(status));
+  CHECK(status.malformedKeys.empty());
+  const std::string text = renderStatusText(status);
+  CHECK_THAT(text, !Catch::Contains("goodput:") && !Catch::Contains("s/step"));
+  const nlohmann::json json = statusJson(status);
+  CHECK(json["goodput"].is_null());
+  CHECK(json["nodes"][1]["goodput"].is_null());
+  CHECK(json["nodes"][1]["step_s"] == nlohmann::json::object());
+}
+
 TEST_CASE("status: workers without heartbeats, and malformed published ranks, show no slowest rank", "[status]") {
   JobKeys keys = runningJob();
   keys["r1/state/1"] = R"({"state":"running","workers":2,"ranks":[{"rank":2,"step":null,"silent":null},)"

@@ -124,10 +124,10 @@ TEST_CASE("the other nodes' published ranks are a stall's evidence, their host n
   rdzv::NodeState plain;
   plain.state = "running";
   plain.host = "node-b";
-  plain.ranks = {{2, 40, 0.5}, {3, std::nullopt, std::nullopt}};
+  plain.ranks = {{2, 40, 0.5, std::nullopt}, {3, std::nullopt, std::nullopt, std::nullopt}};
   rdzv::NodeState forged = plain;
   forged.host = "node-c\n[rank 9] forged\x1b[2J";
-  forged.ranks = {{4, 7, 3.0}};
+  forged.ranks = {{4, 7, 3.0, std::nullopt}};
   const std::vector<RankEvidence> ranks = otherNodesEvidence({plain, forged});
   REQUIRE(ranks.size() == 3);
   CHECK(ranks[0].rank == 2);

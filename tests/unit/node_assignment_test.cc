@@ -117,3 +117,18 @@ TEST_CASE("a round end survives its JSON form and says what happened", "[rendezv
   CHECK_THROWS_AS(RoundEnd::fromJson(R"({"reason":"bored"})"), Error);
   CHECK_THROWS_AS(RoundEnd::fromJson("[]"), Error);
 }
+
+TEST_CASE("a round end's restart cause survives its JSON form, and is absent where not said", "[rendezvous]") {
+  RoundEnd end;
+  end.reason = RoundEnd::Reason::WorkerFailed;
+  end.cause = "stall";
+  CHECK(nlohmann::json::parse(end.toJson())["cause"] == "stall");
+  CHECK(RoundEnd::fromJson(end.toJson()).cause == "stall");
+  end.cause.clear();
+  CHECK_FALSE(nlohmann::json::parse(end.toJson()).contains("cause"));
+  // An older agent's round end has none; one of another type is not said either.
+  CHECK(RoundEnd::fromJson(R"({"reason":"worker_failed","host":"b"})").cause.empty());
+  const RoundEnd odd = RoundEnd::fromJson(R"({"reason":"worker_failed","host":"b","cause":7})");
+  CHECK(odd.cause.empty());
+  CHECK(odd.reason == RoundEnd::Reason::WorkerFailed);
+}

@@ -16,7 +16,7 @@ TEST_CASE("node state: what an agent publishes reads back the same", "[node_stat
   state.state = "running";
   state.workers = 2;
   state.host = "node-b";
-  state.ranks = {{2, 40, 3.5}, {3, std::nullopt, std::nullopt}};
+  state.ranks = {{2, 40, 3.5, std::nullopt}, {3, std::nullopt, std::nullopt, std::nullopt}};
   const auto decoded = decodeNodeState(encodeNodeState(state));
   REQUIRE(decoded);
   CHECK(decoded->state == "running");
@@ -68,4 +68,49 @@ TEST_CASE("node state: entries of the wrong shape are left out, wrong fields rea
   const auto nested = decodeNodeState(deep);
   REQUIRE(nested);
   CHECK(nested->ranks.empty());
+}
+
+TEST_CASE("node state: step times and the goodput read back the same", "[node_state]") {
+  NodeState state;
+  state.state = "running";
+  state.ranks = {{0, 40, 0.5, 0.21}, {1, 39, 0.5, std::nullopt}};
+  state.goodput = pltrun::rdzv::NodeGoodput{50.0, 60.5, 8.25};
+  const auto decoded = decodeNodeState(encodeNodeState(state));
+  REQUIRE(decoded);
+  REQUIRE(decoded->ranks.size() == 2);
+  CHECK(decoded->ranks[0].stepSeconds == 0.21);
+  CHECK_FALSE(decoded->ranks[1].stepSeconds);
+  REQUIRE(decoded->goodput);
+  CHECK(decoded->goodput->productiveSeconds == 50.0);
+  CHECK(decoded->goodput->elapsedSeconds == 60.5);
+  CHECK(decoded->goodput->lostSeconds == 8.25);
+
+  state.goodput.reset();
+  CHECK_FALSE(decodeNodeState(encodeNodeState(state))->goodput);
+}
+
+TEST_CASE("node state: a step time that is not a number of seconds from 0 up reads as absent", "[node_state]") {
+  for (const char* value : {"-0.5", "\"0.2\"", "-1e-9", "null", "[1]", "{}", "true"}) {
+    INFO(value);
+    const auto decoded =
+        decodeNodeState(R"({"state":"running","ranks":[{"rank":0,"step_s":)" + std::string(value) + "}]}");
+    REQUIRE(decoded);
+    REQUIRE(decoded->ranks.size() == 1);
+    CHECK_FALSE(decoded->ranks[0].stepSeconds);
+  }
+  CHECK(decodeNodeState(R"({"state":"running","ranks":[{"rank":0,"step_s":0}]})")->ranks[0].stepSeconds == 0.0);
+}
+
+TEST_CASE("node state: a goodput with a figure missing or out of range reads as absent", "[node_state]") {
+  for (const char* goodput : {R"({"productive_s":1,"elapsed_s":2})", R"({"productive_s":1,"elapsed_s":2,"lost_s":-1})",
+                              R"({"productive_s":"1","elapsed_s":2,"lost_s":0})",
+                              R"({"productive_s":1,"elapsed_s":true,"lost_s":0})", R"([1,2,3])", "5", "null"}) {
+    INFO(goodput);
+    const auto decoded = decodeNodeState(R"({"state":"running","goodput":)" + std::string(goodput) + "}");
+    REQUIRE(decoded);
+    CHECK_FALSE(decoded->goodput);
+  }
+  const auto whole = decodeNodeState(R"({"state":"running","goodput":{"productive_s":0,"elapsed_s":3,"lost_s":0}})");
+  REQUIRE(whole->goodput);
+  CHECK(whole->goodput->elapsedSeconds == 3.0);
 }

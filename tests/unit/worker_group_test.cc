@@ -104,9 +104,11 @@ TEST_CASE_METHOD(GroupFixture, "worker group: every worker succeeding is a succe
 TEST_CASE_METHOD(GroupFixture, "worker group: the first failure is the root cause and the others get SIGTERM",
                  "[worker_group]") {
   std::vector<int> rootCauses;
+  std::vector<WorkerFailure> notices;
   GroupSettings groupSettings = settings();
-  groupSettings.onRootCause = [&](const WorkerSpec& spec, pid_t, const RootCauseNotice&) {
+  groupSettings.onRootCause = [&](const WorkerSpec& spec, pid_t, const RootCauseNotice& notice) {
     rootCauses.push_back(spec.rank);
+    notices.push_back(notice.failure);
   };
   start(3, groupSettings);
   worker(1).writeStderr("Traceback\nValueError: bad\n");
@@ -114,6 +116,12 @@ TEST_CASE_METHOD(GroupFixture, "worker group: the first failure is the root caus
   worker(2).exit(5);  // ended before it heard of rank 1: a failure, not the root cause
   runReady();
   CHECK(rootCauses == std::vector<int>{1});
+  // The notice describes the root cause at once (an elastic agent writes its restart cause).
+  REQUIRE(notices.size() == 1);
+  CHECK(notices[0].rank == 1);
+  CHECK(notices[0].end.exitCode == 3);
+  CHECK(notices[0].pid == worker(1).groupId());
+  CHECK_FALSE(notices[0].stall);
   CHECK(worker(0).signals() == Signals{SIGTERM});
   CHECK(worker(2).signals().empty());
   REQUIRE(done());

@@ -1,5 +1,6 @@
 #include "launcher/agent/agent_session.h"
 
+#include "launcher/metrics/metrics_endpoint.h"
 #include "launcher/net/host_identity.h"
 
 namespace pltrun {
@@ -8,6 +9,7 @@ AgentSession::AgentSession(const ResolvedJob& job)
     : job_(job),
       host_(localHostName()),
       workers_(job, host_),
+      metricsServer_(serveMetrics(job.config.metrics, workers_.metrics())),
       connection_(job, host_, newAgentId(host_), workers_.runner(), workers_.context()) {
   workers_.prepareStore(connection_.joinedAddress());
 }

@@ -11,6 +11,7 @@
 #include "launcher/agent/agent_workers.h"
 #include "launcher/agent/rendezvous_connection.h"
 #include "launcher/group/resolved_job.h"
+#include "launcher/metrics/metrics_server.h"
 #include "launcher/process/process_runtime.h"
 #include "pltrun/store.h"
 
@@ -38,6 +39,8 @@ class AgentSession {
   // The workers' part first: its orphan guard exists before any thread, and its event loop
   // outlives the connection's peer links, which run on it.
   AgentWorkers workers_;
+  /// --metrics: serving before the agent joins (a port it cannot bind stops it first).
+  std::unique_ptr<MetricsServer> metricsServer_;
   RendezvousConnection connection_;
 };
 

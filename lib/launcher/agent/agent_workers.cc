@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "launcher/group/run_events.h"
+#include "launcher/metrics/worker_gpus.h"
 #include "launcher/net/rendezvous_host.h"
 #include "launcher/plan/slurm_signals.h"
 
@@ -16,11 +17,18 @@ namespace {
 // interval and a stack dump of each other.
 constexpr std::chrono::milliseconds kUnexplainedStallGrace{3000};
 
+// The metrics' labels: the run id, and the node as blame and status name it (node_name=,
+// else the host name).
+MetricsIdentity metricsIdentity(const ResolvedJob& job, const std::string& host) {
+  return {job.runId, job.config.rdzv.nodeName.empty() ? host : job.config.rdzv.nodeName};
+}
+
 }  // namespace
 
 AgentWorkers::AgentWorkers(const ResolvedJob& job, const std::string& host)
     : job_(job),
       host_(host),
+      metrics_(metricsIdentity(job, host), MetricsRecorder::Clock::now()),
       directory_(job.config, job.runId, host + "_" + std::to_string(getpid())),
       events_(directory_.eventLog()),
       zygote_(zygoteSettingsFor(plan(), guard_.registrationFd())),
@@ -33,6 +41,7 @@ AgentWorkers::AgentWorkers(const ResolvedJob& job, const std::string& host)
 AgentWorkers::AgentWorkers(const ResolvedJob& job, const std::string& host, ProcessRuntime runtime)
     : job_(job),
       host_(host),
+      metrics_(metricsIdentity(job, host), MetricsRecorder::Clock::now()),
       directory_(job.config, job.runId, host + "_" + std::to_string(getpid())),
       events_(RunFile{}),
       runtime_(runtime) {}
@@ -59,7 +68,7 @@ RunPlan AgentWorkers::plan() const {
   return RunPlan{job_, directory_, host_, &supervision_, fileTimer_ ? fileTimer_->path() : ""};
 }
 
-GroupSettings AgentWorkers::groupSettings(int round) {
+GroupSettings AgentWorkers::groupSettings(int round, const std::vector<WorkerSpec>& specs) {
   GroupSettings group;
   group.attempt = round;
   group.termTimeout = job_.config.termTimeout;
@@ -68,6 +77,9 @@ GroupSettings AgentWorkers::groupSettings(int round) {
   group.stackSignal = supervision_.stackSignal();
   group.unexplainedStallGrace = kUnexplainedStallGrace;
   recordWorkerEvents(group, events_, {{"round", round}});
+  // The GPUs only name pltrun_rank_info's labels: NVML is not asked without --metrics.
+  recordWorkerMetrics(group, metrics_,
+                      identifyWorkers(job_.config.metrics ? gpusOfWorkers(specs) : std::map<int, GpuIdentity>{}));
   return group;
 }
 

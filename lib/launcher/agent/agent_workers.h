@@ -17,6 +17,7 @@
 #include "launcher/group/resolved_job.h"
 #include "launcher/group/supervision_files.h"
 #include "launcher/group/worker_group.h"
+#include "launcher/metrics/metrics_recorder.h"
 #include "launcher/net/attempt_store.h"
 #include "launcher/output/event_log.h"
 #include "launcher/output/run_directory.h"
@@ -50,8 +51,12 @@ class AgentWorkers {
   /// What every round's workers are made from (workerSpecsFor).
   RunPlan plan() const;
   /// The settings of a worker group of `round`, whose workers' starts and ends go to the
-  /// event log.
-  GroupSettings groupSettings(int round);
+  /// event log and, with their heartbeats, to the metrics (`specs`: their GPUs, looked up
+  /// once here).
+  GroupSettings groupSettings(int round, const std::vector<WorkerSpec>& specs);
+  /// What this node's workers did over the job, for --metrics and for `pltrun status` (its
+  /// ranks' step times and goodput): kept with or without --metrics.
+  MetricsRecorder& metrics() { return metrics_; }
   /// A worker group with `settings`, which torch's FileTimer (when served) watches until
   /// releaseGroup().
   std::unique_ptr<WorkerGroup> makeGroup(const GroupSettings& settings);
@@ -61,6 +66,8 @@ class AgentWorkers {
  private:
   const ResolvedJob& job_;
   const std::string host_;
+  /// Since the agent started: the job's elapsed seconds, as this node measures them.
+  MetricsRecorder metrics_;
   RunDirectory directory_;
   /// Heartbeat sockets, stack files and the Python hook of every round's workers.
   SupervisionFiles supervision_{job_.config.stallTimeout.has_value()};

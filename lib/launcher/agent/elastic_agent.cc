@@ -14,6 +14,7 @@
 #include "launcher/agent/node_exclusion.h"
 #include "launcher/agent/round_run.h"
 #include "launcher/agent/stop_request.h"
+#include "launcher/metrics/round_end_cause.h"
 #include "launcher/plan/text_parsing.h"
 #include "launcher/stall/restart_progress.h"
 #include "pltrun/error.h"
@@ -53,7 +54,7 @@ class ElasticAgent {
   void pollEvents();
   bool storeStillAnswers() const;
   void joinAgainAsNewNode();
-  void logRoundStart(const RoundInfo& info);
+  void logRoundStart(const RoundInfo& info, MetricsRecorder::Clock::time_point joining);
   RoundResult runRound(const RoundInfo& info);
   void leaveStore(int round, int others, std::chrono::milliseconds hostWait);
   void announceStop(int signal);
@@ -142,6 +143,7 @@ int ElasticAgent::run() {
     }
   }
   workers_.events().write("job_finished", {{"status", status}});
+  workers_.metrics().update([](JobMetrics& metrics) { metrics.jobFinished(MetricsRecorder::Clock::now()); });
   return status;
 }
 
@@ -164,8 +166,10 @@ int ElasticAgent::runRounds() {
     // etcd: a round that ended while this node was cut off may have cost it its lease.
     if (lastRound >= 0 && connection_.confirmLeaseLost()) joinAgainAsNewNode();
     RoundInfo info;
+    MetricsRecorder::Clock::time_point joining;
     try {
       if (auto left = health_.waitUntilHealthy([this] { pollEvents(); })) return *left;  // an unhealthy node stays out
+      joining = MetricsRecorder::Clock::now();
       info = connection_.rendezvous().join(lastRound, expectedNodes, [this] { pollEvents(); });
     } catch (const rdzv::JobClosed& closed) {
       return endOfClosedJob(closed);
@@ -177,7 +181,7 @@ int ElasticAgent::runRounds() {
       continue;
     }
     lastRound = info.round;
-    logRoundStart(info);
+    logRoundStart(info, joining);
     currentRound_ = info.round;
     RoundResult result = runRound(info);
     currentRound_.reset();
@@ -199,7 +203,14 @@ void ElasticAgent::joinAgainAsNewNode() {
   connection_.rejoinAsNewNode();
 }
 
-void ElasticAgent::logRoundStart(const RoundInfo& info) {
+// The round's start in the log, the event log and the metrics (the rendezvous took from
+// this node's join to the round's completion).
+void ElasticAgent::logRoundStart(const RoundInfo& info, MetricsRecorder::Clock::time_point joining) {
+  const auto now = MetricsRecorder::Clock::now();
+  workers_.metrics().update([&](JobMetrics& metrics) {
+    metrics.rendezvousCompleted(now - joining);
+    metrics.attemptStarted(info.round, now);
+  });
   const rdzv::NodeAssignment& place = info.assignment;
   spdlog::info("round {}: node rank {} of {} nodes, ranks {}-{} of {}, restart count {}, {} worker failure(s) so far",
                info.round, place.nodeRank, place.nnodes, place.firstRank, place.firstRank + job_.layout.workerCount - 1,
@@ -331,9 +342,12 @@ void ElasticAgent::logRoundEnd(const RoundInfo& info, const RoundEnd& end) {
                            {"message", end.message}};
   if (end.reason == Reason::NodeJoined) workers_.events().write("node_joined", fields);
   if (end.reason == Reason::NodeLost) workers_.events().write("node_left", fields);
-  if (!end.final && end.reason != Reason::Succeeded) {
+  if (roundEndRestarts(end)) {
     fields["failures"] = end.failures;
     workers_.events().write("restart", fields);
+    // Every node counts the cause the failed worker's node wrote (round_end_cause.h).
+    workers_.metrics().update(
+        [&end](JobMetrics& metrics) { metrics.restarted(restartCauseOfRoundEnd(end), MetricsRecorder::Clock::now()); });
   }
 }
 

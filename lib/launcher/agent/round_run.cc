@@ -7,6 +7,7 @@
 
 #include "base/host_port_text.h"
 #include "launcher/agent/agent_decisions.h"
+#include "launcher/metrics/restart_cause.h"
 #include "launcher/plan/text_parsing.h"
 #include "launcher/stall/restart_progress.h"
 #include "pltrun/error.h"
@@ -42,7 +43,7 @@ RoundReport RoundRun::run() {
   if (!placement) return ended();
   const std::vector<WorkerSpec> specs = workerSpecsFor(workers_.plan(), info_.round, *placement);
 
-  GroupSettings settings = workers_.groupSettings(info_.round);
+  GroupSettings settings = workers_.groupSettings(info_.round, specs);
   settings.onRootCause = [this](const WorkerSpec& spec, pid_t pid, const RootCauseNotice& notice) {
     onRootCause(spec, pid, notice);
   };
@@ -122,7 +123,10 @@ std::optional<NodePlacement> RoundRun::placeThisNode() {
 void RoundRun::publishState(const std::string& state, int workersRunning,
                             const std::vector<rdzv::RankProgress>& ranks) {
   try {
-    connection_.rendezvous().reportNodeState(info_, state, workersRunning, ranks);
+    const Goodput goodput = workers_.metrics().goodput(MetricsRecorder::Clock::now());
+    connection_.rendezvous().reportNodeState(
+        info_, state, workersRunning, ranks,
+        rdzv::NodeGoodput{goodput.productiveSeconds, goodput.elapsedSeconds, goodput.lostSeconds});
   } catch (const Error& error) {
     spdlog::debug("could not publish this node's state '{}': {}", state, error.what());
   }
@@ -139,7 +143,7 @@ void RoundRun::publishProgressEvery(std::chrono::seconds interval) {
     bool anyBeat = false;
     for (const RankEvidence& worker : group_->progress()) {
       anyBeat = anyBeat || worker.silentSeconds.has_value();
-      ranks.push_back({worker.rank, worker.counter, worker.silentSeconds});
+      ranks.push_back({worker.rank, worker.counter, worker.silentSeconds, workers_.metrics().stepSeconds(worker.rank)});
     }
     if (anyBeat) publishState("running", workersStarted_, ranks);
     publishProgressEvery(interval);
@@ -181,6 +185,8 @@ void RoundRun::onRootCause(const WorkerSpec& spec, pid_t pid, const RootCauseNot
   failure.status = notice.status;
   failure.message = "rank " + std::to_string(spec.rank) + " (local rank " + std::to_string(spec.localRank) + ", pid " +
                     std::to_string(pid) + ") " + notice.what;
+  // Every node counts this restart under the cause seen here (pltrun_restarts_total).
+  failure.cause = restartCauseName(restartCauseOf(notice.failure));
   try {
     end_ = connection_.rendezvous().reportWorkerFailure(info_.round, failure, job_.config.maxRestarts);
     reportedHere_ =

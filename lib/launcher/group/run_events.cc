@@ -26,7 +26,7 @@ void recordWorkerEvents(GroupSettings& group, EventLog& events, const nlohmann::
     fields.update(attemptFields);
     events.write("worker_started", fields);
   };
-  group.onWorkerExited = [&events, attemptFields](const WorkerSpec& spec, pid_t pid, const ProcessEnd& end) {
+  group.onWorkerExited = [&events, attemptFields](const WorkerSpec& spec, pid_t pid, const ProcessEnd& end, bool) {
     nlohmann::json fields = {{"rank", spec.rank},
                              {"local_rank", spec.localRank},
                              {"pid", pid},

@@ -98,7 +98,13 @@ void WorkerGroup::start(const std::vector<WorkerSpec>& specs, std::function<void
     raw->stdoutStream->start([this] { onStreamEnd(); });
     raw->stderrStream->start([this] { onStreamEnd(); });
   }
-  monitor_->start([this](const std::vector<size_t>& stalled) { onStall(stalled); });
+  StallMonitor::OnBeat onBeat;
+  if (settings_.onHeartbeat) {
+    onBeat = [this](size_t index, std::chrono::steady_clock::time_point at, std::optional<long long> counter) {
+      settings_.onHeartbeat(workers_[index]->spec, at, counter);
+    };
+  }
+  monitor_->start([this](const std::vector<size_t>& stalled) { onStall(stalled); }, std::move(onBeat));
 }
 
 void WorkerGroup::onWorkerEnd(Worker& worker, ProcessEnd end) {
@@ -106,13 +112,15 @@ void WorkerGroup::onWorkerEnd(Worker& worker, ProcessEnd end) {
   worker.endTime = std::chrono::system_clock::now();
   --running_;
   monitor_->ended(worker.index);
-  if (settings_.onWorkerExited) settings_.onWorkerExited(worker.spec, worker.pid, end);
+  if (settings_.onWorkerExited) {
+    settings_.onWorkerExited(worker.spec, worker.pid, end, endedByStopSignal(end, worker.stopSignals));
+  }
   if (!end.succeeded() && !stopping_ && rootCause_ == nullptr) {
     std::string what = "ended with " + end.describe();
     if (!worker.expiredTimer.empty()) what += " (" + worker.expiredTimer + ")";
     spdlog::warn("{} (pid {}) {}{}", rankLabel(worker.spec), worker.pid, what,
                  running_ > 0 ? "; stopping the other workers" : "");
-    becomeRootCause(worker, RootCauseNotice{what, end.shellStatus()});
+    becomeRootCause(worker, RootCauseNotice{what, end.shellStatus(), {}});
     if (settings_.stopDelayAfterFailure.count() > 0) {
       failureTimer_->expireAfter(settings_.stopDelayAfterFailure, [this] {
         if (finished_ || running_ == 0 || stopping_) return;
@@ -125,9 +133,20 @@ void WorkerGroup::onWorkerEnd(Worker& worker, ProcessEnd end) {
   if (running_ == 0) afterAllEnded();
 }
 
-void WorkerGroup::becomeRootCause(Worker& worker, const RootCauseNotice& notice) {
+void WorkerGroup::becomeRootCause(Worker& worker, RootCauseNotice notice) {
   rootCause_ = &worker;
-  if (settings_.onRootCause) settings_.onRootCause(worker.spec, worker.pid, notice);
+  if (!settings_.onRootCause) return;
+  WorkerFailure& failure = notice.failure;
+  failure.rank = worker.spec.rank;
+  failure.localRank = worker.spec.localRank;
+  failure.attempt = settings_.attempt;
+  failure.host = settings_.host;
+  failure.pid = worker.pid;
+  if (worker.end) failure.end = *worker.end;
+  failure.time = worker.endTime;
+  failure.expiredTimer = worker.expiredTimer;
+  failure.stall = stallReport_;
+  settings_.onRootCause(worker.spec, worker.pid, notice);
 }
 
 // Ranks stopped sending heartbeats. Before anything is stopped: where every running worker
@@ -187,7 +206,7 @@ void WorkerGroup::stopForStall(const StallReport& report, size_t firstStalled) {
   }
   spdlog::warn("stopping the workers after the stall reported above");
   stallReport_ = report;
-  becomeRootCause(*culprit, RootCauseNotice{"stalled: " + report.summary(), kStalledExitStatus});
+  becomeRootCause(*culprit, RootCauseNotice{"stalled: " + report.summary(), kStalledExitStatus, {}});
   stopRunningWorkers(SIGTERM);
   // A stopped worker (SIGSTOP) acts on SIGTERM only once it runs again.
   signalRunningWorkers(SIGCONT);

@@ -41,6 +41,11 @@ struct WorkerSpec {
 struct RootCauseNotice {
   std::string what;
   int status = 1;  ///< the shell status the job ends with if it is not restarted
+  /// The root cause as known at once: its rank, pid, end (none yet for a stalled worker: it
+  /// is being stopped), stall and expired FileTimer; no error file or stderr read yet. Enough
+  /// for restartCauseOf (metrics/restart_cause.h), which an elastic agent writes in the
+  /// round's end.
+  WorkerFailure failure;
 };
 
 struct GroupSettings {
@@ -49,7 +54,11 @@ struct GroupSettings {
   std::string host;
   /// Optional observers (the elastic agent's event log).
   std::function<void(const WorkerSpec&, pid_t)> onWorkerStarted;
-  std::function<void(const WorkerSpec&, pid_t, const ProcessEnd&)> onWorkerExited;
+  /// `stopped`: it ended by a stop signal pltrun sent it (endedByStopSignal), not on its own.
+  std::function<void(const WorkerSpec&, pid_t, const ProcessEnd&, bool stopped)> onWorkerExited;
+  /// Each heartbeat read (--metrics): when, and its counter when the payload was one. Null
+  /// (the default) costs a heartbeat nothing more.
+  std::function<void(const WorkerSpec&, std::chrono::steady_clock::time_point, std::optional<long long>)> onHeartbeat;
   /// After the first failure, how long the others may go on before they are stopped (the
   /// driver's agents end by themselves once their job has failed, and finish their reports).
   std::chrono::milliseconds stopDelayAfterFailure{0};
@@ -130,7 +139,7 @@ class WorkerGroup {
   void stopForStall(const StallReport& report, size_t firstStalled);
   StallReport diagnoseStall(const std::vector<size_t>& stalled, const std::vector<size_t>& sampled,
                             const std::vector<StackSample>& stacks);
-  void becomeRootCause(Worker& worker, const RootCauseNotice& notice);
+  void becomeRootCause(Worker& worker, RootCauseNotice notice);
   void stopRunningWorkers(int signal);  ///< signal 0: none is sent, the grace period starts
   void killRunningWorkers();
   void signalRunningWorkers(int signal);

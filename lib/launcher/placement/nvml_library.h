@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "launcher/placement/cuda_device_order.h"
@@ -91,6 +92,23 @@ std::string deviceHandle(Symbol symbol, const std::string& id, const std::option
   const NvmlIndexChoice choice = nvmlIndexOfCudaIndex(static_cast<size_t>(*index), listGpus(symbol), order);
   if (!choice.nvmlIndex) return choice.problem;
   return byIndex(static_cast<unsigned int>(*choice.nvmlIndex), device) == kSuccess ? "" : unknown;
+}
+
+/// NVML's index and UUID ("GPU-...") of `device`: what NVIDIA's DCGM exporter labels its
+/// metrics with (`gpu`, `UUID`). Each is empty where NVML cannot say (a MIG instance has no
+/// index of its own).
+template <typename Symbol>
+std::pair<std::optional<unsigned int>, std::string> indexAndUuid(Symbol symbol, Device device) {
+  using GetIndex = int (*)(Device, unsigned int*);
+  using GetUuid = int (*)(Device, char*, unsigned int);
+  auto getIndex = reinterpret_cast<GetIndex>(symbol("nvmlDeviceGetIndex"));
+  auto getUuid = reinterpret_cast<GetUuid>(symbol("nvmlDeviceGetUUID"));
+  std::optional<unsigned int> index;
+  unsigned int value = 0;
+  if (getIndex != nullptr && getIndex(device, &value) == kSuccess) index = value;
+  char uuid[96] = {};  // NVML_DEVICE_UUID_V2_BUFFER_SIZE
+  if (getUuid == nullptr || getUuid(device, uuid, sizeof uuid - 1) != kSuccess) uuid[0] = '\0';
+  return {index, uuid};
 }
 
 }  // namespace pltrun::nvml

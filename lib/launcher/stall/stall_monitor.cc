@@ -21,10 +21,12 @@ StallMonitor::StallMonitor(boost::asio::io_context& context, std::unique_ptr<Tim
 
 void StallMonitor::bind(size_t index, const std::string& path) { heartbeats_.bind(index, path); }
 
-void StallMonitor::start(OnStall onStall) {
+void StallMonitor::start(OnStall onStall, OnBeat onBeat) {
   onStall_ = std::move(onStall);
-  heartbeats_.start([this](size_t index, std::optional<long long> counter) {
-    tracker_.beat(index, ProgressTracker::Clock::now(), counter);
+  heartbeats_.start([this, onBeat = std::move(onBeat)](size_t index, std::optional<long long> counter) {
+    const auto now = ProgressTracker::Clock::now();
+    tracker_.beat(index, now, counter);
+    if (onBeat) onBeat(index, now, counter);
   });
   if (timeout_) {
     checking_ = true;

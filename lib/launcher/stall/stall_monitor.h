@@ -25,6 +25,10 @@ class StallMonitor {
   /// pltrun warns once that --stall-timeout watches nothing.
   static constexpr std::chrono::seconds kNoHeartbeatWarning{60};
   using OnStall = std::function<void(const std::vector<size_t>& stalled)>;
+  /// Worker `index` beat at `at` (its counter, when the payload was one): one call per read
+  /// of its socket that found any heartbeat.
+  using OnBeat =
+      std::function<void(size_t index, ProgressTracker::Clock::time_point at, std::optional<long long> counter)>;
 
   StallMonitor(boost::asio::io_context& context, std::unique_ptr<Timer> checkTimer,
                std::unique_ptr<Timer> readWindowTimer, std::optional<StallTimeout> timeout, size_t workers);
@@ -32,8 +36,9 @@ class StallMonitor {
   /// Binds worker `index`'s heartbeat socket at `path`, before the worker starts (its first
   /// heartbeat must find it). Throws Error(System) when it cannot.
   void bind(size_t index, const std::string& path);
-  /// Listens to every bound socket and, with a timeout, starts checking.
-  void start(OnStall onStall);
+  /// Listens to every bound socket and, with a timeout, starts checking. `onBeat` (may be
+  /// null: nothing more per heartbeat) observes each heartbeat read (--metrics).
+  void start(OnStall onStall, OnBeat onBeat = nullptr);
   /// Worker `index` has exited: never stalled from now on.
   void ended(size_t index) { tracker_.ended(index); }
   /// Reads every heartbeat queued now (the group's workers have all ended).

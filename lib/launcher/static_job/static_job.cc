@@ -9,6 +9,7 @@
 #include "launcher/group/attempt_plan.h"
 #include "launcher/group/file_timer_server.h"
 #include "launcher/group/run_events.h"
+#include "launcher/metrics/metrics_endpoint.h"
 #include "launcher/net/attempt_store.h"
 #include "launcher/net/host_identity.h"
 #include "launcher/output/run_directory.h"
@@ -60,16 +61,21 @@ int runStaticJob(const ResolvedJob& job) {
                                config.nnodes > 1 ? localHostName() + "_" + std::to_string(getpid()) : "");
   if (const std::optional<int> refused = refuseIfUnhealthy(job, directory, localHostName())) return *refused;
   // Heartbeat sockets only where something reads them: on one node that is --stall-timeout,
-  // and restarts that --max-no-progress-restarts watches (binding them is a visible part
-  // of a launch; docs/PERFORMANCE.md, launch); an elastic agent's also feed pltrun status.
+  // --metrics, and restarts that --max-no-progress-restarts watches (binding them is a
+  // visible part of a launch; docs/PERFORMANCE.md, launch); an elastic agent's also feed
+  // pltrun status.
   std::optional<SupervisionFiles> supervision;
   const bool watchesProgress = config.maxRestarts > 0 && config.maxNoProgressRestarts > 0;
-  if (config.stallTimeout || config.fileTimer || watchesProgress) {
+  if (config.stallTimeout || config.fileTimer || watchesProgress || config.metrics) {
     supervision.emplace(config.stallTimeout.has_value());
   }
   // Before any worker exists; after the directories it removes should pltrun be killed.
   OrphanGuard guard(temporaryDirectories(directory, supervision ? &*supervision : nullptr));
   boost::asio::io_context context;
+  // --metrics: serving before anything starts (a port it cannot bind stops pltrun first).
+  std::optional<MetricsRecorder> metrics;
+  if (config.metrics) metrics.emplace(MetricsIdentity{job.runId, localHostName()}, MetricsRecorder::Clock::now());
+  const std::unique_ptr<MetricsServer> metricsServer = metrics ? serveMetrics(config.metrics, *metrics) : nullptr;
 
   if (setsOmpNumThreads(job.inherited, layout.workerCount)) {
     spdlog::info("OMP_NUM_THREADS=1 for each of the {} workers so they do not overload the CPUs; set it to tune",
@@ -95,6 +101,7 @@ int runStaticJob(const ResolvedJob& job) {
   options.stackSignal = supervision ? supervision->stackSignal() : 0;
   options.fileTimer = fileTimer.get();
   options.eventLog = directory.eventLog();
+  options.metrics = metrics ? &*metrics : nullptr;
   options.runStarted = runStartedFields(config, job.runId, directory.root().string(), plan.host, layout.workerCount);
   return Supervisor(context, options, guard, zygote.runtime()).run([&attempts](int attempt) {
     return attempts.workersOf(attempt);

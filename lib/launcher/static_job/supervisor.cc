@@ -4,6 +4,8 @@
 
 #include "launcher/group/group_runner.h"
 #include "launcher/group/run_events.h"
+#include "launcher/metrics/restart_cause.h"
+#include "launcher/metrics/worker_gpus.h"
 #include "launcher/plan/text_parsing.h"
 
 namespace pltrun {
@@ -26,8 +28,12 @@ int Supervisor::run(const AttemptPlanner& planAttempt) {
     settings.stallTimeout = options_.stallTimeout;
     settings.stackSignal = options_.stackSignal;
     recordWorkerEvents(settings, events_, {{"attempt", attempt}});
-    WorkerGroup group(context_, runner.console(), guard_, settings, runtime_);
     const std::vector<WorkerSpec> specs = planAttempt(attempt);
+    if (options_.metrics != nullptr) {
+      recordMetrics([attempt](JobMetrics& metrics) { metrics.attemptStarted(attempt, MetricsRecorder::Clock::now()); });
+      recordWorkerMetrics(settings, *options_.metrics, identifyWorkers(gpusOfWorkers(specs)));
+    }
+    WorkerGroup group(context_, runner.console(), guard_, settings, runtime_);
     if (options_.fileTimer != nullptr) options_.fileTimer->serve(&group);
     GroupOutcome outcome = runner.run(group, specs);
     if (options_.fileTimer != nullptr) options_.fileTimer->serve(nullptr);
@@ -36,6 +42,9 @@ int Supervisor::run(const AttemptPlanner& planAttempt) {
       return stopWithoutProgress(progress, outcome, attempt);
     }
     if (next.action == AfterAttempt::Action::Restart) {
+      recordMetrics([&outcome](JobMetrics& metrics) {
+        metrics.restarted(restartCauseOf(*outcome.rootCause), MetricsRecorder::Clock::now());
+      });
       events_.write(
           "restart",
           {{"attempt", attempt + 1}, {"rank", outcome.rootCause->rank}, {"reason", outcome.rootCause->describe()}});
@@ -45,6 +54,7 @@ int Supervisor::run(const AttemptPlanner& planAttempt) {
     }
     if (next.reportFailure) printFailureReport(*outcome.rootCause, outcome.others, options_.report);
     events_.write("job_finished", {{"status", next.status}, {"attempts", attempt + 1}});
+    recordMetrics([](JobMetrics& metrics) { metrics.jobFinished(MetricsRecorder::Clock::now()); });
     if (outcome.kind == GroupOutcome::Kind::Succeeded) {
       std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - started;
       spdlog::info(
@@ -67,7 +77,12 @@ int Supervisor::stopWithoutProgress(const RestartProgress& progress, const Group
   printFailureReport(*outcome.rootCause, outcome.others, options_.report, {{"no_progress", fields}});
   spdlog::error("{}", progress.line());
   events_.write("job_finished", {{"status", kNoProgressExitStatus}, {"attempts", attempt + 1}});
+  recordMetrics([](JobMetrics& metrics) { metrics.jobFinished(MetricsRecorder::Clock::now()); });
   return kNoProgressExitStatus;
+}
+
+void Supervisor::recordMetrics(const std::function<void(JobMetrics&)>& update) {
+  if (options_.metrics != nullptr) options_.metrics->update(update);
 }
 
 AfterAttempt decideAfterAttempt(const GroupOutcome& outcome, int attempt, int maxRestarts) {

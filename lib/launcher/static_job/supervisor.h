@@ -12,6 +12,7 @@
 
 #include "launcher/group/file_timer_server.h"
 #include "launcher/group/worker_group.h"
+#include "launcher/metrics/metrics_recorder.h"
 #include "launcher/output/event_log.h"
 #include "launcher/plan/slurm_signals.h"
 #include "launcher/process/orphan_guard.h"
@@ -32,6 +33,7 @@ struct SupervisorOptions {
   RunFile eventLog;                      ///< events.jsonl (stalls, restarts, the end), if anywhere
   nlohmann::json runStarted;             ///< the first event's fields (run_events.h)
   FileTimerServer* fileTimer = nullptr;  ///< torch's FileTimer, when served
+  MetricsRecorder* metrics = nullptr;    ///< --metrics: each attempt's workers and restarts
 };
 
 /// What the supervisor does once an attempt's group has ended.
@@ -63,6 +65,8 @@ class Supervisor {
   int run(const AttemptPlanner& planAttempt);
 
  private:
+  /// `update` on the metrics, with --metrics.
+  void recordMetrics(const std::function<void(JobMetrics&)>& update);
   /// Restarts made no progress: says so, records it, reports the attempt's failure.
   int stopWithoutProgress(const RestartProgress& progress, const GroupOutcome& outcome, int attempt);
 

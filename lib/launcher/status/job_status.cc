@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "base/printable_key.h"
+#include "base/seconds_text.h"
 #include "base/terminal_text.h"
 #include "launcher/status/impossible_values.h"
 #include "pltrun/error.h"
@@ -115,6 +116,10 @@ std::optional<NodeStatus> nodeInSlot(const JobKeys& keys, int round, int slot, s
     node.state = state->state;
     node.workersRunning = state->workers;
     readSlowestRank(state->ranks, node);
+    for (const rdzv::RankProgress& rank : state->ranks) {
+      if (rank.stepSeconds) node.stepSeconds[rank.rank] = *rank.stepSeconds;
+    }
+    node.goodput = state->goodput;
   }
   return node;
 }
@@ -219,7 +224,23 @@ void readFormingRound(const JobKeys& keys, int round, JobStatus& job) {
   }
 }
 
+double goodputRatio(const rdzv::NodeGoodput& goodput) {
+  return goodput.elapsedSeconds > 0 ? goodput.productiveSeconds / goodput.elapsedSeconds : 0;
+}
+
 }  // namespace
+
+std::optional<JobGoodput> jobGoodput(const JobStatus& status) {
+  std::optional<JobGoodput> job;
+  for (const NodeStatus& node : status.nodes) {
+    if (!node.goodput) continue;
+    const double ratio = goodputRatio(*node.goodput);
+    if (!job) job = JobGoodput{ratio, 0};
+    job->ratio = std::min(job->ratio, ratio);
+    job->lostSeconds = std::max(job->lostSeconds, node.goodput->lostSeconds);
+  }
+  return job;
+}
 
 int slotCount(const JobKeys& keys, const std::string& name) {
   return std::clamp(keyInteger(keys, name, 0), 0, kMaxStatusSlots);
@@ -351,17 +372,54 @@ std::string slowestText(const NodeStatus& node) {
   return text;
 }
 
+// Seconds per step in three significant digits: "0.213", "12.5", "1500".
+std::string stepSecondsText(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, seconds >= 1000 ? "%.0f" : "%.3g", seconds);
+  return text;
+}
+
+// The node's ranks' step times: "0.213 s/step" when they agree (as data-parallel ranks do),
+// else the fastest and the slowest, "0.2-0.25 s/step"; "-" while none has one.
+std::string stepText(const NodeStatus& node) {
+  if (node.stepSeconds.empty()) return "-";
+  const auto [fastest, slowest] = std::minmax_element(node.stepSeconds.begin(), node.stepSeconds.end(),
+                                                      [](const auto& a, const auto& b) { return a.second < b.second; });
+  const std::string low = stepSecondsText(fastest->second);
+  const std::string high = stepSecondsText(slowest->second);
+  return (low == high ? low : low + "-" + high) + " s/step";
+}
+
+std::string percentText(double ratio) {
+  char text[16];
+  std::snprintf(text, sizeof text, "%.0f%%", std::clamp(ratio, 0.0, 9.99) * 100);
+  return text;
+}
+
+std::string goodputText(const NodeStatus& node) {
+  return node.goodput ? percentText(goodputRatio(*node.goodput)) : "-";
+}
+
+// "goodput: 83% (the lowest node's), 8.0 s lost to restarts", once a node published one.
+std::string goodputLine(const JobStatus& status) {
+  const std::optional<JobGoodput> job = jobGoodput(status);
+  if (!job) return "";
+  return "  goodput: " + percentText(job->ratio) + " (the lowest node's), " +
+         secondsText(std::chrono::duration<double>(job->lostSeconds)) + " s lost to restarts\n";
+}
+
 // Every text of a node row or JSON object comes from the store: shown within one line.
 std::string nodeRow(const NodeStatus& node) {
   char row[1024];
-  std::snprintf(row, sizeof row, "  %-5s %-16s %-16s %-8s %-9s %-8s %-11s %-9s %s\n",
+  std::snprintf(row, sizeof row, "  %-5s %-16s %-16s %-8s %-9s %-8s %-11s %-9s %-16s %-7s %s\n",
                 node.nodeRank < 0 ? "-" : std::to_string(node.nodeRank).c_str(), terminalSafeLine(node.host).c_str(),
                 terminalSafeLine(node.address).c_str(), node.pid == 0 ? "-" : std::to_string(node.pid).c_str(),
                 ranksText(node).c_str(),
                 node.workersRunning < 0
                     ? std::to_string(node.workers).c_str()
                     : (std::to_string(node.workersRunning) + "/" + std::to_string(node.workers)).c_str(),
-                heartbeatText(node).c_str(), terminalSafeLine(node.state).c_str(), slowestText(node).c_str());
+                heartbeatText(node).c_str(), terminalSafeLine(node.state).c_str(), stepText(node).c_str(),
+                goodputText(node).c_str(), slowestText(node).c_str());
   return row;
 }
 
@@ -369,6 +427,21 @@ std::vector<std::string> safeNames(const JobStatus& status) {
   std::vector<std::string> names;
   for (const std::string& name : status.missing) names.push_back(terminalSafeLine(name));
   return names;
+}
+
+// {"RANK": seconds per step, ...}: JSON's object keys are strings.
+json stepSecondsJson(const NodeStatus& node) {
+  json ranks = json::object();
+  for (const auto& [rank, seconds] : node.stepSeconds) ranks[std::to_string(rank)] = seconds;
+  return ranks;
+}
+
+json goodputJson(const std::optional<rdzv::NodeGoodput>& goodput) {
+  if (!goodput) return json();
+  return {{"productive_s", goodput->productiveSeconds},
+          {"elapsed_s", goodput->elapsedSeconds},
+          {"lost_s", goodput->lostSeconds},
+          {"ratio", goodputRatio(*goodput)}};
 }
 
 json nodeJson(const NodeStatus& node) {
@@ -384,7 +457,9 @@ json nodeJson(const NodeStatus& node) {
           {"state", terminalSafeLine(node.state)},
           {"slowest_rank", node.slowestRank ? json(*node.slowestRank) : json()},
           {"slowest_step", node.slowestStep ? json(*node.slowestStep) : json()},
-          {"slowest_heartbeat_age_s", node.slowestSilence ? json(*node.slowestSilence) : json()}};
+          {"slowest_heartbeat_age_s", node.slowestSilence ? json(*node.slowestSilence) : json()},
+          {"step_s", stepSecondsJson(node)},
+          {"goodput", goodputJson(node.goodput)}};
 }
 
 }  // namespace
@@ -393,10 +468,11 @@ std::string renderStatusText(const JobStatus& status) {
   std::string text = summaryLine(status) + "\n";
   if (!status.nodes.empty()) {
     char header[256];
-    std::snprintf(header, sizeof header, "  %-5s %-16s %-16s %-8s %-9s %-8s %-11s %-9s %s\n", "node", "host", "address",
-                  "pid", "ranks", "workers", "heartbeat", "state", "slowest rank");
+    std::snprintf(header, sizeof header, "  %-5s %-16s %-16s %-8s %-9s %-8s %-11s %-9s %-16s %-7s %s\n", "node", "host",
+                  "address", "pid", "ranks", "workers", "heartbeat", "state", "step", "goodput", "slowest rank");
     text += header;
     for (const NodeStatus& node : status.nodes) text += nodeRow(node);
+    text += goodputLine(status);
   }
   for (const NodeStatus& spare : status.spares) {
     text += "  spare: " + terminalSafeLine(spare.host) + " (" + terminalSafeLine(spare.address) +
@@ -417,6 +493,16 @@ std::string renderStatusText(const JobStatus& status) {
   }
   return text;
 }
+
+namespace {
+
+json jobGoodputJson(const JobStatus& status) {
+  const std::optional<JobGoodput> job = jobGoodput(status);
+  if (!job) return json();
+  return {{"ratio", job->ratio}, {"lost_s", job->lostSeconds}};
+}
+
+}  // namespace
 
 json statusJson(const JobStatus& status) {
   json nodes = json::array(), spares = json::array();
@@ -445,6 +531,7 @@ json statusJson(const JobStatus& status) {
           {"missing", safeNames(status)},
           {"excluded_nodes", rdzv::excludedNodesJson(status.excluded)},
           {"malformed_keys", status.malformedKeys},
+          {"goodput", jobGoodputJson(status)},
           {"end", end},
           {"job_exit_status", status.state == JobStatus::State::Finished ? json(status.exitStatus) : json()}};
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "rendezvous/elastic/node_exclusions.h"
+#include "rendezvous/elastic/node_state.h"
 #include "rendezvous/elastic/round_end.h"
 
 namespace pltrun {
@@ -42,6 +43,18 @@ struct NodeStatus {
   std::optional<int> slowestRank;
   std::optional<long long> slowestStep;
   std::optional<double> slowestSilence;  ///< seconds since that worker's heartbeat, when published
+  /// Seconds per step of each rank that has one (the median of its recent steps), by rank.
+  std::map<int, double> stepSeconds;
+  /// Its goodput (job_metrics.h defines it), as its agent last published it.
+  std::optional<rdzv::NodeGoodput> goodput;
+};
+
+/// The job's goodput as its nodes published it: the lowest node's ratio (productive over
+/// elapsed seconds) and the most seconds any node lost to restarts (restarts are the job's:
+/// every node measures the same ones).
+struct JobGoodput {
+  double ratio = 0;
+  double lostSeconds = 0;
 };
 
 struct JobStatus {
@@ -78,6 +91,9 @@ int slotCount(const JobKeys& keys, const std::string& name);
 /// agents' keep-alive interval (they beat once an interval) is "silent".
 JobStatus evaluateJob(const std::string& runId, const std::string& endpoint, const JobKeys& keys,
                       const HeartbeatAges& ages);
+
+/// None while no node of the round published its goodput.
+std::optional<JobGoodput> jobGoodput(const JobStatus& status);
 
 /// 0: running with every node well, or finished successfully; 1: waiting, re-forming, or a
 /// node failed or went silent; 2: failed, stopped, no such job, or malformed keys.
