@@ -7,13 +7,14 @@
 # modes, run interleaved (off, on, scraped, off, ...):
 #   off      no --metrics
 #   on       --metrics 127.0.0.1:0, never scraped
-#   scraped  --metrics 127.0.0.1:0, GET /metrics once a second over loopback at the URL
-#            pltrun prints (a Python thread here, urllib: a new connection per scrape, the
-#            dearer case; Prometheus keeps its connection open)
+#   scraped  --metrics 127.0.0.1:0, GET /metrics SCRAPES times a second (default once, as
+#            the issue's budget says; more to time one scrape above the noise) over
+#            loopback at the URL pltrun prints (a Python thread here, urllib: a new
+#            connection per scrape, the dearer case; Prometheus keeps its connection open)
 # Prints the median of each and its share of one core, on's and scraped's difference to off,
 # and one scrape's cost (scraped less on, per scrape).
 #
-#   scripts/bench/metrics.sh [RUNS [SECONDS]]   (default 3 and 20; PLTRUN=path picks the binary)
+#   scripts/bench/metrics.sh [RUNS [SECONDS [SCRAPES]]]   (default 3, 20 and 1; PLTRUN=path picks the binary)
 #
 # The workers are Debian's /usr/bin/python3 with one non-blocking socket each.
 set -euo pipefail
@@ -21,22 +22,23 @@ cd "$(dirname "$0")/../.."
 pltrun=$(realpath "${PLTRUN:-build/apps/pltrun}")
 runs=${1:-3}
 seconds=${2:-20}
+scrapes=${3:-1}
 [[ -x $pltrun ]] || { echo "bench/metrics.sh: no pltrun at $pltrun: bash scripts/build.sh pltrun" >&2; exit 2; }
-for value in "$runs" "$seconds"; do
-  [[ $value =~ ^[1-9][0-9]*$ ]] || { echo "bench/metrics.sh: '$value' is not a positive whole number (RUNS, SECONDS)" >&2; exit 2; }
+for value in "$runs" "$seconds" "$scrapes"; do
+  [[ $value =~ ^[1-9][0-9]*$ ]] || { echo "bench/metrics.sh: '$value' is not a positive whole number (RUNS, SECONDS, SCRAPES)" >&2; exit 2; }
 done
 if ! "$pltrun" -q --metrics 127.0.0.1:0 --nproc-per-node 1 --no-python /bin/true >/dev/null 2>&1; then
   echo "bench/metrics.sh: $pltrun refuses --metrics (a build from before issue 47?)" >&2
   exit 2
 fi
-/usr/bin/python3 - "$pltrun" "$runs" "$seconds" <<'PYTHON'
+/usr/bin/python3 - "$pltrun" "$runs" "$seconds" "$scrapes" <<'PYTHON'
 import os, re, statistics, subprocess, sys, tempfile, threading, time, urllib.request
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the tree
 sys.path.insert(0, "scripts/bench/lib")
 from launcher_cpu import thread_cpu_seconds, worker_source
 
-pltrun, runs, SECONDS = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+pltrun, runs, SECONDS, SCRAPES = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
 WORKERS, RATE = 4, 1000
 MEASURED = SECONDS - 0.3  # pltrun's time is read just before the workers end
 WORKER = worker_source(SECONDS, RATE)
@@ -44,8 +46,8 @@ URL = re.compile(r"metrics at (http://\S+/metrics)")
 
 
 class Scraper(threading.Thread):
-    """Finds pltrun's `metrics at URL` line on its stderr; with `scrape`, fetches the URL once
-    a second until stopped, counting the answers and their size."""
+    """Finds pltrun's `metrics at URL` line on its stderr; with `scrape`, fetches the URL
+    SCRAPES times a second until stopped, counting the answers and their size."""
 
     def __init__(self, stderr, scrape):
         super().__init__(daemon=True)
@@ -64,7 +66,7 @@ class Scraper(threading.Thread):
     def run(self):
         if not self.found.wait(10):
             return
-        while not self.stop.wait(1.0):
+        while not self.stop.wait(1.0 / SCRAPES):
             try:
                 with urllib.request.urlopen(self.url, timeout=5) as answer:
                     self.size = len(answer.read())
@@ -114,7 +116,7 @@ def share(cpu):
 
 
 print(f"pltrun's own CPU over {MEASURED:.1f} s, {WORKERS} workers beating at {RATE} Hz each, medians of {runs}:")
-for mode, label in (("off", "--metrics off"), ("on", "on, not scraped"), ("scraped", "on, scraped 1/s")):
+for mode, label in (("off", "--metrics off"), ("on", "on, not scraped"), ("scraped", f"on, scraped {SCRAPES}/s")):
     cpu = statistics.median(samples[mode])
     runs_text = ", ".join(f"{v * 1000:.0f}" for v in samples[mode])
     against = "" if mode == "off" else f"; {share(cpu) - share(off):+.2f} % of a core against off"

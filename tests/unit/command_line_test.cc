@@ -1227,7 +1227,8 @@ TEST_CASE("site defaults: max-no-progress-restarts is a key like the other flags
             .maxNoProgressRestarts == 4);
 }
 
-TEST_CASE("--metrics: ADDR:PORT, or PORT alone on loopback; PET_METRICS and the site key", "[command_line][metrics]") {
+TEST_CASE("metrics flag: ADDR:PORT, or PORT alone on loopback, from the flag, PET_METRICS or the site key",
+          "[command_line][metrics]") {
   using pltrun::Endpoint;
   CHECK_FALSE(parseConfig({"p"}).metrics);  // off by default
   CHECK(parseConfig({"--metrics", "9400", "p"}).metrics == Endpoint{"127.0.0.1", 9400});
@@ -1241,7 +1242,7 @@ TEST_CASE("--metrics: ADDR:PORT, or PORT alone on loopback; PET_METRICS and the 
   CHECK(parseWithSite({"p"}, "metrics = 9400\n").metrics == Endpoint{"127.0.0.1", 9400});
 }
 
-TEST_CASE("--metrics: a bad value is one line saying what to write", "[command_line][metrics]") {
+TEST_CASE("metrics flag: a bad --metrics value is one line saying what to write", "[command_line][metrics]") {
   for (const std::string value : {"", " ", "65536", ":70000", "127.0.0.1:65536", "127.0.0.1:-1", "127.0.0.1", "::1",
                                   "[::1]", "127.0.0.1:", ":", "host name:1", "[::1:9400", "x:y", "a:1:b"}) {
     INFO(value);
