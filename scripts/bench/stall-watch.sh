@@ -18,27 +18,13 @@ rate=${2:-1000}
 /usr/bin/python3 - "$pltrun" "$runs" "$rate" <<'PYTHON'
 import os, statistics, subprocess, sys, tempfile, time
 
+sys.dont_write_bytecode = True  # no __pycache__ left in the tree
+sys.path.insert(0, "scripts/bench/lib")
+from launcher_cpu import thread_cpu_seconds, worker_source
+
 pltrun, runs, RATE = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 SECONDS, WORKERS = 10.0, 4
-WORKER = f"""
-import os, socket, sys, time
-beat = sys.argv[1] == "beat"
-path = os.environ["PLTRUN_HEARTBEAT"]
-sender = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_NONBLOCK)
-start = time.monotonic()
-due, step = start, 0
-while due - start < {SECONDS}:
-    if beat:
-        try:
-            sender.sendto(str(step).encode(), path)
-        except BlockingIOError:
-            pass
-    step += 1
-    due += 1.0 / {RATE}
-    pause = due - time.monotonic()
-    if pause > 0:
-        time.sleep(pause)
-"""
+WORKER = worker_source(SECONDS, RATE)
 
 def launcher_cpu_seconds(mode):
     with tempfile.TemporaryDirectory() as directory:
@@ -48,10 +34,7 @@ def launcher_cpu_seconds(mode):
         job = subprocess.Popen([pltrun, "-q", "--nproc-per-node", str(WORKERS), "--stall-timeout", "30", "--no-python",
                                 "/usr/bin/python3", script, mode], stdout=subprocess.DEVNULL)
         time.sleep(SECONDS - 0.3)  # just before the workers end: pltrun's own time so far
-        cpu = 0.0
-        for thread in os.listdir(f"/proc/{job.pid}/task"):
-            with open(f"/proc/{job.pid}/task/{thread}/schedstat") as file:
-                cpu += int(file.read().split()[0]) / 1e9  # nanoseconds on a CPU
+        cpu = thread_cpu_seconds(job.pid)
         if job.wait(timeout=60) != 0:
             sys.exit(f"bench/stall-watch.sh: the {mode} job failed")
         return cpu

@@ -31,14 +31,20 @@ const std::string kBody = "# HELP pltrun_test a test\n# TYPE pltrun_test gauge\n
 // A client connection to the server, with a receive timeout so that a test never hangs.
 class Client {
  public:
-  explicit Client(int port) {
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  explicit Client(int port, bool ipv6 = false) {
+    fd_ = socket(ipv6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     REQUIRE(fd_ >= 0);
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_port = htons(static_cast<uint16_t>(port));
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+    sockaddr_in6 address6{};
+    address6.sin6_family = AF_INET6;
+    address6.sin6_port = htons(static_cast<uint16_t>(port));
+    address6.sin6_addr = in6addr_loopback;
+    const int connected = ipv6 ? connect(fd_, reinterpret_cast<sockaddr*>(&address6), sizeof address6)
+                               : connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address);
+    REQUIRE(connected == 0);
   }
   ~Client() { close(fd_); }
   Client(const Client&) = delete;
@@ -141,6 +147,24 @@ TEST_CASE("metrics server: GET /metrics answers the body as Prometheus's text fo
   CHECK(response.substr(response.find("\r\n\r\n") + 4) == kBody);
 }
 
+TEST_CASE("metrics server: IPv6 loopback, [::1]:0", "[metrics_server]") {
+  const int probe = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in6 loopback{};
+  loopback.sin6_family = AF_INET6;
+  loopback.sin6_addr = in6addr_loopback;
+  const bool hasIpv6 = probe >= 0 && bind(probe, reinterpret_cast<sockaddr*>(&loopback), sizeof loopback) == 0;
+  if (probe >= 0) close(probe);
+  if (!hasIpv6) {
+    WARN("skipped: this machine has no IPv6 loopback");
+    return;
+  }
+  MetricsServer server({"::1", 0}, [] { return kBody; });
+  CHECK(server.listening().host == "::1");
+  Client client(server.listening().port, true);
+  client.send(get("/metrics"));
+  CHECK(statusLine(client.response()) == "HTTP/1.1 200 OK");
+}
+
 TEST_CASE("metrics server: HEAD /metrics answers the length without the body", "[metrics_server]") {
   Served served;
   Client client(served.port());
@@ -184,7 +208,9 @@ TEST_CASE("metrics server: garbage is 400, a huge head 431, a body 413", "[metri
   Served served(MetricsServerLimits{32, 1024, 10s});
   {
     Client client(served.port());
-    client.send(std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 not http\r\n\r\n", 29));
+    // A TLS ClientHello's first bytes (NULs included), then text: what a scanner sends first.
+    static const char kHello[] = "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 not http\r\n\r\n";
+    client.send(std::string(kHello, sizeof kHello - 1));
     CHECK(statusLine(client.response()) == "HTTP/1.1 400 Bad Request");
     CHECK(client.closedWithin(2s));
   }
@@ -200,6 +226,20 @@ TEST_CASE("metrics server: garbage is 400, a huge head 431, a body 413", "[metri
     CHECK(statusLine(client.response()) == "HTTP/1.1 413 Payload Too Large");
   }
   CHECK(statusLine(scrape(served.port())) == "HTTP/1.1 200 OK");
+}
+
+TEST_CASE("metrics server: a body that throws is 500, and the server goes on", "[metrics_server]") {
+  std::atomic<bool> fail{true};
+  MetricsServer server({"127.0.0.1", 0}, [&fail]() -> std::string {
+    if (fail) throw std::runtime_error("the recorder is gone");
+    return kBody;
+  });
+  Client client(server.listening().port);
+  client.send(get("/metrics"));
+  CHECK(statusLine(client.response()) == "HTTP/1.1 500 Internal Server Error");
+  CHECK(client.closedWithin(2s));
+  fail = false;
+  CHECK(statusLine(scrape(server.listening().port)) == "HTTP/1.1 200 OK");
 }
 
 TEST_CASE("metrics server: keep-alive serves two requests on one connection", "[metrics_server]") {

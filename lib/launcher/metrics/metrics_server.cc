@@ -103,8 +103,10 @@ class MetricsConnection : public std::enable_shared_from_this<MetricsConnection>
 
   void answerError(int status) { send(errorResponse(status, 11), false); }
 
-  // A peer that never reads cannot hold the connection past the idle timeout either.
+  // Only a 200 keeps the connection. A peer that never reads cannot hold it past the idle
+  // timeout either.
   void send(std::shared_ptr<Response> response, bool keepAlive) {
+    keepAlive = keepAlive && response->result() == http::status::ok;
     response->keep_alive(keepAlive);
     stream_.expires_after(state_.limits.idleTimeout);
     http::async_write(stream_, *response,
