@@ -68,6 +68,21 @@ TEST_CASE("status: a running round lists its nodes by node rank, with ranks, pid
   CHECK(json["nodes"][1]["ranks"] == nlohmann::json{2, 3});
 }
 
+TEST_CASE("status: a node with a node_name is shown by it beside its host, as its metrics label it", "[status]") {
+  JobKeys keys = runningJob();
+  std::string named = slot("a", 101);
+  named.insert(named.find(R"("addr")"), R"("name":"na",)");
+  keys["r1/slot/2"] = named;
+  const JobStatus status = evaluateJob("job", "h:1", keys, {});
+  REQUIRE(status.nodes.size() == 2);
+  CHECK(status.nodes[0].name == "na");
+  CHECK_THAT(renderStatusText(status), Catch::Contains("na (a)") && !Catch::Contains("b (b)"));
+  const nlohmann::json json = statusJson(status);
+  CHECK(json["nodes"][0]["node"] == "na");
+  CHECK(json["nodes"][0]["host"] == "a");
+  CHECK(json["nodes"][1]["node"] == "b");  // no node_name: its host
+}
+
 TEST_CASE("status: a heartbeat that stopped makes its node silent and the job degraded", "[status]") {
   JobStatus status = evaluateJob("job", "h:1", runningJob(), {{1, 0.4}, {2, 1.6}});  // 1.5 x keep_alive_ms
   CHECK(status.nodes[0].state == "silent");                                          // a, in slot 2, is node rank 0

@@ -96,6 +96,7 @@ std::optional<NodeStatus> nodeInSlot(const JobKeys& keys, int round, int slot, s
   NodeStatus node;
   node.slot = slot;
   node.host = descriptor->host;
+  node.name = descriptor->name;
   node.address = descriptor->addr;
   node.pid = descriptor->pid;
   node.workers = descriptor->localWorldSize;
@@ -408,11 +409,21 @@ std::string goodputLine(const JobStatus& status) {
          secondsText(std::chrono::duration<double>(job->lostSeconds)) + " s lost to restarts\n";
 }
 
+// The node as the metrics' `node` label and the exclusions name it: node_name=, else the host.
+std::string nodeName(const NodeStatus& node) { return node.name.empty() ? node.host : node.name; }
+
+// The host column: the host, and the node's own name beside it where it has another, so that
+// a row can be matched to its metrics.
+std::string hostText(const NodeStatus& node) {
+  const std::string host = terminalSafeLine(node.host);
+  return node.name.empty() || node.name == node.host ? host : terminalSafeLine(node.name) + " (" + host + ")";
+}
+
 // Every text of a node row or JSON object comes from the store: shown within one line.
 std::string nodeRow(const NodeStatus& node) {
   char row[1024];
   std::snprintf(row, sizeof row, "  %-5s %-16s %-16s %-8s %-9s %-8s %-11s %-9s %-16s %-7s %s\n",
-                node.nodeRank < 0 ? "-" : std::to_string(node.nodeRank).c_str(), terminalSafeLine(node.host).c_str(),
+                node.nodeRank < 0 ? "-" : std::to_string(node.nodeRank).c_str(), hostText(node).c_str(),
                 terminalSafeLine(node.address).c_str(), node.pid == 0 ? "-" : std::to_string(node.pid).c_str(),
                 ranksText(node).c_str(),
                 node.workersRunning < 0
@@ -448,6 +459,7 @@ json nodeJson(const NodeStatus& node) {
   return {{"slot", node.slot},
           {"node_rank", node.nodeRank < 0 ? json() : json(node.nodeRank)},
           {"host", terminalSafeLine(node.host)},
+          {"node", terminalSafeLine(nodeName(node))},
           {"address", terminalSafeLine(node.address)},
           {"pid", node.pid == 0 ? json() : json(node.pid)},
           {"ranks", node.firstRank < 0 ? json() : json{node.firstRank, node.firstRank + node.workers - 1}},

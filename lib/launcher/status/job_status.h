@@ -31,6 +31,9 @@ struct NodeStatus {
   int slot = 0;
   int nodeRank = -1;  ///< -1: not placed (the round is still forming, or a spare)
   std::string host;
+  /// node_name= (Slurm's node name, the driver's host entry), which the metrics' `node` label
+  /// and the exclusions use; empty: its host name.
+  std::string name;
   std::string address;
   int pid = 0;  ///< 0: not told (an older agent)
   int firstRank = -1;
