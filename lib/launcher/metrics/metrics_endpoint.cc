@@ -4,6 +4,7 @@
 
 #include "base/terminal_text.h"
 #include "launcher/group/resolved_job.h"
+#include "pltrun/error.h"
 
 namespace pltrun {
 
@@ -16,10 +17,15 @@ MetricsIdentity metricsIdentity(const ResolvedJob& job, const std::string& host)
 
 std::unique_ptr<MetricsServer> serveMetrics(const std::optional<Endpoint>& endpoint, const MetricsRecorder& recorder) {
   if (!endpoint) return nullptr;
-  auto server = std::make_unique<MetricsServer>(*endpoint,
-                                                [&recorder] { return recorder.scrape(MetricsRecorder::Clock::now()); });
-  spdlog::info("metrics at http://{}/metrics", endpointText(server->listening()));
-  return server;
+  try {
+    auto server = std::make_unique<MetricsServer>(
+        *endpoint, [&recorder] { return recorder.scrape(MetricsRecorder::Clock::now()); });
+    spdlog::info("metrics at http://{}/metrics", endpointText(server->listening()));
+    return server;
+  } catch (const Error& error) {
+    spdlog::warn("{}; the job runs without metrics", error.what());
+    return nullptr;
+  }
 }
 
 }  // namespace pltrun

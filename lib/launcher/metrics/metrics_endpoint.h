@@ -21,9 +21,10 @@ MetricsIdentity metricsIdentity(const ResolvedJob& job, const std::string& host)
 
 /// With `endpoint`: a MetricsServer whose body is `recorder`'s scrape at the time of each
 /// request, announced as "metrics at http://ADDR:PORT/metrics"; none without (no thread, no
-/// socket). Throws Error(InvalidArgument), one line naming the address, when it cannot
-/// bind: pltrun then exits with status 2 before any worker starts. `recorder` must outlive
-/// the server.
+/// socket). None too, after one warning line naming the address and why, when it cannot
+/// bind: the job runs without metrics. Metrics watch a job and must never stop it; a port
+/// taken by another job, or by another local user who took it first on purpose, would
+/// otherwise keep every job that names it from starting. `recorder` must outlive the server.
 std::unique_ptr<MetricsServer> serveMetrics(const std::optional<Endpoint>& endpoint, const MetricsRecorder& recorder);
 
 }  // namespace pltrun
