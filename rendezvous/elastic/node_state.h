@@ -28,7 +28,9 @@ struct RankProgress {
 struct NodeGoodput {
   double productiveSeconds = 0;
   double elapsedSeconds = 0;
-  double lostSeconds = 0;
+  double lostSeconds = 0;  ///< over every restart so far
+  /// productive / elapsed; 0 before any time has passed.
+  double ratio() const { return elapsedSeconds > 0 ? productiveSeconds / elapsedSeconds : 0; }
 };
 
 struct NodeState {

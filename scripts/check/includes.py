@@ -30,7 +30,7 @@ GROUP = PROCESS + ["launcher/stall/", "launcher/placement/", "launcher/group/"]
 NET = PLAN + ["launcher/command_line/", "rendezvous/etcd/"]
 HEALTH = PROCESS + ["launcher/placement/", "launcher/command_line/", "launcher/health/"]
 # metrics reads a round end (restartCauseOfRoundEnd) and nothing else of the rendezvous.
-METRICS = GROUP + ["launcher/metrics/", "rendezvous/elastic/round_end.h"]
+METRICS = GROUP + ["launcher/metrics/", "rendezvous/elastic/round_end.h", "rendezvous/elastic/node_state.h"]
 ALLOWED = {
     "rendezvous/base": [],
     "rendezvous/store": BASE + STORE_PUBLIC,

@@ -123,10 +123,8 @@ std::optional<NodePlacement> RoundRun::placeThisNode() {
 void RoundRun::publishState(const std::string& state, int workersRunning,
                             const std::vector<rdzv::RankProgress>& ranks) {
   try {
-    const Goodput goodput = workers_.metrics().goodput(MetricsRecorder::Clock::now());
-    connection_.rendezvous().reportNodeState(
-        info_, state, workersRunning, ranks,
-        rdzv::NodeGoodput{goodput.productiveSeconds, goodput.elapsedSeconds, goodput.lostSeconds});
+    connection_.rendezvous().reportNodeState(info_, state, workersRunning, ranks,
+                                             workers_.metrics().goodput(MetricsRecorder::Clock::now()));
   } catch (const Error& error) {
     spdlog::debug("could not publish this node's state '{}': {}", state, error.what());
   }

@@ -12,16 +12,12 @@
 #include <deque>
 #include <optional>
 
+#include "rendezvous/elastic/node_state.h"
+
 namespace pltrun {
 
-/// A job's goodput at one moment.
-struct Goodput {
-  double productiveSeconds = 0;
-  double elapsedSeconds = 0;
-  double lostSeconds = 0;  ///< over every restart so far
-  /// productive / elapsed; 0 before any time has passed.
-  double ratio() const { return elapsedSeconds > 0 ? productiveSeconds / elapsedSeconds : 0; }
-};
+/// A job's goodput at one moment: the very values an agent publishes for `pltrun status`.
+using Goodput = rdzv::NodeGoodput;
 
 /// The seconds one restart lost.
 struct RestartLoss {

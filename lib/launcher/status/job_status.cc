@@ -225,17 +225,13 @@ void readFormingRound(const JobKeys& keys, int round, JobStatus& job) {
   }
 }
 
-double goodputRatio(const rdzv::NodeGoodput& goodput) {
-  return goodput.elapsedSeconds > 0 ? goodput.productiveSeconds / goodput.elapsedSeconds : 0;
-}
-
 }  // namespace
 
 std::optional<JobGoodput> jobGoodput(const JobStatus& status) {
   std::optional<JobGoodput> job;
   for (const NodeStatus& node : status.nodes) {
     if (!node.goodput) continue;
-    const double ratio = goodputRatio(*node.goodput);
+    const double ratio = node.goodput->ratio();
     if (!job) job = JobGoodput{ratio, 0};
     job->ratio = std::min(job->ratio, ratio);
     job->lostSeconds = std::max(job->lostSeconds, node.goodput->lostSeconds);
@@ -397,9 +393,7 @@ std::string percentText(double ratio) {
   return text;
 }
 
-std::string goodputText(const NodeStatus& node) {
-  return node.goodput ? percentText(goodputRatio(*node.goodput)) : "-";
-}
+std::string goodputText(const NodeStatus& node) { return node.goodput ? percentText(node.goodput->ratio()) : "-"; }
 
 // "goodput: 83% (the lowest node's), 8.0 s lost to restarts", once a node published one.
 std::string goodputLine(const JobStatus& status) {
@@ -452,7 +446,7 @@ json goodputJson(const std::optional<rdzv::NodeGoodput>& goodput) {
   return {{"productive_s", goodput->productiveSeconds},
           {"elapsed_s", goodput->elapsedSeconds},
           {"lost_s", goodput->lostSeconds},
-          {"ratio", goodputRatio(*goodput)}};
+          {"ratio", goodput->ratio()}};
 }
 
 json nodeJson(const NodeStatus& node) {
