@@ -39,7 +39,7 @@ class AgentSession {
   // The workers' part first: its orphan guard exists before any thread, and its event loop
   // outlives the connection's peer links, which run on it.
   AgentWorkers workers_;
-  /// --metrics: serving before the agent joins (a port it cannot bind stops it first).
+  /// --metrics: serving before the agent joins (a port it cannot bind is a warning; see serveMetrics).
   std::unique_ptr<MetricsServer> metricsServer_;
   RendezvousConnection connection_;
 };

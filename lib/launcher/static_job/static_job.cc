@@ -72,7 +72,7 @@ int runStaticJob(const ResolvedJob& job) {
   // Before any worker exists; after the directories it removes should pltrun be killed.
   OrphanGuard guard(temporaryDirectories(directory, supervision ? &*supervision : nullptr));
   boost::asio::io_context context;
-  // --metrics: serving before anything starts (a port it cannot bind stops pltrun first).
+  // --metrics: serving before anything starts (a port it cannot bind is a warning; see serveMetrics).
   std::optional<MetricsRecorder> metrics;
   if (config.metrics) metrics.emplace(metricsIdentity(job, localHostName()), MetricsRecorder::Clock::now());
   const std::unique_ptr<MetricsServer> metricsServer = metrics ? serveMetrics(config.metrics, *metrics) : nullptr;
