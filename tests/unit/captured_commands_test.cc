@@ -42,6 +42,17 @@ TEST_CASE("captured commands: each one's output, stdin and exit status, every on
   for (const CapturedRun& run : runs) CHECK_FALSE(run.timedOut);
 }
 
+TEST_CASE("captured commands: errorToOutput makes stdout and stderr one stream, in the order written", "[captured]") {
+  CapturedCommand merged = shell("echo one; echo two >&2; echo three; echo four >&2; exit 1");
+  merged.errorToOutput = true;
+  const std::vector<CapturedRun> runs = runCapturedCommands({merged}, 60s, -1);
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].out == "one\ntwo\nthree\nfour\n");
+  CHECK(runs[0].err.empty());
+  REQUIRE(runs[0].end);
+  CHECK(runs[0].end->exitCode == 1);
+}
+
 TEST_CASE("captured commands: they run at once, not one after the other", "[captured]") {
   TempDir directory;
   // Each waits for the other's file: both finish only if both run at the same time.

@@ -49,7 +49,7 @@ Running startCommand(const CapturedCommand& command, int guardFd, CapturedRun& r
   setup.envp = envp.data();
   setup.standardInput = in[0];
   setup.standardOutput = out[1];
-  setup.standardError = err[1];
+  setup.standardError = command.errorToOutput ? out[1] : err[1];
   setup.guardFd = guardFd;
   setup.openFileLimit = openFileLimitAtStart();
   SpawnFailure failure;
@@ -64,6 +64,7 @@ Running startCommand(const CapturedCommand& command, int guardFd, CapturedRun& r
   for (int fd : {in[1], out[0], err[0]}) fcntl(fd, F_SETFL, O_NONBLOCK);
   running = Running{child.pid, child.pidfd, in[1], out[0], err[0], 0};
   if (command.standardInput.empty()) closeFd(running.input);
+  if (command.errorToOutput) closeFd(running.error);  // nothing writes to it
   return running;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // Short commands run side by side, each to its end, with their output kept rather than
 // shown: the multi-host driver's health checks, one per host, where every host's answer is
-// wanted (a group of workers stops the rest at the first failure; this does not). Each runs
+// wanted (a group of workers stops the rest at the first failure; this does not), and a
+// node's own --health-check, alone. Each runs
 // in its own process group with the parent-death signal, registered with the orphan guard,
 // as a worker is; one still running at the deadline is killed, its whole group.
 
@@ -21,6 +22,9 @@ struct CapturedCommand {
   std::vector<std::string> argv;
   std::vector<std::string> environment;
   std::string standardInput;
+  /// Its standard error into its standard output's pipe: one stream, in the order written
+  /// (CapturedRun::err stays empty).
+  bool errorToOutput = false;
 };
 
 /// How one ended and what it wrote (the last kCapturedOutputLimit bytes of each stream).
